@@ -1,0 +1,40 @@
+# The test target runs vet, staticcheck and the race-enabled tests of every
+# module in the repository (the core module and each nested go.mod), then a
+# short bounded run of every fuzz target.
+
+GO        ?= go
+FUZZTIME  ?= 3s
+MODULES   := $(shell find . -name go.mod -not -path './.git/*' -exec dirname {} \; | sort)
+STATICCHECK_VERSION ?= v0.8.2
+GOBIN     := $(shell $(GO) env GOPATH)/bin
+
+.PHONY: test vet staticcheck unit fuzz bench tools
+
+test: vet staticcheck unit fuzz
+
+tools:
+	@command -v staticcheck >/dev/null 2>&1 || test -x $(GOBIN)/staticcheck || \
+		$(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+
+vet:
+	@for m in $(MODULES); do echo "== vet $$m"; (cd $$m && $(GO) vet ./...) || exit 1; done
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
+
+staticcheck: tools
+	@for m in $(MODULES); do echo "== staticcheck $$m"; (cd $$m && PATH="$(GOBIN):$$PATH" staticcheck ./...) || exit 1; done
+
+unit:
+	@for m in $(MODULES); do echo "== test $$m"; (cd $$m && $(GO) test -race -count=1 ./...) || exit 1; done
+
+# Every Fuzz target in the core module, each for FUZZTIME.
+fuzz:
+	@for f in $$(grep -rl --include='*_test.go' '^func Fuzz' . | grep -v '^./bench/'); do \
+		d=$$(dirname $$f); \
+		for t in $$(grep -h -o '^func Fuzz[A-Za-z0-9_]*' $$f | sed 's/func //'); do \
+			echo "== fuzz $$d $$t"; \
+			$(GO) test -run='^$$' -fuzz="^$$t$$" -fuzztime=$(FUZZTIME) $$d || exit 1; \
+		done; \
+	done
+
+bench:
+	$(MAKE) -C bench results
