@@ -1,0 +1,313 @@
+package telemetry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/egresskit/egresskit/classify"
+)
+
+// SyncPolicy says when the audit log is flushed to stable storage (fsync).
+// Every line is written to the file with one write call as soon as it is
+// recorded, so a crash of the process loses nothing; the policy only
+// matters when the machine itself fails.
+type SyncPolicy uint8
+
+// Sync policies.
+const (
+	// SyncInterval (the default) syncs on a write when the last sync is
+	// at least AuditConfig.SyncEvery old, and on Close.
+	SyncInterval SyncPolicy = iota
+	// SyncEveryLine syncs after every line before the call returns.
+	SyncEveryLine
+	// SyncNever leaves flushing to the operating system (and Close).
+	SyncNever
+)
+
+// AuditConfig configures NewAudit. Path is required; every other field's
+// zero value works.
+type AuditConfig struct {
+	// Path is the file the log is appended to. It is created if missing.
+	// Rotated files are kept beside it as Path.NNNNNNNNNNNNNNNNNNNN, where
+	// the number is the seq of the file's last line (see AuditFiles).
+	Path string
+	// Sync is the fsync policy; the zero value is SyncInterval.
+	Sync SyncPolicy
+	// SyncEvery is the SyncInterval period; zero means one second.
+	SyncEvery time.Duration
+	// MaxBytes rotates the file before a line would make it larger than
+	// MaxBytes; the new file's first line chains from the old file's last.
+	// Zero (the default) never rotates.
+	MaxBytes int64
+	// Perm is the permission of new files; zero means 0o600.
+	Perm os.FileMode
+	// Now returns the time written on each line; nil means time.Now.
+	Now func() time.Time
+}
+
+// Head identifies the last line of an audit log: its seq and its hash.
+// Keep a recent Head outside the log (Audit.Head) and pass it to
+// Verifier.Anchor to detect lines removed from the end of the log, which a
+// hash chain alone cannot.
+type Head struct {
+	Seq  uint64
+	Hash string
+}
+
+// Errors returned by Audit.
+var (
+	// ErrAuditClosed is returned by writes after Close.
+	ErrAuditClosed = errors.New("telemetry: audit log closed")
+	// ErrReservedKey is returned by Record for a field named seq, time,
+	// kind, prev or hash, or an empty name.
+	ErrReservedKey = errors.New("telemetry: reserved audit field name")
+)
+
+// Audit is a tamper-evident, append-only log of JSON Lines. Each line
+// carries a sequence number, the time, a kind, its fields, the SHA-256 of
+// the previous line ("prev") and its own ("hash"), so that deleting,
+// inserting, reordering or editing a line breaks the chain at that line
+// (see Verify). It records what compliance needs and nothing more: hosts,
+// outcomes, egress endpoints and reasons, halts, escalations, resumes,
+// forced egress and robots.txt decisions; never a URL query, a body or a
+// credential (every string field is redacted).
+//
+// Opening an existing log continues its chain. A last line cut short by a
+// crash is removed and a "recovered" line records how many bytes were
+// discarded; every open writes an "open" line and Close a "close" line.
+//
+// Audit is an Observer and safe for concurrent use. Its mutex is held
+// while a line is written (and synced, by policy), because the chain's
+// order must be the file's order; a slow disk therefore slows callers.
+type Audit struct {
+	cfg AuditConfig
+
+	mu       sync.Mutex // guards all fields below, and writes to f
+	f        *os.File
+	size     int64
+	seq      uint64
+	prev     [hashLen]byte
+	lastSync time.Time
+	line     lineBuilder
+	err      error // first write error; sticky
+	closed   bool
+}
+
+var _ Observer = (*Audit)(nil)
+
+// NewAudit opens (or creates) the log at cfg.Path for appending, continues
+// its chain and writes an "open" line. It fails when the path is empty, the
+// file cannot be opened for reading and appending or written, or the
+// existing log ends with a damaged line (a *VerifyError inside the
+// returned error): an audit log that cannot be kept fails at start, not
+// later.
+func NewAudit(cfg AuditConfig) (*Audit, error) {
+	if cfg.Path == "" {
+		return nil, errors.New("telemetry: audit path is empty")
+	}
+	if cfg.SyncEvery <= 0 {
+		cfg.SyncEvery = time.Second
+	}
+	if cfg.Perm == 0 {
+		cfg.Perm = 0o600
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	a := &Audit{cfg: cfg}
+	copy(a.prev[:], Genesis)
+	discarded, err := a.openFile()
+	if err != nil {
+		return nil, err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if discarded > 0 {
+		a.line.start(a.seq+1, a.cfg.Now(), "recovered")
+		a.line.int("discarded_bytes", discarded)
+		if err := a.writeLocked(); err != nil {
+			a.f.Close()
+			return nil, err
+		}
+	}
+	a.line.start(a.seq+1, a.cfg.Now(), "open")
+	a.line.str("format", "egresskit-audit/1")
+	if err := a.writeLocked(); err != nil {
+		a.f.Close()
+		return nil, err
+	}
+	return a, nil
+}
+
+// Observe records an "attempt" line: host, method, attempt, final, status,
+// outcome, markers, egress, egress_reason and breaker. The URL and the
+// error text are not recorded. A write error is kept and reported by Err.
+func (a *Audit) Observe(_ context.Context, e *Event) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed || a.err != nil {
+		return
+	}
+	a.line.start(a.seq+1, a.cfg.Now(), "attempt")
+	a.line.str("host", e.Host)
+	a.line.str("method", e.Method)
+	a.line.int("attempt", int64(e.Attempt))
+	a.line.bool("final", e.Final)
+	a.line.int("status", int64(e.Status))
+	a.line.str("outcome", e.Outcome.String())
+	a.line.strs("markers", e.Markers)
+	a.line.str("egress", e.Egress)
+	a.line.str("egress_reason", e.EgressReason)
+	a.line.str("breaker", e.Breaker)
+	_ = a.writeLocked()
+}
+
+// Halt records that host was halted because of the attempt classified as
+// r: a "halt" line with host, outcome, status, markers and reason.
+func (a *Audit) Halt(host string, r classify.Result) error {
+	return a.result("halt", host, r)
+}
+
+// Escalation records that the evidence of r was handed to the escalation
+// hook for host: an "escalation" line with the same fields as Halt.
+func (a *Audit) Escalation(host string, r classify.Result) error {
+	return a.result("escalation", host, r)
+}
+
+func (a *Audit) result(kind, host string, r classify.Result) error {
+	return a.Record(kind,
+		slog.String("host", host),
+		slog.String("outcome", r.Outcome.String()),
+		slog.Int("status", r.Status),
+		slog.Any("markers", r.Markers),
+		slog.String("reason", r.Reason))
+}
+
+// Resume records that an operator (by, an identity of the operator's
+// choosing) lifted the halt on host: a "resume" line.
+func (a *Audit) Resume(host, by string) error {
+	return a.Record("resume", slog.String("host", host), slog.String("by", by))
+}
+
+// ForcedEgress records that requests to host were forced through the egress
+// endpoint egress for reason: a "forced_egress" line.
+func (a *Audit) ForcedEgress(host, egress, reason string) error {
+	return a.Record("forced_egress",
+		slog.String("host", host), slog.String("egress", egress), slog.String("reason", reason))
+}
+
+// Robots records a robots.txt decision: a "robots" line with host, path
+// (redacted) and allowed.
+func (a *Audit) Robots(host, path string, allowed bool) error {
+	return a.Record("robots",
+		slog.String("host", host), slog.String("path", path), slog.Bool("allowed", allowed))
+}
+
+// Record appends a line of the given kind with the given fields, in order.
+// String values, and the text of any other value, are redacted; durations
+// are written as Go duration strings and times in RFC 3339. It returns
+// ErrReservedKey for a field named seq, time, kind, prev or hash,
+// ErrAuditClosed after Close, and the first write error ever met: after a
+// failed write the log accepts nothing more, since its chain's end is
+// uncertain.
+func (a *Audit) Record(kind string, fields ...slog.Attr) error {
+	if kind == "" {
+		return fmt.Errorf("%w: empty kind", ErrReservedKey)
+	}
+	for _, f := range fields {
+		if f.Key == "" || reservedKeys[f.Key] {
+			return fmt.Errorf("%w: %q", ErrReservedKey, f.Key)
+		}
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return ErrAuditClosed
+	}
+	if a.err != nil {
+		return a.err
+	}
+	a.line.start(a.seq+1, a.cfg.Now(), kind)
+	for _, f := range fields {
+		a.line.attr(f)
+	}
+	return a.writeLocked()
+}
+
+// Head returns the seq and hash of the last line written.
+func (a *Audit) Head() Head {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return Head{Seq: a.seq, Hash: string(a.prev[:])}
+}
+
+// Err returns the first write error, or nil. Observe cannot return errors;
+// check Err (or the error of any Record call) to learn that the log has
+// stopped.
+func (a *Audit) Err() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.err
+}
+
+// Close writes a "close" line, syncs and closes the file. Later writes
+// return ErrAuditClosed; closing twice returns nil. It returns the first
+// error met by the log, if any.
+func (a *Audit) Close() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return nil
+	}
+	a.closed = true
+	if a.err == nil {
+		a.line.start(a.seq+1, a.cfg.Now(), "close")
+		_ = a.writeLocked()
+	}
+	if err := a.f.Sync(); err != nil && a.err == nil {
+		a.err = fmt.Errorf("telemetry: sync audit log: %w", err)
+	}
+	if err := a.f.Close(); err != nil && a.err == nil {
+		a.err = fmt.Errorf("telemetry: close audit log: %w", err)
+	}
+	return a.err
+}
+
+// writeLocked finishes the line in a.line, rotates if needed, writes it
+// and advances the chain. a.mu must be held.
+func (a *Audit) writeLocked() error {
+	hash := a.line.finish(&a.prev)
+	b := a.line.b
+	if a.cfg.MaxBytes > 0 && a.size > 0 && a.size+int64(len(b)) > a.cfg.MaxBytes {
+		if err := a.rotateLocked(); err != nil {
+			a.err = err
+			return err
+		}
+	}
+	n, err := a.f.Write(b)
+	a.size += int64(n)
+	if err != nil {
+		a.err = fmt.Errorf("telemetry: write audit log: %w", err)
+		return a.err
+	}
+	a.seq++
+	a.prev = hash
+	switch a.cfg.Sync {
+	case SyncEveryLine:
+		err = a.f.Sync()
+	case SyncInterval:
+		if now := a.cfg.Now(); now.Sub(a.lastSync) >= a.cfg.SyncEvery || now.Before(a.lastSync) {
+			a.lastSync = now
+			err = a.f.Sync()
+		}
+	}
+	if err != nil {
+		a.err = fmt.Errorf("telemetry: sync audit log: %w", err)
+	}
+	return a.err
+}

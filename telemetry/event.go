@@ -1,0 +1,117 @@
+package telemetry
+
+import (
+	"context"
+	"time"
+
+	"github.com/egresskit/egresskit/classify"
+)
+
+// Event describes one attempt: one HTTP round trip made, or refused before
+// it was sent, by the egresskit chain. The chain emits exactly one Event per
+// attempt.
+//
+// URL and Err are redacted by the producer (see Redactor); observers may
+// print them as they are.
+type Event struct {
+	// Time is when the attempt started.
+	Time time.Time
+	// Host is the target host (lower case, without userinfo).
+	Host string
+	// Method is the HTTP method.
+	Method string
+	// URL is the redacted target URL.
+	URL string
+	// Attempt numbers the attempts of one request from 1.
+	Attempt int
+	// Retries is the number of attempts before this one (Attempt-1).
+	Retries int
+	// Final is true when no further attempt of the same request follows:
+	// the request's result is this attempt's. Collectors count requests
+	// from final events.
+	Final bool
+	// Status is the HTTP status code, or 0 when no response arrived.
+	Status int
+	// Outcome is the classification of the attempt.
+	Outcome classify.Outcome
+	// Markers names the challenge markers that matched, if any.
+	Markers []string
+	// Egress is the ID of the egress endpoint used ("" when none was).
+	Egress string
+	// EgressReason says why that endpoint was chosen (a short fixed word).
+	EgressReason string
+	// Breaker is the host's breaker state when the attempt was admitted:
+	// "closed", "half-open", "open", "halted", or "" when unknown.
+	Breaker string
+	// Wait is how long the attempt waited for a pacing token.
+	Wait time.Duration
+	// Duration is how long the round trip took, excluding Wait.
+	Duration time.Duration
+	// Err is the redacted text of the attempt's error, "" when none.
+	Err string
+}
+
+// Observer receives events. Observe is called synchronously on the request
+// path, once per attempt, possibly from many goroutines at once; it must be
+// fast and safe for concurrent use, and must not retain e or anything it
+// points to after it returns (copy what it keeps). Wrap a slow observer in
+// Async and an untrusted one in Safe.
+type Observer interface {
+	Observe(ctx context.Context, e *Event)
+}
+
+// ObserverFunc adapts a function to the Observer interface.
+type ObserverFunc func(ctx context.Context, e *Event)
+
+// Observe calls f(ctx, e).
+func (f ObserverFunc) Observe(ctx context.Context, e *Event) { f(ctx, e) }
+
+// Observers is an Observer that hands each event to every observer in
+// order. The empty (nil) list is valid and does nothing.
+type Observers []Observer
+
+// Observe passes e to each observer in turn.
+func (os Observers) Observe(ctx context.Context, e *Event) {
+	for _, o := range os {
+		o.Observe(ctx, e)
+	}
+}
+
+// Fanout returns one Observer that passes each event to every observer in
+// obs, in order. Nil observers are dropped and nested Observers are
+// flattened. With no observer left it returns an empty Observers, for which
+// Enabled reports false.
+func Fanout(obs ...Observer) Observer {
+	var out Observers
+	for _, o := range obs {
+		switch o := o.(type) {
+		case nil:
+		case Observers:
+			for _, inner := range o {
+				if inner != nil {
+					out = append(out, inner)
+				}
+			}
+		default:
+			out = append(out, o)
+		}
+	}
+	if len(out) == 1 {
+		return out[0]
+	}
+	return out
+}
+
+// Enabled reports whether o would do anything with an event: it is false
+// for nil and for an empty Observers. The chain checks it before building
+// an Event, so that a chain without observers allocates nothing for
+// telemetry.
+func Enabled(o Observer) bool {
+	switch o := o.(type) {
+	case nil:
+		return false
+	case Observers:
+		return len(o) > 0
+	}
+	return true
+}

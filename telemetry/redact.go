@@ -1,0 +1,190 @@
+package telemetry
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// Redacted replaces every secret value removed by a Redactor.
+const Redacted = "REDACTED"
+
+// Redactor removes credentials from URLs, headers and error text. It is the
+// one place where egresskit decides what is secret; every package redacts
+// through it before a URL, header or error reaches a log, an event, a
+// report or an error string.
+//
+// What it removes:
+//
+//   - URL userinfo (user and password), including proxy URLs;
+//   - the values of query, fragment and path parameters whose names look
+//     secret: names containing token, secret, passw, pwd, signature,
+//     credential, session, sessid, apikey, api_key, authorization, cookie,
+//     private, access_key or jwt, and names with a word equal to key, sig,
+//     pass, code, auth, sid, otp, pin, pw, hmac or ticket (words split at
+//     punctuation and lower-to-upper case changes, so "apiKey" and
+//     "X-Amz-Signature" match and "keyword" and "author" do not),
+//     compared case-insensitively, plus SecretParams;
+//   - the values of the headers Authorization, Proxy-Authorization, Cookie,
+//     Set-Cookie and of every header whose name looks secret by the same
+//     rules (X-Api-Key, X-Auth-Token, ...), plus SecretHeaders;
+//   - Bearer and Basic credentials in free text.
+//
+// The zero Redactor is ready to use and applies the built-in rules. A
+// Redactor is safe for concurrent use; do not change its fields while it is
+// in use.
+type Redactor struct {
+	// SecretParams lists extra parameter names whose values are secret; a
+	// parameter matches when its name contains one of them, ignoring case.
+	// Nil adds none.
+	SecretParams []string
+	// SecretHeaders lists extra header names whose values are secret,
+	// compared case-insensitively. Nil adds none.
+	SecretHeaders []string
+}
+
+// RedactURL returns u as a string without userinfo and with the values of
+// secret-looking parameters replaced by Redacted. A nil u yields "". The
+// common case, a URL without userinfo and without '=' anywhere, costs one
+// call to u.String.
+func (r Redactor) RedactURL(u *url.URL) string {
+	if u == nil {
+		return ""
+	}
+	if u.User != nil {
+		c := *u
+		c.User = nil
+		u = &c
+	}
+	s := u.String()
+	if u.Opaque != "" {
+		return r.RedactString(s)
+	}
+	if strings.IndexByte(s, '=') < 0 {
+		return s
+	}
+	return r.redactPairs(s)
+}
+
+// RedactURLString is RedactURL for a URL held as text. Text that does not
+// parse as a URL is redacted as free text (RedactString).
+func (r Redactor) RedactURLString(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return r.RedactString(s)
+	}
+	return r.RedactURL(u)
+}
+
+// RedactHeader returns a copy of h in which the values of secret headers
+// are replaced by Redacted and URLs and secret parameters inside the other
+// values are redacted as by RedactString. h itself is not changed; a nil h
+// yields nil.
+func (r Redactor) RedactHeader(h http.Header) http.Header {
+	if h == nil {
+		return nil
+	}
+	out := make(http.Header, len(h))
+	for k, vs := range h {
+		nv := make([]string, len(vs))
+		secret := r.secretHeader(k)
+		for i, v := range vs {
+			if secret {
+				nv[i] = Redacted
+			} else {
+				nv[i] = r.RedactString(v)
+			}
+		}
+		out[k] = nv
+	}
+	return out
+}
+
+// RedactError returns the text of err with URL userinfo, secret parameter
+// values and Bearer/Basic credentials removed. A nil err yields "".
+// The URL of every *url.Error in err's chain is redacted as a URL first,
+// so a secret survives neither in the URL nor in the wrapped text.
+func (r Redactor) RedactError(err error) string {
+	if err == nil {
+		return ""
+	}
+	s := err.Error()
+	for e := err; e != nil; {
+		var ue *url.Error
+		if !errors.As(e, &ue) {
+			break
+		}
+		if ue.URL != "" {
+			s = strings.ReplaceAll(s, ue.URL, r.RedactURLString(ue.URL))
+		}
+		e = ue.Err
+	}
+	return r.RedactString(s)
+}
+
+// RedactString removes credentials from free text: the userinfo of every
+// URL in it ("scheme://user:pass@host"), the values of secret-looking
+// name=value pairs, and Bearer or Basic credentials. Text without any of
+// these is returned as is, without allocating.
+func (r Redactor) RedactString(s string) string {
+	if strings.Contains(s, "://") {
+		s = redactUserinfo(s)
+	}
+	if strings.IndexByte(s, '=') >= 0 {
+		s = r.redactPairs(s)
+	}
+	if indexFold(s, "bearer") >= 0 || indexFold(s, "basic") >= 0 {
+		s = redactAuthSchemes(s)
+	}
+	return s
+}
+
+// IsSecretParam reports whether a parameter (or cookie) named name has a
+// secret value by r's rules.
+func (r Redactor) IsSecretParam(name string) bool {
+	if secretName(name) {
+		return true
+	}
+	for _, p := range r.SecretParams {
+		if p != "" && indexFold(name, p) >= 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// IsSecretHeader reports whether the values of the header named name are
+// secret by r's rules.
+func (r Redactor) IsSecretHeader(name string) bool { return r.secretHeader(name) }
+
+func (r Redactor) secretHeader(name string) bool {
+	switch http.CanonicalHeaderKey(name) {
+	case "Authorization", "Proxy-Authorization", "Cookie", "Set-Cookie":
+		return true
+	}
+	if secretName(name) {
+		return true
+	}
+	for _, h := range r.SecretHeaders {
+		if strings.EqualFold(h, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// RedactURL is Redactor{}.RedactURL: u without userinfo and secret values.
+func RedactURL(u *url.URL) string { return Redactor{}.RedactURL(u) }
+
+// RedactURLString is Redactor{}.RedactURLString.
+func RedactURLString(s string) string { return Redactor{}.RedactURLString(s) }
+
+// RedactHeader is Redactor{}.RedactHeader: a copy of h without credentials.
+func RedactHeader(h http.Header) http.Header { return Redactor{}.RedactHeader(h) }
+
+// RedactError is Redactor{}.RedactError: err's text without credentials.
+func RedactError(err error) string { return Redactor{}.RedactError(err) }
+
+// RedactString is Redactor{}.RedactString: free text without credentials.
+func RedactString(s string) string { return Redactor{}.RedactString(s) }
