@@ -1,0 +1,363 @@
+package classify
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// DefaultPeekSize is the number of body bytes inspected when
+// Config.PeekSize is 0.
+const DefaultPeekSize = 4096
+
+// maxPeekSize caps Config.PeekSize.
+const maxPeekSize = 1 << 20
+
+// Config configures a Classifier. The zero value is ready to use.
+type Config struct {
+	// AgentToken is the crawler's product token, as in its User-Agent and
+	// robots.txt group. A 401 or 403 whose body head contains it (ASCII
+	// case-insensitive) is Refused: the site is talking about us. Empty
+	// disables the check.
+	AgentToken string
+	// Markers are added to DefaultMarkers.
+	Markers []Marker
+	// PeekSize is how many bytes at the start of a body are inspected.
+	// 0 means DefaultPeekSize (4096); a negative value disables body
+	// inspection; values above 1 MiB are capped at 1 MiB.
+	PeekSize int
+	// Now returns the current time; HTTP-date and Unix-time waits are
+	// measured from it. Nil means time.Now.
+	Now func() time.Time
+}
+
+// A Classifier turns one attempt's response or error into a Result. It is
+// safe for concurrent use.
+type Classifier struct {
+	token    []byte // lower-cased agent token; nil when none
+	markers  []matcher
+	peekSize int
+	now      func() time.Time
+	heads    sync.Pool // *[]byte of peekSize: peeked heads handed to bodies
+	folds    sync.Pool // *[]byte of peekSize: lower-cased copies for matching
+}
+
+// defaultClassifier serves Of and nil Classifiers; it is never modified.
+var defaultClassifier = New(Config{})
+
+// New returns a Classifier for cfg. Markers with neither Header nor Body
+// are ignored.
+func New(cfg Config) *Classifier {
+	c := &Classifier{
+		markers:  compile(append(DefaultMarkers(), cfg.Markers...)),
+		peekSize: cfg.PeekSize,
+		now:      cfg.Now,
+	}
+	if t := strings.TrimSpace(cfg.AgentToken); t != "" {
+		c.token = needle(t)
+	}
+	switch {
+	case c.peekSize == 0:
+		c.peekSize = DefaultPeekSize
+	case c.peekSize > maxPeekSize:
+		c.peekSize = maxPeekSize
+	}
+	if c.now == nil {
+		c.now = time.Now
+	}
+	size := max(c.peekSize, 0)
+	c.heads.New = func() any { b := make([]byte, size); return &b }
+	c.folds.New = func() any { b := make([]byte, size); return &b }
+	return c
+}
+
+// Classify classifies one attempt: err when it is not nil, else resp.
+//
+// For a response, Classify inspects the status, the headers and, when
+// useful, the first PeekSize bytes of the body, then replaces resp.Body with
+// a body that carries the Result (see Of) and yields the complete original
+// body, byte for byte. A body is inspected when a marker or the agent token
+// could match it and the response is a 202, 401, 403, 405, 429 or 5xx, or
+// has a text/html, application/xhtml+xml, text/plain or missing
+// Content-Type; never for HEAD requests, 1xx, 204, 3xx, an empty body, or a
+// Content-Encoding other than identity (compressed bytes carry no readable
+// marker). So a 200 challenge page is caught while a large binary download
+// is not held up. Reading the head stops at PeekSize bytes, the end of the
+// body, or the end of resp.Request's context, whichever comes first.
+//
+// The rules, first match wins:
+//
+//   - an error: see the Canceled, Transient and Permanent rules below;
+//   - no response and no error: Transient, "no response";
+//   - a challenge marker, on any status: Refused, "challenge marker";
+//   - a 401 or 403 whose body head names the agent token: Refused;
+//   - the body head could not be read: Canceled or Transient, as for an
+//     error;
+//   - 1xx, 2xx, 3xx: OK (the client follows redirects; a 202 challenge was
+//     caught above);
+//   - 429: Throttled; any 4xx or 5xx with a usable Retry-After: Throttled;
+//     a 403 or 503 whose rate-limit fields say the quota is spent:
+//     Throttled;
+//   - 408, 425, 500, 502, 503, 504 and other 5xx: Transient;
+//   - other 4xx: Permanent; any other status: Transient.
+//
+// A challenge is Refused whatever the status, 429 included: a CAPTCHA is a
+// refusal to be escalated, never a pace to slow down to. For 4xx and 5xx,
+// Result.RetryAfter holds the wait the response asks for (see
+// ParseRetryAfter; a 429 or 503 also accepts a rate-limit reset without a
+// remaining count), whatever the outcome.
+//
+// Errors: the request's context decides first. When it has ended, the
+// attempt is Canceled ("canceled") unless its cause is ErrAttemptTimeout,
+// which makes it Transient ("attempt timeout"): a per-attempt timeout is the
+// host's failure, the caller's own deadline or cancellation is not. Without
+// a request (resp is nil), an error that is or wraps ErrAttemptTimeout is
+// Transient, and one whose chain holds context.Canceled or
+// context.DeadlineExceeded themselves (not merely an error that matches
+// them through an Is method, as net's i/o timeouts do) or http.Client's
+// Client.Timeout error is Canceled. Then: too many redirects (http.Client's
+// "stopped after N redirects", or ErrTooManyRedirects) and TLS certificate
+// errors are Permanent; an invalid request (ErrNilRequest, an unsupported
+// scheme, no host) is Permanent; everything else, timeouts included, is
+// Transient.
+//
+// A nil Classifier classifies as New(Config{}).
+func (c *Classifier) Classify(resp *http.Response, err error) Result {
+	if c == nil {
+		c = defaultClassifier
+	}
+	var ctx context.Context
+	if resp != nil && resp.Request != nil {
+		ctx = resp.Request.Context()
+	}
+	if err != nil {
+		return c.classifyError(ctx, err)
+	}
+	if resp == nil {
+		return noResponse
+	}
+	return c.classifyResponse(ctx, resp, true)
+}
+
+var noResponse = Result{Outcome: Transient, Reason: "no response"}
+
+// Of returns the Result of an attempt made through a Transport: the one
+// carried by an error wrapping *Error, else the one carried by resp.Body
+// (directly, through WithResult, or along an Unwrap() io.ReadCloser chain).
+// When neither carries one, Of classifies (resp, err) with the default
+// Classifier without reading the body, so body markers and the agent token
+// cannot match.
+func Of(resp *http.Response, err error) Result {
+	if err != nil {
+		if ce, ok := errorsAsError(err); ok {
+			return ce.Result
+		}
+		return defaultClassifier.classifyError(nil, err)
+	}
+	if resp == nil {
+		return noResponse
+	}
+	if r, ok := attached(resp.Body); ok {
+		return r
+	}
+	return defaultClassifier.classifyResponse(nil, resp, false)
+}
+
+// classifyResponse classifies resp. With inspect set it peeks at the body
+// when useful and attaches the Result to resp.Body.
+func (c *Classifier) classifyResponse(ctx context.Context, resp *http.Response, inspect bool) Result {
+	if !inspect {
+		return c.decide(ctx, resp, nil, nil, false)
+	}
+	b := newBody(resp.Body, Result{})
+	var (
+		folded   []byte // lower-cased body head; nil when not inspected
+		peekErr  error  // how a peek ended, when neither full nor at EOF
+		ctxEnded bool   // the request's context ended before or during the peek
+	)
+	if c.shouldPeek(resp, resp.StatusCode) {
+		if ctx != nil && ctx.Err() != nil {
+			ctxEnded = true
+		} else if fp := c.peekHead(ctx, b); fp != nil {
+			folded = (*fp)[:len(b.head)]
+			foldInto(folded, b.head)
+			defer c.folds.Put(fp)
+		}
+		if b.err != nil && b.err != io.EOF {
+			peekErr = b.err
+			ctxEnded = ctx != nil && ctx.Err() != nil
+		}
+	}
+	r := c.decide(ctx, resp, folded, peekErr, ctxEnded)
+	b.res = r
+	resp.Body = b
+	return r
+}
+
+// decide applies the rules of Classify to a response whose lower-cased body
+// head is folded (nil when not inspected).
+func (c *Classifier) decide(ctx context.Context, resp *http.Response, folded []byte, peekErr error, ctxEnded bool) Result {
+	status := resp.StatusCode
+	r := Result{Status: status}
+	var names [4]string
+	matched := names[:0]
+	for i := range c.markers {
+		m := &c.markers[i]
+		if m.body != nil && folded == nil {
+			continue
+		}
+		if !m.appliesTo(status) || !m.matchHeader(resp.Header) || !m.matchBody(folded) {
+			continue
+		}
+		if !slices.Contains(matched, m.name) {
+			matched = append(matched, m.name)
+		}
+	}
+	switch {
+	case len(matched) > 0:
+		r.Outcome, r.Reason = Refused, "challenge marker"
+		r.Markers = slices.Clone(matched)
+	case (status == 401 || status == 403) && c.token != nil && bytes.Contains(folded, c.token):
+		r.Outcome, r.Reason = Refused, "agent named"
+	case ctxEnded:
+		r.Outcome, r.Reason = contextOutcome(ctx)
+	case peekErr != nil:
+		r.Outcome, r.Reason = Transient, "body read error"
+	default:
+		c.statusRules(resp.Header, &r)
+	}
+	return r
+}
+
+// statusRules applies the status and rate-limit rules to r.Status.
+func (c *Classifier) statusRules(h http.Header, r *Result) {
+	status := r.Status
+	r.Reason = statusReason(status)
+	if status >= 100 && status < 400 {
+		r.Outcome = OK
+		return
+	}
+	if status >= 400 && status < 600 {
+		d, src := parseWait(h, c.now(), status == 429 || status == 503)
+		r.RetryAfter = d
+		switch {
+		case status == 429:
+			r.Outcome = Throttled
+			return
+		case src == waitRetryAfter:
+			r.Outcome, r.Reason = Throttled, "retry-after"
+			return
+		case src == waitRateLimit && (status == 403 || status == 503):
+			r.Outcome, r.Reason = Throttled, "rate limit"
+			return
+		}
+	}
+	switch {
+	case status >= 400 && status < 500 && status != 408 && status != 425:
+		r.Outcome = Permanent
+	default:
+		r.Outcome = Transient
+	}
+}
+
+// shouldPeek decides whether the body of resp is worth inspecting; see
+// Classify.
+func (c *Classifier) shouldPeek(resp *http.Response, status int) bool {
+	if c.peekSize <= 0 || resp.Body == nil || resp.Body == http.NoBody || resp.ContentLength == 0 {
+		return false
+	}
+	if resp.Request != nil && resp.Request.Method == http.MethodHead {
+		return false
+	}
+	if status < 200 || status == 204 || (status >= 300 && status < 400) {
+		return false
+	}
+	if !c.bodyCanMatch(status) {
+		return false
+	}
+	for _, ce := range resp.Header["Content-Encoding"] {
+		if ce = trimOWS(ce); ce != "" && !strings.EqualFold(ce, "identity") {
+			return false
+		}
+	}
+	switch status {
+	case 202, 401, 403, 405, 429:
+		return true
+	}
+	if status >= 500 {
+		return true
+	}
+	return textual(resp.Header["Content-Type"])
+}
+
+// bodyCanMatch reports whether a body marker or the agent token could match
+// a response with this status.
+func (c *Classifier) bodyCanMatch(status int) bool {
+	if c.token != nil && (status == 401 || status == 403) {
+		return true
+	}
+	for i := range c.markers {
+		if m := &c.markers[i]; m.body != nil && m.appliesTo(status) {
+			return true
+		}
+	}
+	return false
+}
+
+// textual reports whether a Content-Type may be a challenge page: HTML,
+// plain text, or not stated.
+func textual(vs []string) bool {
+	if len(vs) == 0 {
+		return true
+	}
+	mt, _ := cutByte(vs[0], ';')
+	mt = trimOWS(mt)
+	return mt == "" ||
+		strings.EqualFold(mt, "text/html") ||
+		strings.EqualFold(mt, "application/xhtml+xml") ||
+		strings.EqualFold(mt, "text/plain")
+}
+
+// peekHead reads the head of b.rc into a pooled buffer owned by b and
+// returns a pooled fold buffer of the same size for the caller to fill and
+// put back; nil when nothing was read.
+func (c *Classifier) peekHead(ctx context.Context, b *body) *[]byte {
+	bp := c.heads.Get().(*[]byte)
+	n, err, closed := peekBody(ctx, b.rc, *bp)
+	b.rcClosed = closed
+	switch {
+	case closed && err != nil && err != io.EOF:
+		// The guard closed the body; report why, not "read on closed body".
+		b.err = context.Cause(ctx)
+	default:
+		b.err = err
+	}
+	if n == 0 {
+		c.heads.Put(bp)
+		return nil
+	}
+	b.buf, b.head, b.pool = bp, (*bp)[:n], &c.heads
+	return c.folds.Get().(*[]byte)
+}
+
+// statusReasons holds "status NNN" for 100..599, so a Reason costs no
+// allocation.
+var statusReasons = func() (t [500]string) {
+	for i := range t {
+		t[i] = "status " + strconv.Itoa(i+100)
+	}
+	return t
+}()
+
+func statusReason(code int) string {
+	if code >= 100 && code < 600 {
+		return statusReasons[code-100]
+	}
+	return "unexpected status"
+}

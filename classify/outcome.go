@@ -1,0 +1,70 @@
+// Package classify decides, once per attempt, what an HTTP response or
+// transport error means for a crawler: OK, Transient, Throttled, Refused,
+// Permanent, or Canceled. Every other layer of egresskit reads the Result
+// produced here and never classifies again.
+package classify
+
+import "time"
+
+// Outcome is the class of one attempt.
+type Outcome uint8
+
+// The outcomes, from the crawler's point of view.
+const (
+	// OK: a 2xx (or other non-failure) response that is not a challenge.
+	OK Outcome = iota
+	// Transient: a failure that may succeed if retried after a backoff
+	// (network errors, 408, 425, 500, 502, 503, 504).
+	Transient
+	// Throttled: the host asked us to slow down (429 or any Retry-After).
+	Throttled
+	// Refused: the host refuses us (a 401/403 naming the agent, or a
+	// challenge page). The host must be halted and a human told.
+	Refused
+	// Permanent: this URL will not succeed (404, 410, other 4xx, TLS
+	// certificate errors, too many redirects); the host is fine.
+	Permanent
+	// Canceled: the caller's context ended the attempt. It says nothing
+	// about the host and is neutral for breakers and pacing.
+	Canceled
+)
+
+var outcomeNames = [...]string{"ok", "transient", "throttled", "refused", "permanent", "canceled"}
+
+// String returns the lower-case name of o ("ok", "transient", ...).
+func (o Outcome) String() string {
+	if int(o) < len(outcomeNames) {
+		return outcomeNames[o]
+	}
+	return "unknown"
+}
+
+// Result is the classification of one attempt.
+type Result struct {
+	// Outcome is the class of the attempt.
+	Outcome Outcome
+	// Status is the HTTP status code, or 0 when there was no response.
+	Status int
+	// RetryAfter is the wait the server asked for (Retry-After, else the
+	// RateLimit or X-RateLimit-Reset fields); 0 when none was given.
+	RetryAfter time.Duration
+	// Markers names the challenge markers that matched, e.g.
+	// "cloudflare-challenge". Nil when none matched.
+	Markers []string
+	// Reason is a short, fixed explanation such as "status 503" or
+	// "challenge marker". It never contains a URL or a credential.
+	Reason string
+}
+
+// Retryable reports whether the attempt may be retried: Transient or
+// Throttled.
+func (r Result) Retryable() bool {
+	return r.Outcome == Transient || r.Outcome == Throttled
+}
+
+// HostFailure reports whether the attempt counts against the host's circuit
+// breaker: Transient, Throttled and Refused do; OK, Permanent and Canceled
+// do not.
+func (r Result) HostFailure() bool {
+	return r.Outcome == Transient || r.Outcome == Throttled || r.Outcome == Refused
+}

@@ -1,0 +1,347 @@
+package classify
+
+import (
+	"net/http"
+	"time"
+)
+
+// MaxRetryAfter is the longest server-requested wait ParseRetryAfter
+// accepts. A longer value (Retry-After: 999999999999, a date decades ahead)
+// is treated as malformed and ignored like garbage: it is a broken server or
+// a "go away", and the layers above answer both with their own capped
+// backoff and pause rather than with a sleep the server chose.
+const MaxRetryAfter = 24 * time.Hour
+
+// epochThreshold tells a Unix time from a delay in X-RateLimit-Reset:
+// values above it (2001-09-09) are absolute epoch seconds.
+const epochThreshold = 1_000_000_000
+
+// maxNumber bounds every integer parsed here, so no parse can overflow.
+const maxNumber = 1 << 50
+
+// The header keys, in canonical form.
+const (
+	hRetryAfter         = "Retry-After"
+	hRateLimit          = "Ratelimit"
+	hRateLimitReset     = "Ratelimit-Reset"
+	hRateLimitRemaining = "Ratelimit-Remaining"
+	hXRateLimitReset    = "X-Ratelimit-Reset"
+	hXRateLimitRemain   = "X-Ratelimit-Remaining"
+)
+
+// ParseRetryAfter returns the wait a response asks for, relative to now,
+// and whether it asks for one.
+//
+// Retry-After comes first: delay-seconds (digits only) or an HTTP-date in
+// any of the three forms http.ParseTime accepts (IMF-fixdate, RFC 850,
+// asctime). A date in the past means 0. Negative, fractional, garbage and
+// overflowing values, and any wait above MaxRetryAfter, are ignored.
+//
+// When Retry-After is absent or ignored, the rate-limit fields are the
+// fallback, in this order: the IETF RateLimit field (structured form
+// `"default";r=0;t=30`, or the older `limit=10, remaining=0, reset=30`),
+// RateLimit-Reset with RateLimit-Remaining, and the legacy
+// X-RateLimit-Reset with X-RateLimit-Remaining, whose value is a delay in
+// seconds or, above 1e9, a Unix time. A reset counts as a wait only when the
+// matching remaining value is 0: a reset alone describes a quota window, not
+// a request to wait. (The classifier also accepts a reset without remaining
+// on a 429 or 503, whose status already says the quota is spent.) With
+// several exhausted RateLimit policies the longest reset wins.
+//
+// ParseRetryAfter does not allocate on success.
+func ParseRetryAfter(h http.Header, now time.Time) (time.Duration, bool) {
+	d, src := parseWait(h, now, false)
+	return d, src != waitNone
+}
+
+// waitSource says which field a wait came from.
+type waitSource uint8
+
+const (
+	waitNone waitSource = iota
+	waitRetryAfter
+	waitRateLimit
+)
+
+// parseWait implements ParseRetryAfter. anyReset accepts a rate-limit reset
+// even when remaining is not known to be 0.
+func parseWait(h http.Header, now time.Time, anyReset bool) (time.Duration, waitSource) {
+	if vs := h[hRetryAfter]; len(vs) > 0 {
+		if d, ok := parseRetryAfterValue(vs[0], now); ok {
+			return d, waitRetryAfter
+		}
+	}
+	if vs := h[hRateLimit]; len(vs) > 0 {
+		if d, ok := parseRateLimitField(vs, anyReset); ok {
+			return d, waitRateLimit
+		}
+	}
+	if vs := h[hRateLimitReset]; len(vs) > 0 {
+		if exhausted(h[hRateLimitRemaining], anyReset) {
+			if d, ok := seconds(atoiOr(trimOWS(vs[0]), -1)); ok {
+				return d, waitRateLimit
+			}
+		}
+	}
+	if vs := h[hXRateLimitReset]; len(vs) > 0 {
+		if exhausted(h[hXRateLimitRemain], anyReset) {
+			if d, ok := parseLegacyReset(vs[0], now); ok {
+				return d, waitRateLimit
+			}
+		}
+	}
+	return 0, waitNone
+}
+
+// parseRetryAfterValue parses one Retry-After value.
+func parseRetryAfterValue(v string, now time.Time) (time.Duration, bool) {
+	v = trimOWS(v)
+	if v == "" {
+		return 0, false
+	}
+	if isDigits(v) {
+		secs, ok := leadingUint(v)
+		if !ok {
+			return 0, false
+		}
+		return seconds(secs)
+	}
+	t, err := http.ParseTime(v)
+	if err != nil {
+		return 0, false
+	}
+	return until(t, now)
+}
+
+// parseLegacyReset parses X-RateLimit-Reset: delay seconds, or a Unix time
+// above epochThreshold; a fraction rounds the wait up.
+func parseLegacyReset(v string, now time.Time) (time.Duration, bool) {
+	v = trimOWS(v)
+	n, i := 0, 0
+	for i < len(v) && isDigit(v[i]) {
+		if n > maxNumber {
+			return 0, false
+		}
+		n = n*10 + int(v[i]-'0')
+		i++
+	}
+	if i == 0 {
+		return 0, false
+	}
+	if i < len(v) {
+		if v[i] != '.' || !isDigits(v[i+1:]) {
+			return 0, false
+		}
+		for _, c := range []byte(v[i+1:]) {
+			if c != '0' {
+				n++
+				break
+			}
+		}
+	}
+	if n > epochThreshold {
+		return until(time.Unix(int64(n), 0), now)
+	}
+	return seconds(n)
+}
+
+// parseRateLimitField parses the IETF RateLimit field, both the structured
+// list of policies (`"burst";r=0;t=5, "day";r=90;t=3600`) and the older
+// dictionary (`limit=10, remaining=0, reset=30`).
+func parseRateLimitField(vs []string, anyReset bool) (time.Duration, bool) {
+	var (
+		best  time.Duration
+		found bool
+		// The dictionary form spreads one policy over several members.
+		dictRem, dictReset = -1, -1
+	)
+	for _, v := range vs {
+		for len(v) > 0 {
+			var member string
+			member, v = nextMember(v)
+			item, params := splitItem(member)
+			if key, val, ok := cutKV(item); ok {
+				switch key {
+				case "remaining":
+					dictRem = atoiOr(val, dictRem)
+				case "reset":
+					dictReset = atoiOr(val, dictReset)
+				}
+				continue
+			}
+			rem, reset := -1, -1
+			for len(params) > 0 {
+				var p string
+				p, params = cutByte(params, ';')
+				if key, val, ok := cutKV(p); ok {
+					switch key {
+					case "r":
+						rem = atoiOr(val, rem)
+					case "t":
+						reset = atoiOr(val, reset)
+					}
+				}
+			}
+			if d, ok := policyWait(rem, reset, anyReset); ok && (!found || d > best) {
+				best, found = d, true
+			}
+		}
+	}
+	if d, ok := policyWait(dictRem, dictReset, anyReset); ok && (!found || d > best) {
+		best, found = d, true
+	}
+	return best, found
+}
+
+// policyWait returns the wait of one policy: its reset, when remaining is 0
+// (or anyReset is set). -1 means the value is absent.
+func policyWait(rem, reset int, anyReset bool) (time.Duration, bool) {
+	if reset < 0 || !(rem == 0 || anyReset) {
+		return 0, false
+	}
+	return seconds(reset)
+}
+
+// exhausted reports whether a remaining field says 0 (or anyReset is set).
+func exhausted(vs []string, anyReset bool) bool {
+	if anyReset {
+		return true
+	}
+	if len(vs) == 0 {
+		return false
+	}
+	n, ok := leadingUint(vs[0])
+	return ok && n == 0
+}
+
+// nextMember splits off the first comma-separated member of a structured
+// field, honouring quoted strings.
+func nextMember(s string) (member, rest string) {
+	inQuote := false
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case inQuote && c == '\\':
+			i++
+		case c == '"':
+			inQuote = !inQuote
+		case !inQuote && c == ',':
+			return trimOWS(s[:i]), s[i+1:]
+		}
+	}
+	return trimOWS(s), ""
+}
+
+// splitItem splits a member into its item and its parameters (after the
+// first ';' outside a quoted string).
+func splitItem(m string) (item, params string) {
+	inQuote := false
+	for i := 0; i < len(m); i++ {
+		switch c := m[i]; {
+		case inQuote && c == '\\':
+			i++
+		case c == '"':
+			inQuote = !inQuote
+		case !inQuote && c == ';':
+			return trimOWS(m[:i]), m[i+1:]
+		}
+	}
+	return trimOWS(m), ""
+}
+
+// cutKV splits "key=value" (not a quoted string) into its trimmed parts.
+func cutKV(s string) (key, val string, ok bool) {
+	s = trimOWS(s)
+	if s == "" || s[0] == '"' {
+		return "", "", false
+	}
+	key, val = cutByte(s, '=')
+	if len(key) == len(s) {
+		return "", "", false
+	}
+	return trimOWS(key), trimOWS(val), true
+}
+
+// cutByte splits s around the first c; rest is "" when c is absent.
+func cutByte(s string, c byte) (before, rest string) {
+	for i := 0; i < len(s); i++ {
+		if s[i] == c {
+			return s[:i], s[i+1:]
+		}
+	}
+	return s, ""
+}
+
+// atoiOr parses a non-negative integer made only of digits, else returns
+// def.
+func atoiOr(s string, def int) int {
+	if !isDigits(s) {
+		return def
+	}
+	n, ok := leadingUint(s)
+	if !ok {
+		return def
+	}
+	return n
+}
+
+// leadingUint parses the leading digits of s (after optional whitespace).
+// It fails when there are none or the number exceeds maxNumber.
+func leadingUint(s string) (int, bool) {
+	s = trimOWS(s)
+	n, i := 0, 0
+	for ; i < len(s) && isDigit(s[i]); i++ {
+		if n > maxNumber {
+			return 0, false
+		}
+		n = n*10 + int(s[i]-'0')
+	}
+	return n, i > 0
+}
+
+// seconds converts a delay in seconds to a Duration, rejecting waits above
+// MaxRetryAfter.
+func seconds(n int) (time.Duration, bool) {
+	if n < 0 || n > int(MaxRetryAfter/time.Second) {
+		return 0, false
+	}
+	return time.Duration(n) * time.Second, true
+}
+
+// until returns t - now, 0 for a past t, rejecting waits above
+// MaxRetryAfter.
+func until(t, now time.Time) (time.Duration, bool) {
+	d := t.Sub(now)
+	if d <= 0 {
+		return 0, true
+	}
+	if d > MaxRetryAfter {
+		return 0, false
+	}
+	return d, true
+}
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+
+// isDigits reports whether s is one or more ASCII digits.
+func isDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !isDigit(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// trimOWS trims HTTP optional whitespace (spaces and tabs).
+func trimOWS(s string) string {
+	for len(s) > 0 && (s[0] == ' ' || s[0] == '\t') {
+		s = s[1:]
+	}
+	for len(s) > 0 && (s[len(s)-1] == ' ' || s[len(s)-1] == '\t') {
+		s = s[:len(s)-1]
+	}
+	return s
+}
