@@ -1,0 +1,475 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/cookiejar"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/net/publicsuffix"
+)
+
+// Field names of a record. Cookies live apart, under cookieField names.
+const (
+	fieldBinding = "bind"
+	fieldToken   = "tok"
+	headerPrefix = "h/"
+)
+
+// Config configures a Manager. The zero value works for a single process:
+// an in-memory store and a random key that only this Manager holds.
+type Config struct {
+	// Store holds the records. If nil, a new MemoryStore using Now.
+	Store Store
+	// Keyring seals and opens values. If nil, a Keyring of one random key:
+	// records then open only through this Manager, so a fleet must share
+	// a Keyring.
+	Keyring *Keyring
+	// Now is the clock for cookie and token expiry and for new records'
+	// times. If nil, time.Now is used.
+	Now func() time.Time
+
+	// TTL is the life of a new session unless CreateOptions.TTL is set.
+	// If zero, one hour.
+	TTL time.Duration
+	// MaxCookies bounds the cookies kept per session; when a new cookie
+	// would exceed it, the least recently set cookie is evicted (and
+	// counted in JarStats.Evicted). If zero, 3000 (browsers keep about as
+	// many per profile; there is no separate per-domain bound).
+	MaxCookies int
+	// MaxCookieSize bounds a cookie's name plus value in bytes; a larger
+	// cookie is dropped and counted in JarStats.TooLarge, leaving any
+	// stored cookie of that name in place. If zero, 4096, as browsers.
+	MaxCookieSize int
+	// Timeout bounds each Store call a Jar makes: http.CookieJar methods
+	// take no context. If zero, 5 seconds.
+	Timeout time.Duration
+	// PublicSuffixList decides which Domain attributes are public
+	// suffixes that may not take cookies. If nil,
+	// golang.org/x/net/publicsuffix.List.
+	PublicSuffixList cookiejar.PublicSuffixList
+
+	// Refresh obtains a new token for a session whose token is about to
+	// expire. It runs at most once at a time per session across every
+	// Manager sharing the Store, under the session's lease, with a context
+	// bounded by RefreshLease. If nil, tokens are never refreshed and an
+	// expired token fails requests with ErrNoRefresher.
+	Refresh func(ctx context.Context, r RefreshRequest) (Token, error)
+	// RefreshSkew is how long before its expiry a token is refreshed.
+	// If zero, 30 seconds.
+	RefreshSkew time.Duration
+	// RefreshLease is the lease TTL taken to refresh a token, and so the
+	// longest a Refresh call may take. If zero, 30 seconds.
+	RefreshLease time.Duration
+	// PollInterval is how often a worker waiting for another worker's
+	// refresh reads the store. If zero, 50 milliseconds.
+	PollInterval time.Duration
+	// TokenHeader is the request header that carries the token. If empty,
+	// "Authorization".
+	TokenHeader string
+
+	// OnError, if set, receives errors that cannot be returned: those a
+	// Jar meets (see Jar), and failures to release a refresh lease. It is
+	// called synchronously, without locks held.
+	OnError func(ErrorInfo)
+}
+
+// ErrorInfo describes an error passed to Config.OnError.
+type ErrorInfo struct {
+	// ID is the session.
+	ID string
+	// Op is the operation: "SetCookies", "Cookies" or "Release".
+	Op string
+	// Err is the error; it never holds a secret value.
+	Err error
+}
+
+// RefreshRequest is the argument of Config.Refresh.
+type RefreshRequest struct {
+	// ID is the session.
+	ID string
+	// Current is the token being replaced.
+	Current Token
+}
+
+// CreateOptions are the initial contents of a new session.
+type CreateOptions struct {
+	// TTL is the session's life. If zero, Config.TTL.
+	TTL time.Duration
+	// Endpoint binds the session to an egress endpoint; empty leaves it
+	// unbound.
+	Endpoint string
+	// Header holds headers sent with every request of the session.
+	Header http.Header
+	// Token is the session's first token, if any.
+	Token Token
+}
+
+// Manager keeps sessions in a Store, sealed under a Keyring. Write
+// methods are fenced by the lease that ctx carries (see WithLease), if it
+// is a lease on the same session. A Manager is safe for concurrent use and
+// starts no goroutines.
+type Manager struct {
+	cfg    Config
+	store  Store
+	keys   *Keyring
+	holder string        // prefix of this Manager's lease holder names
+	seq    atomic.Uint64 // numbers lease holders
+
+	mu      sync.Mutex         // guards flights
+	flights map[string]*flight // refreshes in progress, by session ID
+}
+
+// New returns a Manager for c.
+func New(c Config) *Manager {
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Store == nil {
+		c.Store = NewMemoryStore(MemoryConfig{Now: c.Now})
+	}
+	if c.Keyring == nil {
+		c.Keyring, _ = NewKeyring(GenerateKey(1)) // a generated key is always valid
+	}
+	if c.TTL <= 0 {
+		c.TTL = time.Hour
+	}
+	if c.MaxCookies <= 0 {
+		c.MaxCookies = 3000
+	}
+	if c.MaxCookieSize <= 0 {
+		c.MaxCookieSize = 4096
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = 5 * time.Second
+	}
+	if c.PublicSuffixList == nil {
+		c.PublicSuffixList = publicsuffix.List
+	}
+	if c.RefreshSkew <= 0 {
+		c.RefreshSkew = 30 * time.Second
+	}
+	if c.RefreshLease <= 0 {
+		c.RefreshLease = 30 * time.Second
+	}
+	if c.PollInterval <= 0 {
+		c.PollInterval = 50 * time.Millisecond
+	}
+	if c.TokenHeader == "" {
+		c.TokenHeader = "Authorization"
+	}
+	c.TokenHeader = http.CanonicalHeaderKey(c.TokenHeader)
+	return &Manager{cfg: c, store: c.Store, keys: c.Keyring, holder: NewID()[:11], flights: make(map[string]*flight)}
+}
+
+type leaseKey struct{}
+
+// WithLease returns a context carrying l. Manager methods given it fence
+// their writes to session l.ID with l.Token, so they fail with
+// ErrStaleLease once another worker holds a newer lease; a Jar made with
+// it fences its cookie writes; a Transport refreshes tokens under it
+// instead of taking a lease of its own.
+func WithLease(ctx context.Context, l Lease) context.Context {
+	return context.WithValue(ctx, leaseKey{}, l)
+}
+
+// LeaseFrom returns the lease ctx carries, if any.
+func LeaseFrom(ctx context.Context) (Lease, bool) {
+	l, ok := ctx.Value(leaseKey{}).(Lease)
+	return l, ok
+}
+
+// fence returns the fencing token ctx carries for session id, or 0.
+func fence(ctx context.Context, id string) uint64 {
+	if l, ok := LeaseFrom(ctx); ok && l.ID == id {
+		return l.Token
+	}
+	return 0
+}
+
+// Create creates session id with o's contents. It fails with ErrInvalidID,
+// with ErrExists when a live session holds id, or with a Store error.
+func (m *Manager) Create(ctx context.Context, id string, o CreateOptions) (*Session, error) {
+	if err := ValidateID(id); err != nil {
+		return nil, err
+	}
+	ttl := o.TTL
+	if ttl <= 0 {
+		ttl = m.cfg.TTL
+	}
+	now := m.cfg.Now()
+	r := Record{ID: id, Created: now, Expires: now.Add(ttl), Fields: map[string][]byte{}}
+	if o.Endpoint != "" {
+		r.Fields[fieldBinding] = m.keys.Seal(id, fieldBinding, encodeBinding(o.Endpoint))
+	}
+	for k, vs := range o.Header {
+		if len(vs) > 0 {
+			f := headerPrefix + http.CanonicalHeaderKey(k)
+			r.Fields[f] = m.keys.Seal(id, f, encodeHeader(vs))
+		}
+	}
+	if o.Token.Value != "" {
+		r.Fields[fieldToken] = m.keys.Seal(id, fieldToken, encodeToken(o.Token))
+	}
+	if err := m.store.Create(ctx, r); err != nil {
+		return nil, err
+	}
+	r.Version = 1
+	return m.open(r)
+}
+
+// Get returns session id, opened. It fails with ErrInvalidID, ErrNotFound,
+// ErrTampered when any stored value does not open, or a Store error.
+func (m *Manager) Get(ctx context.Context, id string) (*Session, error) {
+	if err := ValidateID(id); err != nil {
+		return nil, err
+	}
+	r, err := m.store.Get(ctx, id, PartAll)
+	if err != nil {
+		return nil, err
+	}
+	return m.open(r)
+}
+
+// Delete deletes session id. It fails with ErrInvalidID, ErrNotFound,
+// ErrStaleLease, or a Store error.
+func (m *Manager) Delete(ctx context.Context, id string) error {
+	if err := ValidateID(id); err != nil {
+		return err
+	}
+	return m.store.Delete(ctx, id, fence(ctx, id))
+}
+
+// Extend makes session id expire ttl from now. It fails with ErrInvalidID,
+// ErrNotFound, ErrStaleLease, or a Store error.
+func (m *Manager) Extend(ctx context.Context, id string, ttl time.Duration) error {
+	if err := ValidateID(id); err != nil {
+		return err
+	}
+	return m.store.SetExpiry(ctx, id, fence(ctx, id), m.cfg.Now().Add(ttl))
+}
+
+// SetHeader sets the values of the header key sent with every request of
+// session id; no values deletes it. It fails with ErrInvalidID, an invalid
+// header name, ErrNotFound, ErrStaleLease, or a Store error.
+func (m *Manager) SetHeader(ctx context.Context, id, key string, values ...string) error {
+	if err := ValidateID(id); err != nil {
+		return err
+	}
+	if !validHeaderName(key) {
+		return fmt.Errorf("session: invalid header name %q", key)
+	}
+	for i, v := range values {
+		if strings.ContainsAny(v, "\r\n\x00") {
+			return fmt.Errorf("session: header %q: value %d holds a control character", key, i)
+		}
+	}
+	f := headerPrefix + http.CanonicalHeaderKey(key)
+	w := FieldWrite{Delete: []string{f}}
+	if len(values) > 0 {
+		w = FieldWrite{Set: []Field{{f, m.keys.Seal(id, f, encodeHeader(values))}}}
+	}
+	return m.store.SetFields(ctx, id, fence(ctx, id), w)
+}
+
+// SetToken stores t as session id's token; a t without Value deletes the
+// token. It fails with ErrInvalidID, ErrNotFound, ErrStaleLease, or a
+// Store error.
+func (m *Manager) SetToken(ctx context.Context, id string, t Token) error {
+	if err := ValidateID(id); err != nil {
+		return err
+	}
+	w := FieldWrite{Delete: []string{fieldToken}}
+	if t.Value != "" {
+		w = FieldWrite{Set: []Field{{fieldToken, m.keys.Seal(id, fieldToken, encodeToken(t))}}}
+	}
+	return m.store.SetFields(ctx, id, fence(ctx, id), w)
+}
+
+// Bind binds session id to the egress endpoint. Binding is set once: it
+// succeeds when the session is unbound or already bound to endpoint, and
+// fails with ErrAlreadyBound when bound to another one — two workers
+// racing to bind agree on the first. It also fails with ErrInvalidID,
+// ErrNotFound, ErrStaleLease, ErrTampered, or a Store error.
+func (m *Manager) Bind(ctx context.Context, id, endpoint string) error {
+	if err := ValidateID(id); err != nil {
+		return err
+	}
+	if endpoint == "" {
+		return errors.New("session: bind to an empty endpoint")
+	}
+	w := FieldWrite{Set: []Field{{fieldBinding, m.keys.Seal(id, fieldBinding, encodeBinding(endpoint))}}, IfAbsent: true}
+	err := m.store.SetFields(ctx, id, fence(ctx, id), w)
+	if !errors.Is(err, ErrConflict) {
+		return err
+	}
+	s, err := m.Get(ctx, id)
+	if err != nil {
+		return err
+	}
+	if s.Endpoint != endpoint {
+		return fmt.Errorf("%w: %q is bound to %q", ErrAlreadyBound, id, s.Endpoint)
+	}
+	return nil
+}
+
+// Rebind moves session id to the egress endpoint, or unbinds it when
+// endpoint is empty. It is the caller's explicit choice after
+// ErrEgressLost: a site may tie a login to the address it came from. It
+// fails with ErrInvalidID, ErrNotFound, ErrStaleLease, or a Store error.
+func (m *Manager) Rebind(ctx context.Context, id, endpoint string) error {
+	if err := ValidateID(id); err != nil {
+		return err
+	}
+	w := FieldWrite{Delete: []string{fieldBinding}}
+	if endpoint != "" {
+		w = FieldWrite{Set: []Field{{fieldBinding, m.keys.Seal(id, fieldBinding, encodeBinding(endpoint))}}}
+	}
+	return m.store.SetFields(ctx, id, fence(ctx, id), w)
+}
+
+// Acquire takes the lease on session id for ttl under a holder name unique
+// to this call. It fails with ErrInvalidID, ErrNotFound, a *LeaseHeldError
+// (errors.Is ErrLeaseHeld), or a Store error.
+func (m *Manager) Acquire(ctx context.Context, id string, ttl time.Duration) (Lease, error) {
+	if err := ValidateID(id); err != nil {
+		return Lease{}, err
+	}
+	return m.store.Acquire(ctx, id, m.newHolder(), ttl)
+}
+
+// Renew extends l by ttl from now. If l expired and no one took the lease
+// meanwhile, Renew grants l's holder a new lease with a new Token: fence
+// later writes with the returned Lease. It fails like Acquire.
+func (m *Manager) Renew(ctx context.Context, l Lease, ttl time.Duration) (Lease, error) {
+	return m.store.Acquire(ctx, l.ID, l.Holder, ttl)
+}
+
+// Release ends l. It fails with ErrStaleLease when a newer lease was
+// granted, ErrNotFound, or a Store error.
+func (m *Manager) Release(ctx context.Context, l Lease) error {
+	return m.store.Release(ctx, l)
+}
+
+func (m *Manager) newHolder() string {
+	return m.holder + "/" + strconv.FormatUint(m.seq.Add(1), 10)
+}
+
+func (m *Manager) report(id, op string, err error) {
+	if m.cfg.OnError != nil && err != nil {
+		m.cfg.OnError(ErrorInfo{ID: id, Op: op, Err: err})
+	}
+}
+
+// open opens every value of r into a Session.
+func (m *Manager) open(r Record) (*Session, error) {
+	s, err := m.openFields(r)
+	if err != nil {
+		return nil, err
+	}
+	now := m.cfg.Now()
+	entries := make([]*entry, 0, len(r.Cookies))
+	for f, blob := range r.Cookies {
+		e, err := m.openEntry(r.ID, f, blob)
+		if err != nil {
+			return nil, err
+		}
+		if !e.expired(now) {
+			entries = append(entries, e)
+		}
+	}
+	sortEntries(entries)
+	s.Cookies = make([]*http.Cookie, len(entries))
+	for i, e := range entries {
+		c := &http.Cookie{Name: e.Name, Value: e.Value, Quoted: e.Quoted, Path: e.Path, Secure: e.Secure, HttpOnly: e.HTTPOnly, SameSite: e.SameSite}
+		if !e.HostOnly {
+			c.Domain = e.Domain
+		}
+		if e.Persistent {
+			c.Expires = e.Expires
+		}
+		s.Cookies[i] = c
+	}
+	return s, nil
+}
+
+// openFields opens the fields of r (not its cookies).
+func (m *Manager) openFields(r Record) (*Session, error) {
+	s := &Session{ID: r.ID, Version: r.Version, Created: r.Created, Expires: r.Expires, Header: http.Header{}, Lease: r.Lease}
+	for f, blob := range r.Fields {
+		var err error
+		switch {
+		case f == fieldBinding:
+			s.Endpoint, err = openWith(m, r.ID, f, blob, decodeBinding)
+		case f == fieldToken:
+			s.Token, err = openWith(m, r.ID, f, blob, decodeToken)
+		case strings.HasPrefix(f, headerPrefix):
+			s.Header[f[len(headerPrefix):]], err = openWith(m, r.ID, f, blob, decodeHeader)
+		default:
+			// A field of a later version of this package: still verify it.
+			_, err = m.keys.Open(r.ID, f, blob)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+func openWith[T any](m *Manager, id, field string, blob []byte, decode func([]byte) (T, error)) (T, error) {
+	var zero T
+	pt, err := m.keys.Open(id, field, blob)
+	if err != nil {
+		return zero, err
+	}
+	v, err := decode(pt)
+	if err != nil {
+		return zero, fmt.Errorf("%w: field %q: %v", ErrTampered, field, err)
+	}
+	return v, nil
+}
+
+func (m *Manager) openEntry(id, field string, blob []byte) (*entry, error) {
+	return openWith(m, id, field, blob, decodeEntry)
+}
+
+// sortEntries orders cookies as net/http/cookiejar sends them: longer
+// paths first, then older first.
+func sortEntries(es []*entry) {
+	slices.SortFunc(es, func(a, b *entry) int {
+		if len(a.Path) != len(b.Path) {
+			return len(b.Path) - len(a.Path)
+		}
+		if c := a.Creation.Compare(b.Creation); c != 0 {
+			return c
+		}
+		if a.Seq != b.Seq {
+			if a.Seq < b.Seq {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+}
+
+// validHeaderName reports whether k is an RFC 9110 token.
+func validHeaderName(k string) bool {
+	if k == "" {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,304 @@
+package session
+
+import (
+	"bytes"
+	"container/list"
+	"context"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// MemoryConfig configures a MemoryStore. The zero value works.
+type MemoryConfig struct {
+	// Now is the clock that decides expiry of records and leases.
+	// If nil, time.Now is used.
+	Now func() time.Time
+}
+
+// MemoryStore is an in-process Store, for a single process or for tests.
+// Expired records are dropped when touched and swept in bulk as the store
+// grows, so memory follows the number of live sessions. It is safe for
+// concurrent use.
+type MemoryStore struct {
+	now func() time.Time
+
+	mu        sync.Mutex // guards recs and sweepAt
+	recs      map[string]*memRecord
+	sweepAt   int // sweep expired records when len(recs) reaches this
+	minSweepN int
+}
+
+var _ Store = (*MemoryStore)(nil)
+
+type memRecord struct {
+	created, expires time.Time
+	version          uint64
+	fields           map[string][]byte
+	cookies          map[string]*list.Element // of *memCookie
+	order            *list.List               // least recently set first
+	lease            Lease                    // Token 0: none granted or released
+	lastToken        uint64
+}
+
+type memCookie struct {
+	name string
+	blob []byte
+}
+
+// NewMemoryStore returns an empty MemoryStore.
+func NewMemoryStore(c MemoryConfig) *MemoryStore {
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return &MemoryStore{now: c.Now, recs: make(map[string]*memRecord), sweepAt: 1024, minSweepN: 1024}
+}
+
+// live returns the live record id, dropping it if expired. s.mu is held.
+func (s *MemoryStore) live(id string, now time.Time) (*memRecord, error) {
+	r := s.recs[id]
+	if r == nil {
+		return nil, fmt.Errorf("%w: %q", ErrNotFound, id)
+	}
+	if !now.Before(r.expires) {
+		delete(s.recs, id)
+		return nil, fmt.Errorf("%w: %q", ErrNotFound, id)
+	}
+	return r, nil
+}
+
+// checkFence applies the fencing rule of Store. s.mu is held.
+func (r *memRecord) checkFence(id string, fence uint64) error {
+	if fence != 0 && fence != r.lastToken {
+		return fmt.Errorf("%w: %q: fence %d, newest lease %d", ErrStaleLease, id, fence, r.lastToken)
+	}
+	return nil
+}
+
+// begin validates a call and returns the live record under s.mu, which
+// the caller unlocks.
+func (s *MemoryStore) begin(ctx context.Context, id string) (*memRecord, time.Time, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, time.Time{}, err
+	}
+	if err := ValidateID(id); err != nil {
+		return nil, time.Time{}, err
+	}
+	now := s.now()
+	s.mu.Lock()
+	r, err := s.live(id, now)
+	if err != nil {
+		s.mu.Unlock()
+		return nil, now, err
+	}
+	return r, now, nil
+}
+
+// Create implements Store.
+func (s *MemoryStore) Create(ctx context.Context, rec Record) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := ValidateID(rec.ID); err != nil {
+		return err
+	}
+	now := s.now()
+	if !now.Before(rec.Expires) {
+		return fmt.Errorf("session: create %q: expiry %s is not in the future", rec.ID, rec.Expires.UTC().Format(time.RFC3339))
+	}
+	r := &memRecord{
+		created: rec.Created, expires: rec.Expires, version: 1,
+		fields:  make(map[string][]byte, len(rec.Fields)),
+		cookies: make(map[string]*list.Element, len(rec.Cookies)),
+		order:   list.New(),
+	}
+	for k, v := range rec.Fields {
+		r.fields[k] = bytes.Clone(v)
+	}
+	for k, v := range rec.Cookies {
+		r.cookies[k] = r.order.PushBack(&memCookie{name: k, blob: bytes.Clone(v)})
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, err := s.live(rec.ID, now); err == nil {
+		return fmt.Errorf("%w: %q", ErrExists, rec.ID)
+	}
+	s.recs[rec.ID] = r
+	if len(s.recs) >= s.sweepAt {
+		for id, old := range s.recs {
+			if !now.Before(old.expires) {
+				delete(s.recs, id)
+			}
+		}
+		s.sweepAt = max(2*len(s.recs), s.minSweepN)
+	}
+	return nil
+}
+
+// Get implements Store.
+func (s *MemoryStore) Get(ctx context.Context, id string, parts Parts) (Record, error) {
+	r, now, err := s.begin(ctx, id)
+	if err != nil {
+		return Record{}, err
+	}
+	defer s.mu.Unlock()
+	out := Record{ID: id, Version: r.version, Created: r.created, Expires: r.expires}
+	if r.lease.Live(now) {
+		out.Lease = r.lease
+	}
+	if parts&PartFields != 0 {
+		out.Fields = make(map[string][]byte, len(r.fields))
+		for k, v := range r.fields {
+			out.Fields[k] = v // values are never modified in place
+		}
+	}
+	if parts&PartCookies != 0 {
+		out.Cookies = make(map[string][]byte, len(r.cookies))
+		for k, e := range r.cookies {
+			out.Cookies[k] = e.Value.(*memCookie).blob
+		}
+	}
+	return out, nil
+}
+
+// Delete implements Store.
+func (s *MemoryStore) Delete(ctx context.Context, id string, fence uint64) error {
+	r, _, err := s.begin(ctx, id)
+	if err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	if err := r.checkFence(id, fence); err != nil {
+		return err
+	}
+	delete(s.recs, id)
+	return nil
+}
+
+// SetExpiry implements Store.
+func (s *MemoryStore) SetExpiry(ctx context.Context, id string, fence uint64, expires time.Time) error {
+	r, now, err := s.begin(ctx, id)
+	if err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	if err := r.checkFence(id, fence); err != nil {
+		return err
+	}
+	if !now.Before(expires) {
+		delete(s.recs, id)
+		return nil
+	}
+	r.expires = expires
+	r.version++
+	return nil
+}
+
+// SetFields implements Store.
+func (s *MemoryStore) SetFields(ctx context.Context, id string, fence uint64, w FieldWrite) error {
+	r, _, err := s.begin(ctx, id)
+	if err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	if err := r.checkFence(id, fence); err != nil {
+		return err
+	}
+	if w.IfAbsent {
+		for _, f := range w.Set {
+			if _, ok := r.fields[f.Name]; ok {
+				return fmt.Errorf("%w: %q: field %q exists", ErrConflict, id, f.Name)
+			}
+		}
+	}
+	for _, f := range w.Set {
+		r.fields[f.Name] = bytes.Clone(f.Value)
+	}
+	for _, name := range w.Delete {
+		delete(r.fields, name)
+	}
+	r.version++
+	return nil
+}
+
+// MergeCookies implements Store.
+func (s *MemoryStore) MergeCookies(ctx context.Context, id string, fence uint64, m CookieMerge) (MergeResult, error) {
+	r, _, err := s.begin(ctx, id)
+	if err != nil {
+		return MergeResult{}, err
+	}
+	defer s.mu.Unlock()
+	if err := r.checkFence(id, fence); err != nil {
+		return MergeResult{}, err
+	}
+	for _, f := range m.Set {
+		blob := bytes.Clone(f.Value)
+		if e, ok := r.cookies[f.Name]; ok {
+			e.Value.(*memCookie).blob = blob
+			r.order.MoveToBack(e)
+			continue
+		}
+		r.cookies[f.Name] = r.order.PushBack(&memCookie{name: f.Name, blob: blob})
+	}
+	for _, name := range m.Delete {
+		r.removeCookie(name)
+	}
+	for _, f := range m.Prune {
+		if e, ok := r.cookies[f.Name]; ok && bytes.Equal(e.Value.(*memCookie).blob, f.Value) {
+			r.removeCookie(f.Name)
+		}
+	}
+	var res MergeResult
+	for m.Limit > 0 && len(r.cookies) > m.Limit {
+		r.removeCookie(r.order.Front().Value.(*memCookie).name)
+		res.Evicted++
+	}
+	r.version++
+	res.Version = r.version
+	return res, nil
+}
+
+func (r *memRecord) removeCookie(name string) {
+	if e, ok := r.cookies[name]; ok {
+		r.order.Remove(e)
+		delete(r.cookies, name)
+	}
+}
+
+// Acquire implements Store.
+func (s *MemoryStore) Acquire(ctx context.Context, id, holder string, ttl time.Duration) (Lease, error) {
+	if ttl <= 0 {
+		return Lease{}, fmt.Errorf("session: acquire %q: lease ttl %v is not positive", id, ttl)
+	}
+	r, now, err := s.begin(ctx, id)
+	if err != nil {
+		return Lease{}, err
+	}
+	defer s.mu.Unlock()
+	if r.lease.Live(now) {
+		if r.lease.Holder != holder {
+			return Lease{}, &LeaseHeldError{ID: id, Expires: r.lease.Expires}
+		}
+		r.lease.Expires = now.Add(ttl)
+		return r.lease, nil
+	}
+	r.lastToken++
+	r.lease = Lease{ID: id, Holder: holder, Token: r.lastToken, Expires: now.Add(ttl)}
+	return r.lease, nil
+}
+
+// Release implements Store.
+func (s *MemoryStore) Release(ctx context.Context, l Lease) error {
+	r, _, err := s.begin(ctx, l.ID)
+	if err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	if l.Token != r.lastToken {
+		return fmt.Errorf("%w: %q: release of lease %d, newest lease %d", ErrStaleLease, l.ID, l.Token, r.lastToken)
+	}
+	if r.lease.Token == l.Token {
+		r.lease = Lease{}
+	}
+	return nil
+}

@@ -1,0 +1,128 @@
+package session
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Session is a snapshot of one session, opened. Its String, its fmt output
+// for every verb and its LogValue show names and counts, never a cookie,
+// header or token value.
+type Session struct {
+	// ID names the session.
+	ID string
+	// Version counts the changes to the session's record.
+	Version uint64
+	// Created is when the session was created; Expires when it ends.
+	Created, Expires time.Time
+	// Endpoint is the egress endpoint the session is bound to; empty when
+	// unbound.
+	Endpoint string
+	// Header holds the headers sent with every request of the session.
+	Header http.Header
+	// Token is the session's token; its Value is empty when there is none.
+	Token Token
+	// Cookies holds every stored cookie with its attributes, expired ones
+	// excluded.
+	Cookies []*http.Cookie
+	// Lease is the live lease, zero when none is live.
+	Lease Lease
+}
+
+// Token is a credential sent as a header with every request of a session,
+// and refreshed before it expires.
+type Token struct {
+	// Type prefixes Value in the header ("Bearer"); empty sends Value alone.
+	Type string
+	// Value is the credential.
+	Value Secret
+	// Refresh is an optional credential the Refresh function uses to get
+	// a new Token (an OAuth 2.0 refresh token, say).
+	Refresh Secret
+	// Expires is when Value stops being valid; zero means never.
+	Expires time.Time
+}
+
+// Valid reports whether t holds a value that has not expired at now.
+func (t Token) Valid(now time.Time) bool {
+	return t.Value != "" && (t.Expires.IsZero() || now.Before(t.Expires))
+}
+
+// headerValue is the header value that carries t.
+func (t Token) headerValue() string {
+	if t.Type == "" {
+		return string(t.Value)
+	}
+	return t.Type + " " + string(t.Value)
+}
+
+// String describes t without its secrets.
+func (t Token) String() string {
+	if t.Value == "" {
+		return "session.Token{none}"
+	}
+	exp := "never"
+	if !t.Expires.IsZero() {
+		exp = t.Expires.UTC().Format(time.RFC3339)
+	}
+	return fmt.Sprintf("session.Token{Type:%q, Value:%s, Expires:%s}", t.Type, redacted, exp)
+}
+
+// GoString describes t without its secrets.
+func (t Token) GoString() string { return t.String() }
+
+// Format writes String for every verb.
+func (t Token) Format(f fmt.State, _ rune) { f.Write([]byte(t.String())) }
+
+// LogValue describes t without its secrets.
+func (t Token) LogValue() slog.Value {
+	return slog.GroupValue(slog.String("type", t.Type), slog.Bool("set", t.Value != ""), slog.Time("expires", t.Expires))
+}
+
+// String describes s by names and counts, never by value.
+func (s Session) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "session.Session{ID:%q, Version:%d, Created:%s, Expires:%s", s.ID, s.Version,
+		s.Created.UTC().Format(time.RFC3339), s.Expires.UTC().Format(time.RFC3339))
+	if s.Endpoint != "" {
+		fmt.Fprintf(&b, ", Endpoint:%q", s.Endpoint)
+	}
+	fmt.Fprintf(&b, ", Header:%v, Token:%s, Cookies:%d", headerNames(s.Header), s.Token, len(s.Cookies))
+	if s.Lease.Token != 0 {
+		fmt.Fprintf(&b, ", Lease:%d", s.Lease.Token)
+	}
+	b.WriteString("}")
+	return b.String()
+}
+
+// GoString is String.
+func (s Session) GoString() string { return s.String() }
+
+// Format writes String for every verb.
+func (s Session) Format(f fmt.State, _ rune) { f.Write([]byte(s.String())) }
+
+// LogValue describes s by names and counts, never by value.
+func (s Session) LogValue() slog.Value {
+	return slog.GroupValue(
+		slog.String("id", s.ID),
+		slog.Uint64("version", s.Version),
+		slog.Time("expires", s.Expires),
+		slog.String("endpoint", s.Endpoint),
+		slog.Any("headers", headerNames(s.Header)),
+		slog.Any("token", s.Token),
+		slog.Int("cookies", len(s.Cookies)),
+	)
+}
+
+func headerNames(h http.Header) []string {
+	names := make([]string, 0, len(h))
+	for k := range h {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	return names
+}

@@ -1,0 +1,205 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// TokenSource yields a session's token, refreshed before it expires. A
+// token within Config.RefreshSkew of its expiry is refreshed by one
+// worker across the fleet — the one that takes the session's lease (or
+// that already holds it, see WithLease) — while the others keep using it
+// until it expires, and then wait for the new one, reading the store
+// every Config.PollInterval. A TokenSource is safe for concurrent use.
+type TokenSource struct {
+	m  *Manager
+	id string
+}
+
+// flight is one refresh in progress in this process; the others wait for it.
+type flight struct {
+	done chan struct{}
+	tok  Token
+	err  error
+}
+
+// TokenSource returns the TokenSource of session id.
+func (m *Manager) TokenSource(id string) *TokenSource { return &TokenSource{m: m, id: id} }
+
+// Token returns the session's token, refreshed if due; a zero Token when
+// the session has none. It never returns an expired token: when one
+// cannot be refreshed it fails with a *RefreshError. It also fails with
+// ErrInvalidID, ErrNotFound, ErrTampered, or a Store error.
+func (ts *TokenSource) Token(ctx context.Context) (Token, error) {
+	if err := ValidateID(ts.id); err != nil {
+		return Token{}, err
+	}
+	r, err := ts.m.store.Get(ctx, ts.id, PartFields)
+	if err != nil {
+		return Token{}, err
+	}
+	cur, err := ts.m.storedToken(r)
+	if err != nil {
+		return Token{}, err
+	}
+	return ts.m.token(ctx, ts.id, cur)
+}
+
+// storedToken opens the token field of r.
+func (m *Manager) storedToken(r Record) (Token, error) {
+	blob, ok := r.Fields[fieldToken]
+	if !ok {
+		return Token{}, nil
+	}
+	return openWith(m, r.ID, fieldToken, blob, decodeToken)
+}
+
+// fresh reports whether t needs no refresh at now.
+func (m *Manager) fresh(t Token, now time.Time) bool {
+	return t.Value != "" && (t.Expires.IsZero() || now.Before(t.Expires.Add(-m.cfg.RefreshSkew)))
+}
+
+// token returns cur if it is fresh, or a refreshed token (see TokenSource).
+func (m *Manager) token(ctx context.Context, id string, cur Token) (Token, error) {
+	now := m.cfg.Now()
+	if cur.Value == "" || m.fresh(cur, now) {
+		return cur, nil
+	}
+	if m.cfg.Refresh == nil {
+		if cur.Valid(now) {
+			return cur, nil
+		}
+		return Token{}, &RefreshError{ID: id, Err: ErrNoRefresher}
+	}
+	for {
+		m.mu.Lock()
+		f := m.flights[id]
+		if f == nil {
+			f = &flight{done: make(chan struct{})}
+			m.flights[id] = f
+			m.mu.Unlock()
+			f.tok, f.err = m.refreshShared(ctx, id, cur)
+			m.mu.Lock()
+			delete(m.flights, id)
+			m.mu.Unlock()
+			close(f.done)
+			return f.tok, f.err
+		}
+		m.mu.Unlock()
+		if cur.Valid(m.cfg.Now()) {
+			return cur, nil // still good; this process is refreshing it
+		}
+		select {
+		case <-f.done:
+		case <-ctx.Done():
+			return Token{}, &RefreshError{ID: id, Err: ctx.Err()}
+		}
+		if f.err != nil && isContextErr(f.err) && ctx.Err() == nil {
+			continue // the refreshing caller gave up; take over
+		}
+		return f.tok, f.err
+	}
+}
+
+func isContextErr(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// refreshShared refreshes the token of session id once across the fleet.
+func (m *Manager) refreshShared(ctx context.Context, id string, cur Token) (Token, error) {
+	if l, ok := LeaseFrom(ctx); ok && l.ID == id && l.Token != 0 {
+		// The caller holds the session: refresh under its lease.
+		return m.refreshUnder(ctx, id, cur, l.Token)
+	}
+	holder := m.newHolder()
+	for {
+		l, err := m.store.Acquire(ctx, id, holder, m.cfg.RefreshLease)
+		if err == nil {
+			tok, err := m.refreshLeased(ctx, id, l)
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.cfg.Timeout)
+			if rerr := m.store.Release(rctx, l); rerr != nil {
+				m.report(id, "Release", fmt.Errorf("session: release refresh lease of %q: %w", id, rerr))
+			}
+			cancel()
+			return tok, err
+		}
+		if !errors.Is(err, ErrLeaseHeld) {
+			return Token{}, &RefreshError{ID: id, Err: err}
+		}
+		// Another worker holds the session: use the token while it is
+		// valid, then wait for the one that worker stores.
+		for {
+			if cur.Valid(m.cfg.Now()) {
+				return cur, nil
+			}
+			if err := sleep(ctx, m.cfg.PollInterval); err != nil {
+				return Token{}, &RefreshError{ID: id, Err: err}
+			}
+			r, err := m.store.Get(ctx, id, PartFields)
+			if err != nil {
+				return Token{}, &RefreshError{ID: id, Err: err}
+			}
+			if cur, err = m.storedToken(r); err != nil {
+				return Token{}, &RefreshError{ID: id, Err: err}
+			}
+			if cur.Value == "" {
+				return Token{}, nil // the token was deleted
+			}
+			if m.fresh(cur, m.cfg.Now()) {
+				return cur, nil
+			}
+			if !r.Lease.Live(m.cfg.Now()) {
+				break // the holder left without a fresh token: try ourselves
+			}
+		}
+	}
+}
+
+// refreshLeased refreshes under lease l, unless a worker that held the
+// lease before stored a fresh token already.
+func (m *Manager) refreshLeased(ctx context.Context, id string, l Lease) (Token, error) {
+	r, err := m.store.Get(ctx, id, PartFields)
+	if err != nil {
+		return Token{}, &RefreshError{ID: id, Err: err}
+	}
+	cur, err := m.storedToken(r)
+	if err != nil {
+		return Token{}, &RefreshError{ID: id, Err: err}
+	}
+	if cur.Value == "" || m.fresh(cur, m.cfg.Now()) {
+		return cur, nil
+	}
+	return m.refreshUnder(ctx, id, cur, l.Token)
+}
+
+// refreshUnder calls Config.Refresh and stores its token fenced by fence.
+func (m *Manager) refreshUnder(ctx context.Context, id string, cur Token, fence uint64) (Token, error) {
+	rctx, cancel := context.WithTimeout(ctx, m.cfg.RefreshLease)
+	tok, err := m.cfg.Refresh(rctx, RefreshRequest{ID: id, Current: cur})
+	cancel()
+	if err != nil {
+		return Token{}, &RefreshError{ID: id, Err: err}
+	}
+	if !tok.Valid(m.cfg.Now()) {
+		return Token{}, &RefreshError{ID: id, Err: errors.New("session: refresher returned an empty or expired token")}
+	}
+	w := FieldWrite{Set: []Field{{fieldToken, m.keys.Seal(id, fieldToken, encodeToken(tok))}}}
+	if err := m.store.SetFields(ctx, id, fence, w); err != nil {
+		return Token{}, &RefreshError{ID: id, Err: err}
+	}
+	return tok, nil
+}
+
+// sleep waits d or until ctx is done.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
