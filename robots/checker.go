@@ -1,0 +1,364 @@
+package robots
+
+import (
+	"container/list"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+)
+
+// minMaxSize is the smallest parsing limit RFC 9309 section 2.5 allows.
+const minMaxSize = 500 << 10
+
+// Config configures a Checker. The zero value is ready to use; each field
+// documents its default.
+type Config struct {
+	// UserAgent is sent as the User-Agent header of every robots.txt
+	// fetch; it should be the crawler's own. If empty, the transport's
+	// default header is sent.
+	UserAgent string
+
+	// AgentToken is the product token matched against user-agent lines.
+	// If empty, it is AgentToken(UserAgent); if that is empty too, only
+	// the "*" group applies.
+	AgentToken string
+
+	// Transport fetches robots.txt. It should be the crawler's base
+	// transport: the fetch has its own failure handling and must not go
+	// through retries or circuit breakers. If nil, http.DefaultTransport
+	// is used.
+	Transport http.RoundTripper
+
+	// TTL is how long a fetched robots.txt, or a 4xx answer, is cached.
+	// If zero, 24 hours (RFC 9309 section 2.4).
+	TTL time.Duration
+
+	// MaxSize is how many bytes of robots.txt are parsed; the rest is
+	// ignored, cut back to the last complete line. If zero or below 500
+	// KiB, the RFC 9309 minimum, it is 500 KiB.
+	MaxSize int64
+
+	// MaxRedirects is how many redirects a fetch follows before it
+	// treats robots.txt as unavailable. If zero, 5 (RFC 9309 section
+	// 2.3.1.2); if negative, none.
+	MaxRedirects int
+
+	// FetchTimeout bounds one fetch, redirects and body included; when it
+	// passes, the host counts as unreachable. The caller's context bounds
+	// the fetch as well. If zero, 30 seconds.
+	FetchTimeout time.Duration
+
+	// RetryMin is how long an unreachable host stays disallowed before
+	// its robots.txt is fetched again; each further failure doubles the
+	// wait, up to RetryMax. If zero, 1 minute.
+	RetryMin time.Duration
+
+	// RetryMax caps the wait between fetches of an unreachable robots.txt.
+	// If zero, 1 hour (or RetryMin, if that is larger).
+	RetryMax time.Duration
+
+	// UnreachableLimit is how long a host may stay unreachable before it
+	// is treated as unavailable and allowed (RFC 9309 section 2.3.1.4
+	// suggests 30 days). If zero, 30 days; if negative, never.
+	UnreachableLimit time.Duration
+
+	// MaxCrawlDelay caps the Crawl-delay reported in a Decision. If zero,
+	// 60 seconds; if negative, Crawl-delay is ignored.
+	MaxCrawlDelay time.Duration
+
+	// MaxHosts bounds how many hosts are cached; the least recently
+	// checked host is evicted first. Hosts not checked for TTL are evicted
+	// as well. If zero, 10,000.
+	MaxHosts int
+
+	// MaxCacheBytes bounds the memory the cached rules retain, estimated
+	// from their patterns. If zero, 64 MiB.
+	MaxCacheBytes int64
+
+	// Now returns the current time. If nil, time.Now.
+	Now func() time.Time
+}
+
+// DefaultConfig returns the configuration a zero Config stands for, with
+// every default filled in.
+func DefaultConfig() Config {
+	return Config{}.withDefaults()
+}
+
+func (c Config) withDefaults() Config {
+	if c.AgentToken == "" {
+		c.AgentToken = AgentToken(c.UserAgent)
+	} else {
+		c.AgentToken = AgentToken(c.AgentToken)
+	}
+	if c.Transport == nil {
+		c.Transport = http.DefaultTransport
+	}
+	if c.TTL <= 0 {
+		c.TTL = 24 * time.Hour
+	}
+	if c.MaxSize < minMaxSize {
+		c.MaxSize = minMaxSize
+	}
+	if c.MaxRedirects == 0 {
+		c.MaxRedirects = 5
+	} else if c.MaxRedirects < 0 {
+		c.MaxRedirects = 0
+	}
+	if c.FetchTimeout <= 0 {
+		c.FetchTimeout = 30 * time.Second
+	}
+	if c.RetryMin <= 0 {
+		c.RetryMin = time.Minute
+	}
+	if c.RetryMax <= 0 {
+		c.RetryMax = time.Hour
+	}
+	c.RetryMax = max(c.RetryMax, c.RetryMin)
+	if c.UnreachableLimit == 0 {
+		c.UnreachableLimit = 30 * 24 * time.Hour
+	}
+	if c.MaxCrawlDelay == 0 {
+		c.MaxCrawlDelay = time.Minute
+	}
+	if c.MaxHosts <= 0 {
+		c.MaxHosts = 10_000
+	}
+	if c.MaxCacheBytes <= 0 {
+		c.MaxCacheBytes = 64 << 20
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// Checker answers whether URLs may be fetched under their hosts'
+// robots.txt. It is safe for concurrent use and starts no goroutines.
+type Checker struct {
+	cfg Config
+
+	mu    sync.Mutex // guards hosts, lru, bytes and the fields of every entry
+	hosts map[string]*entry
+	lru   list.List // of *entry, most recently checked first
+	bytes int64     // estimated bytes retained by all entries
+}
+
+// entry is the cached state of one host.
+type entry struct {
+	key  string
+	elem *list.Element
+	used time.Time // last Check
+
+	ans   answer        // zero until the first fetch completes
+	fails int           // consecutive unreachable fetches
+	down  time.Time     // start of the current unreachable run
+	fetch chan struct{} // non-nil while a fetch runs; closed when it ends
+	size  int64
+}
+
+// answer is what one fetch established about a host.
+type answer struct {
+	source  Source // Parsed, Unavailable or Unreachable
+	rules   *Rules // for Parsed
+	expires time.Time
+}
+
+// New returns a Checker configured by cfg.
+func New(cfg Config) *Checker {
+	return &Checker{cfg: cfg.withDefaults(), hosts: make(map[string]*entry)}
+}
+
+// Check reports whether u may be fetched under the robots.txt of its host,
+// fetching that file first when it is not cached. Concurrent checks of one
+// host share one fetch; ctx bounds the fetch and the wait for another
+// caller's fetch. A fetch that ctx ends is not cached.
+//
+// When u is disallowed, Check returns the Decision and a *DisallowedError
+// (errors.Is ErrDisallowed). It returns an error matching ErrInvalidURL for
+// a URL it cannot check, and one wrapping ctx.Err() when ctx ends first.
+// Failures of the fetch itself are not errors: they decide as RFC 9309
+// says (see Source).
+func (c *Checker) Check(ctx context.Context, u *url.URL) (Decision, error) {
+	t, err := c.target(u)
+	if err != nil {
+		return Decision{}, err
+	}
+	if t.path == "/robots.txt" {
+		return Decision{Allowed: true, Source: Implicit}, nil
+	}
+	for {
+		now := c.cfg.Now()
+		c.mu.Lock()
+		e := c.touch(t.key, now)
+		if e.ans.source != 0 && now.Before(e.ans.expires) {
+			a := e.ans
+			c.mu.Unlock()
+			return c.decide(a, t, u)
+		}
+		if wait := e.fetch; wait != nil {
+			c.mu.Unlock()
+			select {
+			case <-wait:
+				continue // the fetch ended; re-read, or fetch if it was cancelled
+			case <-ctx.Done():
+				return Decision{}, fmt.Errorf("robots: waiting for robots.txt of %s: %w", t.host, ctx.Err())
+			}
+		}
+		done := make(chan struct{})
+		e.fetch = done
+		c.mu.Unlock()
+
+		res, err := c.fetch(ctx, t)
+
+		c.mu.Lock()
+		e.fetch = nil
+		close(done)
+		if err == nil {
+			c.store(e, res, c.cfg.Now())
+		}
+		a := e.ans
+		c.mu.Unlock()
+		if err != nil {
+			return Decision{}, err
+		}
+		return c.decide(a, t, u)
+	}
+}
+
+// target is what Check needs to know about a URL.
+type target struct {
+	key    string   // cache key: scheme://host:port, host lower-cased
+	host   string   // u.Host, for errors
+	robots *url.URL // the host's /robots.txt
+	path   string   // escaped path
+}
+
+func (c *Checker) target(u *url.URL) (target, error) {
+	if u == nil {
+		return target{}, fmt.Errorf("%w: nil URL", ErrInvalidURL)
+	}
+	scheme := strings.ToLower(u.Scheme)
+	port := ""
+	switch scheme {
+	case "http":
+		port = "80"
+	case "https":
+		port = "443"
+	default:
+		return target{}, fmt.Errorf("%w: scheme is not http or https", ErrInvalidURL)
+	}
+	host := u.Hostname()
+	if host == "" {
+		return target{}, fmt.Errorf("%w: empty host", ErrInvalidURL)
+	}
+	if strings.Contains(host, ":") && !strings.HasPrefix(u.Host, "[") {
+		return target{}, fmt.Errorf("%w: malformed port", ErrInvalidURL)
+	}
+	if p := u.Port(); p != "" {
+		port = p
+	}
+	host = strings.TrimSuffix(strings.ToLower(host), ".")
+	return target{
+		key:    scheme + "://" + net.JoinHostPort(host, port),
+		host:   u.Host,
+		robots: &url.URL{Scheme: scheme, Host: u.Host, Path: "/robots.txt"},
+		path:   escapedPath(u),
+	}, nil
+}
+
+// decide applies answer a to the URL.
+func (c *Checker) decide(a answer, t target, u *url.URL) (Decision, error) {
+	d := Decision{Source: a.source, Expires: a.expires}
+	switch a.source {
+	case Parsed:
+		d.Allowed = a.rules.allowed(matchTarget(t.path, u))
+		if delay, ok := a.rules.CrawlDelay(); ok && c.cfg.MaxCrawlDelay > 0 {
+			d.CrawlDelay = min(delay, c.cfg.MaxCrawlDelay)
+		}
+	case Unavailable:
+		d.Allowed = true
+	}
+	if !d.Allowed {
+		return d, &DisallowedError{Host: t.host, Path: t.path, Source: a.source}
+	}
+	return d, nil
+}
+
+// touch returns the entry of key, created if missing, and marks it used.
+// c.mu must be held.
+func (c *Checker) touch(key string, now time.Time) *entry {
+	e := c.hosts[key]
+	if e == nil {
+		e = &entry{key: key}
+		e.elem = c.lru.PushFront(e)
+		c.hosts[key] = e
+		c.resize(e, 0)
+	} else {
+		c.lru.MoveToFront(e.elem)
+	}
+	e.used = now
+	c.evict(now, e)
+	return e
+}
+
+// store records the result of a fetch in e. c.mu must be held.
+func (c *Checker) store(e *entry, res fetchResult, now time.Time) {
+	switch res.source {
+	case Unreachable:
+		if e.fails == 0 {
+			e.down = now
+		}
+		e.fails++
+		e.ans = answer{source: Unreachable, expires: now.Add(c.backoff(e.fails))}
+		if c.cfg.UnreachableLimit > 0 && now.Sub(e.down) >= c.cfg.UnreachableLimit {
+			e.ans.source = Unavailable
+		}
+	default:
+		e.fails, e.down = 0, time.Time{}
+		e.ans = answer{source: res.source, rules: res.rules, expires: now.Add(c.cfg.TTL)}
+	}
+	c.resize(e, e.ans.rules.size())
+	c.evict(now, e)
+}
+
+// backoff returns the wait after the n-th consecutive unreachable fetch.
+func (c *Checker) backoff(n int) time.Duration {
+	d := c.cfg.RetryMin
+	for i := 1; i < n && d < c.cfg.RetryMax; i++ {
+		d *= 2
+	}
+	return min(d, c.cfg.RetryMax)
+}
+
+// resize sets the size accounted to e. c.mu must be held.
+func (c *Checker) resize(e *entry, rules int64) {
+	size := int64(200+len(e.key)) + rules
+	c.bytes += size - e.size
+	e.size = size
+}
+
+// evict drops least recently checked entries while the cache is over its
+// bounds, and entries not checked for a TTL. Entries with a fetch in flight
+// and keep, the entry in use, stay. c.mu must be held.
+func (c *Checker) evict(now time.Time, keep *entry) {
+	for el := c.lru.Back(); el != nil; {
+		e := el.Value.(*entry)
+		prev := el.Prev()
+		over := len(c.hosts) > c.cfg.MaxHosts || c.bytes > c.cfg.MaxCacheBytes
+		if !over && now.Sub(e.used) < c.cfg.TTL {
+			return
+		}
+		if e.fetch == nil && e != keep {
+			c.lru.Remove(el)
+			delete(c.hosts, e.key)
+			c.bytes -= e.size
+		}
+		el = prev
+	}
+}
