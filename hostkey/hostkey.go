@@ -1,0 +1,228 @@
+// Package hostkey decides the key under which egresskit keeps per-host state
+// (circuit breaker, halt, pacing budget, robots.txt). Every layer that keeps
+// state per host derives its key with Of, so that they all agree on what "one
+// host" is.
+//
+// A key is the scheme-less host[:port] of a URL, normalised so that spellings
+// of one host give one key: letters are lower-cased, one trailing dot is
+// dropped, internationalised names are converted to their ASCII (IDNA, "xn--")
+// form, IP addresses are written canonically, and the default ports 80 and
+// 443 are dropped whatever the scheme. With ByDomain the host part is replaced
+// by its registrable domain (eTLD+1 from the Public Suffix List), so that
+// a.example.com and b.example.com share one key.
+package hostkey
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"golang.org/x/net/idna"
+	"golang.org/x/net/publicsuffix"
+)
+
+// Mode selects how much of the host the key keeps.
+type Mode uint8
+
+// The modes.
+const (
+	// ByHost keys by the full host name and non-default port
+	// ("a.example.com", "example.com:8080"). It is the zero value.
+	ByHost Mode = iota
+	// ByDomain keys by the registrable domain (eTLD+1) and non-default port
+	// ("example.com" for a.example.com and b.example.com). IP addresses,
+	// public suffixes themselves and single-label names ("localhost") are
+	// kept whole.
+	ByDomain
+)
+
+// String returns "host" or "domain".
+func (m Mode) String() string {
+	switch m {
+	case ByHost:
+		return "host"
+	case ByDomain:
+		return "domain"
+	}
+	return "unknown"
+}
+
+// Errors returned by Of. Errors never repeat the host they reject.
+var (
+	// ErrEmptyHost: the URL has no host, or a port without a host.
+	ErrEmptyHost = errors.New("hostkey: empty host")
+	// ErrInvalidHost: the host or port is malformed.
+	ErrInvalidHost = errors.New("hostkey: invalid host")
+)
+
+// Limits of a DNS name (RFC 1035 §2.3.4) in its ASCII form.
+const (
+	maxName  = 253
+	maxLabel = 63
+)
+
+// profile maps internationalised names for lookup (UTS #46, non-transitional)
+// but, like browsers, accepts '_' and labels such as "r3---sn-abc" that the
+// strict lookup profile rejects.
+var profile = idna.New(
+	idna.MapForLookup(),
+	idna.BidiRule(),
+	idna.Transitional(false),
+	idna.StrictDomainName(false),
+	idna.CheckHyphens(false),
+)
+
+// Of returns the key of u's host under mode.
+//
+// It returns an error wrapping ErrEmptyHost when u is nil, has no host or
+// has only a port, and one wrapping ErrInvalidHost when the host is not a
+// valid DNS name or IP literal, the port is not in 1..65535, or mode is
+// unknown.
+func Of(u *url.URL, mode Mode) (string, error) {
+	if u == nil || u.Host == "" {
+		return "", ErrEmptyHost
+	}
+	if mode > ByDomain {
+		return "", fmt.Errorf("%w: unknown mode %d", ErrInvalidHost, mode)
+	}
+	host, port, literal, err := split(u.Host)
+	if err != nil {
+		return "", err
+	}
+	if host == "" {
+		if port != "" {
+			return "", fmt.Errorf("%w: port without host", ErrEmptyHost)
+		}
+		return "", ErrEmptyHost
+	}
+	var key string
+	var ip bool
+	if key, ip, err = normalise(host); err != nil {
+		return "", err
+	}
+	if literal && !ip {
+		return "", fmt.Errorf("%w: brackets around a name", ErrInvalidHost)
+	}
+	if mode == ByDomain && !ip {
+		if d, err := publicsuffix.EffectiveTLDPlusOne(key); err == nil {
+			key = d
+		}
+	}
+	if ip && strings.IndexByte(key, ':') >= 0 {
+		key = "[" + key + "]"
+	}
+	if port != "" {
+		key += ":" + port
+	}
+	return key, nil
+}
+
+// split separates hostport into host and canonical port ("" for none or a
+// default port). Brackets around an IP literal are removed and reported.
+func split(hostport string) (host, port string, literal bool, err error) {
+	host = hostport
+	if strings.HasPrefix(hostport, "[") {
+		end := strings.IndexByte(hostport, ']')
+		if end < 0 {
+			return "", "", false, fmt.Errorf("%w: missing ']'", ErrInvalidHost)
+		}
+		host, port = hostport[1:end], hostport[end+1:]
+		if host == "" {
+			return "", "", false, fmt.Errorf("%w: empty IP literal", ErrInvalidHost)
+		}
+		if port != "" && port[0] != ':' {
+			return "", "", false, fmt.Errorf("%w: text after ']'", ErrInvalidHost)
+		}
+		port, literal = strings.TrimPrefix(port, ":"), true
+	} else if i := strings.LastIndexByte(hostport, ':'); i >= 0 {
+		host, port = hostport[:i], hostport[i+1:]
+	}
+	if port == "" {
+		return host, "", literal, nil
+	}
+	n, err := strconv.ParseUint(port, 10, 16)
+	if err != nil || n == 0 || port[0] == '+' {
+		return "", "", false, fmt.Errorf("%w: port out of range", ErrInvalidHost)
+	}
+	if n == 80 || n == 443 {
+		return host, "", literal, nil
+	}
+	return host, strconv.FormatUint(n, 10), literal, nil
+}
+
+// normalise returns the canonical form of a host without port and whether
+// it is an IP address (without brackets).
+func normalise(host string) (string, bool, error) {
+	if a, err := netip.ParseAddr(host); err == nil {
+		return a.String(), true, nil
+	}
+	if strings.IndexByte(host, ':') >= 0 || strings.IndexByte(host, '%') >= 0 {
+		return "", false, fmt.Errorf("%w: malformed IP literal or port", ErrInvalidHost)
+	}
+	if !utf8.ValidString(host) {
+		return "", false, fmt.Errorf("%w: not UTF-8", ErrInvalidHost)
+	}
+	host = strings.TrimSuffix(host, ".")
+	if host == "" {
+		return "", false, ErrEmptyHost
+	}
+	if ascii(host) {
+		host = strings.ToLower(host)
+	}
+	if !ascii(host) || strings.HasPrefix(host, "xn--") || strings.Contains(host, ".xn--") {
+		a, err := profile.ToASCII(host)
+		if err != nil {
+			return "", false, fmt.Errorf("%w: not a valid internationalised name", ErrInvalidHost)
+		}
+		host = strings.TrimSuffix(a, ".")
+	}
+	if err := check(host); err != nil {
+		return "", false, err
+	}
+	return host, false, nil
+}
+
+// ascii reports whether s is all ASCII.
+func ascii(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+// check validates the final ASCII form: allowed bytes, no empty label,
+// label and name lengths.
+func check(host string) error {
+	if len(host) > maxName {
+		return fmt.Errorf("%w: name longer than %d bytes", ErrInvalidHost, maxName)
+	}
+	label := 0
+	for i := 0; i < len(host); i++ {
+		c := host[i]
+		switch {
+		case c == '.':
+			if label == 0 {
+				return fmt.Errorf("%w: empty label", ErrInvalidHost)
+			}
+			label = 0
+			continue
+		case 'a' <= c && c <= 'z', '0' <= c && c <= '9', c == '-', c == '_':
+		default:
+			return fmt.Errorf("%w: byte %#02x not allowed in a host name", ErrInvalidHost, c)
+		}
+		label++
+		if label > maxLabel {
+			return fmt.Errorf("%w: label longer than %d bytes", ErrInvalidHost, maxLabel)
+		}
+	}
+	if label == 0 {
+		return fmt.Errorf("%w: empty label", ErrInvalidHost)
+	}
+	return nil
+}
