@@ -1,0 +1,89 @@
+package egress
+
+import "context"
+
+// Reason says why an endpoint was chosen.
+type Reason string
+
+// The reasons of a Choice.
+const (
+	// ReasonAffinity: the healthiest endpoint with a free slot in the
+	// host's subset.
+	ReasonAffinity Reason = "affinity"
+	// ReasonAffinityUnhealthy: every endpoint of the host's subset is
+	// quarantined; the endpoint is outside the subset.
+	ReasonAffinityUnhealthy Reason = "affinity_unhealthy"
+	// ReasonCapacity: the host's subset has a usable endpoint, but all
+	// usable ones are full; the endpoint is outside the subset.
+	ReasonCapacity Reason = "capacity"
+	// ReasonForced: an operator named the endpoint (WithForced).
+	ReasonForced Reason = "forced"
+	// ReasonSticky: the request's session is bound to the endpoint
+	// (WithBinding).
+	ReasonSticky Reason = "sticky"
+	// ReasonProbe: the endpoint's quarantine is over and this request is
+	// the single probe that decides whether it is readmitted.
+	ReasonProbe Reason = "probe"
+)
+
+// Choice is the endpoint chosen for a request and why. It never contains
+// a proxy URL.
+type Choice struct {
+	// EndpointID is the chosen endpoint.
+	EndpointID string
+	// Reason is why it was chosen.
+	Reason Reason
+}
+
+// String returns "id (reason)".
+func (c Choice) String() string { return c.EndpointID + " (" + string(c.Reason) + ")" }
+
+type ctxKey uint8
+
+const (
+	forcedKey ctxKey = iota
+	bindingKey
+	recorderKey
+)
+
+// WithForced returns a context that makes the Pool send the request
+// through endpointID, whatever the host's subset and the endpoint's health
+// (ReasonForced); it still waits for a free slot. It is meant for an
+// operator's deliberate action; a forced choice anywhere else is a bug.
+// Forcing takes precedence over a binding. An empty endpointID removes
+// the override.
+func WithForced(ctx context.Context, endpointID string) context.Context {
+	return context.WithValue(ctx, forcedKey, endpointID)
+}
+
+// WithBinding returns a context that binds the request to endpointID, as
+// a session does for its life so that it keeps one address: the Pool uses
+// exactly that endpoint (ReasonSticky) while it is present, not draining
+// and not quarantined, waiting for a free slot if need be; otherwise the
+// request fails with ErrBindingUnavailable and is never moved elsewhere.
+// An empty endpointID removes the binding.
+func WithBinding(ctx context.Context, endpointID string) context.Context {
+	return context.WithValue(ctx, bindingKey, endpointID)
+}
+
+// WithRecorder returns a context in which RoundTrip writes the Choice it
+// made to c, for outer layers such as telemetry. The write happens before
+// the request is sent; read c after RoundTrip returns.
+func WithRecorder(ctx context.Context, c *Choice) context.Context {
+	return context.WithValue(ctx, recorderKey, c)
+}
+
+func forcedFrom(ctx context.Context) string {
+	s, _ := ctx.Value(forcedKey).(string)
+	return s
+}
+
+func bindingFrom(ctx context.Context) string {
+	s, _ := ctx.Value(bindingKey).(string)
+	return s
+}
+
+func recorderFrom(ctx context.Context) *Choice {
+	c, _ := ctx.Value(recorderKey).(*Choice)
+	return c
+}

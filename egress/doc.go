@@ -1,0 +1,82 @@
+// Package egress answers one question for every attempt the chain sends:
+// from where does it leave. A Pool holds the egress endpoints — proxies
+// (http://, https://, socks5://, socks5h://) or a direct route — and picks
+// one per request. It never decides whether a request is sent, and it never
+// learns from what a target answered.
+//
+// # Selection
+//
+// Each target host maps to a small, stable subset of endpoints (SubsetSize,
+// default 2) by rendezvous hashing (highest random weight): every endpoint
+// gets a pseudo-random weight per host, and the host's subset is the
+// endpoints with the highest weights. When an endpoint joins or leaves, only
+// the hosts whose subset contained it move, so a target sees few addresses
+// and the mapping barely changes as the pool changes. Weights use fixed
+// hash functions, so every process of a fleet maps a host to the same
+// subset. A bounded per-host cache, reset whenever membership changes,
+// keeps selection at a map lookup in steady state.
+//
+// Inside the subset the request goes to the healthiest endpoint with a free
+// slot (ReasonAffinity); endpoints in the same health tier (healthy, or
+// degraded) are taken in the host's rendezvous order, so a host keeps its
+// first endpoint while it is healthy. When every subset endpoint is
+// quarantined, the request goes outside the subset (ReasonAffinityUnhealthy);
+// when a subset endpoint is usable but full, it goes outside the subset too
+// (ReasonCapacity). Outside the subset the best tier wins and, within a
+// tier, the host's rendezvous order decides: displaced hosts spread over the
+// pool instead of piling onto the one endpoint with the best score.
+//
+// When every usable endpoint is at capacity, RoundTrip waits for a slot
+// while the request's context allows. Capacity is a concurrency limit of
+// the proxies, like a semaphore: by the time a request reaches egress it has
+// already been admitted and paced by the host layers, so waiting is the
+// honest back-pressure, and failing would only turn a full pool into errors
+// that the retry layer would mistake for a failing host. Set
+// Config.FailWhenFull to get ErrAtCapacity instead.
+//
+// Context values override selection: WithForced names an endpoint chosen by
+// an operator (ReasonForced), WithBinding a session's sticky endpoint
+// (ReasonSticky), which is used exactly, or the request fails with
+// ErrBindingUnavailable; it never silently moves a session to another
+// address. WithRecorder lets outer layers read the Choice made.
+//
+// # Health
+//
+// Health is learned from egress-level signals only: failing to dial the
+// proxy, failing TLS to an https:// proxy, proxy authentication (407, or a
+// 401 carrying Proxy-Authenticate as tinyproxy sends), SOCKS handshake and
+// authentication failures, a CONNECT refused by the proxy, a proxy's own
+// error told apart by its RFC 9209 Proxy-Status header, and the time it
+// takes to set up a connection through the proxy. Any response from a
+// target, whatever its status — 403 and 429 included — is a success for the
+// endpoint, and a proxy reporting that the target could not be reached
+// (Proxy-Status error=connection_refused, SOCKS "host unreachable") is not
+// held against the endpoint. The API accepts no status code, no outcome and
+// no target error, and the package imports no other package of its module:
+// egress structurally cannot learn to route around a block.
+//
+// The score is in [0, 1]. Each attempt moves it towards 1 (success, scaled
+// down when connection setup is slower than HealthConfig.SlowSetup) or 0
+// (failure) by HealthConfig.Smoothing, and past penalties fade with
+// HealthConfig.HalfLife so an endpoint that saw a bad minute is not shunned
+// forever. Below HealthConfig.QuarantineBelow the endpoint is quarantined
+// for QuarantineBase, doubled for every quarantine that follows without a
+// full recovery in between, capped at QuarantineMax. When the quarantine
+// ends, exactly one request is let through as a probe (ReasonProbe): success
+// readmits the endpoint on probation, failure quarantines it again for
+// longer. Direct endpoints have no proxy to judge and stay healthy.
+//
+// # Transports
+//
+// Every endpoint has its own http.Transport. A shared transport would
+// consult its Proxy function only when it dials a new connection; keep-alive
+// and HTTP/2 then reuse that connection, whatever proxy a later request was
+// meant to use, so per-request selection would silently not happen. One
+// transport per endpoint makes the choice real and gives each proxy its own
+// connection limits and timeouts. SOCKS endpoints dial through
+// golang.org/x/net/proxy: socks5 resolves the target name locally, socks5h
+// lets the proxy resolve it.
+//
+// Proxy credentials never appear in an error, a Choice, an EndpointState or
+// the String form of an Endpoint.
+package egress

@@ -1,0 +1,168 @@
+package egress
+
+import (
+	"fmt"
+	"maps"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+// Endpoint is one way out: a proxy or the direct route.
+type Endpoint struct {
+	// ID names the endpoint in choices, errors, telemetry and the
+	// Pool's methods. It must be unique in the pool and non-empty.
+	ID string
+	// Proxy is the proxy URL: http://host:port, https://host:port (TLS
+	// to the proxy), socks5://host:port (the target's name is resolved
+	// locally) or socks5h://host:port (the proxy resolves it), each with
+	// optional user:password@ credentials. "" or "direct" means no proxy.
+	// Without a port, 80, 443 and 1080 are used.
+	Proxy string
+	// Labels are free-form metadata, e.g. "region": "eu",
+	// "kind": "residential". They are reported, not interpreted.
+	Labels map[string]string
+	// Capacity is the most requests the endpoint carries at once; 0 means
+	// no limit.
+	Capacity int
+}
+
+// String returns the endpoint's ID and its proxy URL without credentials.
+func (e Endpoint) String() string {
+	return e.ID + " " + redactProxy(e.Proxy)
+}
+
+// GoString is the %#v form of the endpoint, with the proxy's credentials
+// removed.
+func (e Endpoint) GoString() string {
+	return fmt.Sprintf("egress.Endpoint{ID:%q, Proxy:%q, Labels:%#v, Capacity:%d}",
+		e.ID, redactProxy(e.Proxy), e.Labels, e.Capacity)
+}
+
+// proxyKind is the parsed scheme of an endpoint.
+type proxyKind uint8
+
+const (
+	kindDirect proxyKind = iota
+	kindHTTP
+	kindHTTPS
+	kindSOCKS5
+	kindSOCKS5H
+)
+
+// isHTTPProxy reports whether requests go through an HTTP proxy
+// (absolute-form for http targets, CONNECT for https targets).
+func (k proxyKind) isHTTPProxy() bool { return k == kindHTTP || k == kindHTTPS }
+
+// parsedProxy is a validated proxy URL.
+type parsedProxy struct {
+	kind     proxyKind
+	url      *url.URL // full URL with credentials and an explicit port; nil for direct
+	addr     string   // host:port of the proxy
+	redacted string   // scheme://host:port, no credentials
+}
+
+// isDirect reports whether s denotes the direct route.
+func isDirect(s string) bool {
+	s = strings.TrimSpace(s)
+	return s == "" || strings.EqualFold(s, "direct")
+}
+
+// parseProxy validates a proxy URL. Its errors are *ConfigError values that
+// name the endpoint and never contain the URL's credentials: the parser's
+// own messages are dropped because they quote the raw URL.
+func parseProxy(id, raw string) (parsedProxy, error) {
+	fail := func(err error, value string) (parsedProxy, error) {
+		return parsedProxy{}, &ConfigError{EndpointID: id, Field: "Proxy", Value: value, Err: err}
+	}
+	raw = strings.TrimSpace(raw)
+	if isDirect(raw) {
+		return parsedProxy{kind: kindDirect, redacted: "direct"}, nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fail(ErrMalformedProxy, "")
+	}
+	var kind proxyKind
+	defPort := ""
+	switch strings.ToLower(u.Scheme) {
+	case "http":
+		kind, defPort = kindHTTP, "80"
+	case "https":
+		kind, defPort = kindHTTPS, "443"
+	case "socks5":
+		kind, defPort = kindSOCKS5, "1080"
+	case "socks5h":
+		kind, defPort = kindSOCKS5H, "1080"
+	case "":
+		return fail(ErrUnknownScheme, "")
+	default:
+		return fail(ErrUnknownScheme, u.Scheme)
+	}
+	if u.Opaque != "" {
+		return fail(ErrMalformedProxy, "")
+	}
+	host := u.Hostname()
+	if host == "" {
+		return fail(ErrNoHost, "")
+	}
+	port := u.Port()
+	if port == "" {
+		port = defPort
+	} else if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return fail(ErrBadPort, port)
+	}
+	if u.User != nil && (kind == kindSOCKS5 || kind == kindSOCKS5H) {
+		// RFC 1929: a username of 1–255 bytes, a password of at most 255.
+		pw, _ := u.User.Password()
+		if n := len(u.User.Username()); n == 0 || n > 255 || len(pw) > 255 {
+			return fail(ErrMalformedProxy, "")
+		}
+	}
+	addr := net.JoinHostPort(host, port)
+	full := &url.URL{Scheme: strings.ToLower(u.Scheme), User: u.User, Host: addr}
+	return parsedProxy{
+		kind:     kind,
+		url:      full,
+		addr:     addr,
+		redacted: full.Scheme + "://" + addr,
+	}, nil
+}
+
+// redactProxy renders a proxy URL without credentials, for String methods
+// of unvalidated endpoints.
+func redactProxy(raw string) string {
+	if isDirect(raw) {
+		return "direct"
+	}
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil || u.Opaque != "" || u.Host == "" {
+		return "<malformed proxy URL>"
+	}
+	return strings.ToLower(u.Scheme) + "://" + u.Host
+}
+
+// validateEndpoint checks everything about e but the uniqueness of its ID.
+// i is its index in Config.Endpoints, used to name an endpoint without ID.
+func validateEndpoint(e Endpoint, i int) (parsedProxy, error) {
+	if e.ID == "" {
+		field := "Endpoint.ID"
+		if i >= 0 {
+			field = fmt.Sprintf("Endpoints[%d].ID", i)
+		}
+		return parsedProxy{}, &ConfigError{Field: field, Err: ErrEmptyID}
+	}
+	if e.Capacity < 0 {
+		return parsedProxy{}, &ConfigError{EndpointID: e.ID, Field: "Capacity", Value: strconv.Itoa(e.Capacity), Err: ErrBadCapacity}
+	}
+	return parseProxy(e.ID, e.Proxy)
+}
+
+// cloneLabels copies labels so that the caller's map can change freely.
+func cloneLabels(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	return maps.Clone(m)
+}

@@ -1,0 +1,171 @@
+package egress
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Configuration errors, wrapped in a *ConfigError by New and Add.
+var (
+	// ErrEmptyPool: the pool has no endpoint. Use Proxy "direct" for a
+	// pool that may send without a proxy.
+	ErrEmptyPool = errors.New("egress: no endpoints")
+	// ErrEmptyID: an endpoint has no ID.
+	ErrEmptyID = errors.New("egress: endpoint without ID")
+	// ErrDuplicateID: two endpoints share an ID.
+	ErrDuplicateID = errors.New("egress: duplicate endpoint ID")
+	// ErrUnknownScheme: the proxy URL's scheme is not http, https,
+	// socks5 or socks5h.
+	ErrUnknownScheme = errors.New("egress: unknown proxy scheme")
+	// ErrNoHost: the proxy URL names no host.
+	ErrNoHost = errors.New("egress: proxy URL has no host")
+	// ErrBadPort: the proxy URL's port is outside 1–65535.
+	ErrBadPort = errors.New("egress: proxy port out of range")
+	// ErrMalformedProxy: the proxy URL cannot be parsed, or carries
+	// credentials its scheme cannot use.
+	ErrMalformedProxy = errors.New("egress: malformed proxy URL")
+	// ErrBadCapacity: an endpoint's Capacity is negative.
+	ErrBadCapacity = errors.New("egress: negative capacity")
+	// ErrBadSetting: a pool-level setting is out of range.
+	ErrBadSetting = errors.New("egress: setting out of range")
+)
+
+// Errors of selection and of RoundTrip.
+var (
+	// ErrUnknownEndpoint: no endpoint has the given ID.
+	ErrUnknownEndpoint = errors.New("egress: unknown endpoint")
+	// ErrBindingUnavailable: the endpoint a request is bound to (see
+	// WithBinding) is absent, draining or quarantined. The request was
+	// not sent; it is never moved to another endpoint.
+	ErrBindingUnavailable = errors.New("egress: bound endpoint unavailable")
+	// ErrNoEndpoint: every endpoint is quarantined or draining, or the pool
+	// is empty.
+	ErrNoEndpoint = errors.New("egress: no usable endpoint")
+	// ErrAtCapacity: every usable endpoint is at capacity, and the caller
+	// asked not to wait (Select, or Config.FailWhenFull).
+	ErrAtCapacity = errors.New("egress: every usable endpoint is at capacity")
+	// ErrClosed: the pool has been closed.
+	ErrClosed = errors.New("egress: pool closed")
+)
+
+// ConfigError reports an invalid endpoint or setting. It names the
+// endpoint by ID and never contains the proxy's credentials.
+type ConfigError struct {
+	// EndpointID is the offending endpoint, or "" for a pool-level setting.
+	EndpointID string
+	// Field is the offending field, e.g. "Proxy", "Capacity",
+	// "Health.Smoothing", or "Endpoints[3].ID" when the ID itself is missing.
+	Field string
+	// Value is the offending value when it is not secret (a scheme, a
+	// port, a number), else "".
+	Value string
+	// Err is one of the sentinel errors above.
+	Err error
+}
+
+func (e *ConfigError) Error() string {
+	var b strings.Builder
+	b.WriteString("egress: ")
+	if e.EndpointID != "" {
+		fmt.Fprintf(&b, "endpoint %q: ", e.EndpointID)
+	} else if e.Field != "" {
+		b.WriteString(e.Field)
+		b.WriteString(": ")
+	}
+	if e.Err != nil {
+		b.WriteString(strings.TrimPrefix(e.Err.Error(), "egress: "))
+	}
+	if e.Value != "" {
+		fmt.Fprintf(&b, " %q", e.Value)
+	}
+	return b.String()
+}
+
+// Unwrap returns the sentinel error.
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+// FailureKind says how an endpoint failed.
+type FailureKind string
+
+// The kinds of egress failure. All but KindDestination count against the
+// endpoint's health.
+const (
+	// KindDial: the proxy could not be reached (refused, timeout,
+	// unreachable).
+	KindDial FailureKind = "dial"
+	// KindTLS: the TLS handshake with an https:// proxy failed.
+	KindTLS FailureKind = "tls"
+	// KindAuth: the proxy rejected our credentials, or wanted some and got
+	// none (HTTP 407, a 401 carrying Proxy-Authenticate, SOCKS
+	// authentication failure or no acceptable method).
+	KindAuth FailureKind = "auth"
+	// KindHandshake: the proxy broke its protocol (a malformed SOCKS
+	// reply, a SOCKS command or address type it refuses).
+	KindHandshake FailureKind = "handshake"
+	// KindProxy: the proxy answered with an error of its own: a non-200
+	// CONNECT response, or a Proxy-Status error that is the proxy's
+	// (dns_timeout, proxy_internal_error, connection_limit_reached, ...),
+	// or a SOCKS general failure.
+	KindProxy FailureKind = "proxy"
+	// KindDestination: the proxy reports that it could not reach the
+	// target (Proxy-Status connection_refused, destination_unavailable,
+	// ...; SOCKS host unreachable, connection refused). The endpoint did
+	// its job; this is not held against it.
+	KindDestination FailureKind = "destination"
+)
+
+// ProxyError is an error of the egress path itself, returned by RoundTrip
+// instead of the proxy's response or Go's untyped proxy error. It never
+// contains the proxy's credentials.
+type ProxyError struct {
+	// EndpointID is the endpoint that failed.
+	EndpointID string
+	// Kind classifies the failure.
+	Kind FailureKind
+	// Status is the status code of the proxy's own response (407, 502,
+	// ...), or 0 when the proxy sent none.
+	Status int
+	// ProxyStatus is the RFC 9209 error type the proxy reported in its
+	// Proxy-Status header, e.g. "dns_timeout", or "".
+	ProxyStatus string
+	// Err is the underlying dial, TLS or SOCKS error, or nil.
+	Err error
+}
+
+func (e *ProxyError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "egress: endpoint %q: ", e.EndpointID)
+	switch e.Kind {
+	case KindDial:
+		b.WriteString("proxy unreachable")
+	case KindTLS:
+		b.WriteString("TLS handshake with proxy failed")
+	case KindAuth:
+		b.WriteString("proxy authentication failed")
+	case KindHandshake:
+		b.WriteString("proxy handshake failed")
+	case KindDestination:
+		b.WriteString("proxy could not reach the target")
+	default:
+		b.WriteString("proxy error")
+	}
+	if e.Status != 0 {
+		fmt.Fprintf(&b, " (status %d)", e.Status)
+	}
+	if e.ProxyStatus != "" {
+		fmt.Fprintf(&b, " (Proxy-Status error=%s)", e.ProxyStatus)
+	}
+	if e.Err != nil {
+		b.WriteString(": ")
+		b.WriteString(e.Err.Error())
+	}
+	return b.String()
+}
+
+// Unwrap returns the underlying error, if any.
+func (e *ProxyError) Unwrap() error { return e.Err }
+
+// EndpointFault reports whether the failure counts against the endpoint:
+// true for every kind but KindDestination.
+func (e *ProxyError) EndpointFault() bool { return e.Kind != KindDestination }

@@ -1,0 +1,233 @@
+package egress
+
+import (
+	"math"
+	"time"
+)
+
+// HealthConfig tunes how endpoint health is scored. The zero value uses
+// the documented defaults.
+type HealthConfig struct {
+	// Smoothing is the weight of the newest attempt in the score, in
+	// (0, 1]. Default 0.3: from a perfect score, three failures in a row
+	// quarantine an endpoint.
+	Smoothing float64
+	// DegradedBelow is the score under which an endpoint is degraded:
+	// still used, but only when no healthy one is available. In
+	// [QuarantineBelow, 1]; default 0.8.
+	DegradedBelow float64
+	// QuarantineBelow is the score under which an endpoint is
+	// quarantined. In (0, 1); default 0.4.
+	QuarantineBelow float64
+	// HalfLife is how fast past penalties fade: the distance of the score
+	// from 1 halves every HalfLife. Default 1 minute.
+	HalfLife time.Duration
+	// SlowSetup is the connection setup time through the proxy (dial,
+	// TLS to the proxy, SOCKS handshake) above which successes count
+	// less: at twice SlowSetup a success is worth half. Default 2s.
+	SlowSetup time.Duration
+	// QuarantineBase is the first quarantine's length. Default 15s.
+	QuarantineBase time.Duration
+	// QuarantineMax caps the quarantine, which doubles with each
+	// quarantine that follows without a full recovery. Default 10 minutes.
+	QuarantineMax time.Duration
+}
+
+// withDefaults fills zero fields and checks ranges.
+func (c HealthConfig) withDefaults() (HealthConfig, error) {
+	bad := func(field string, v any) (HealthConfig, error) {
+		return c, &ConfigError{Field: "Health." + field, Value: formatValue(v), Err: ErrBadSetting}
+	}
+	if c.Smoothing == 0 {
+		c.Smoothing = 0.3
+	}
+	if c.QuarantineBelow == 0 {
+		c.QuarantineBelow = 0.4
+	}
+	if c.DegradedBelow == 0 {
+		c.DegradedBelow = max(0.8, c.QuarantineBelow)
+	}
+	if c.HalfLife == 0 {
+		c.HalfLife = time.Minute
+	}
+	if c.SlowSetup == 0 {
+		c.SlowSetup = 2 * time.Second
+	}
+	if c.QuarantineBase == 0 {
+		c.QuarantineBase = 15 * time.Second
+	}
+	if c.QuarantineMax == 0 {
+		c.QuarantineMax = max(10*time.Minute, c.QuarantineBase)
+	}
+	switch {
+	case !(c.Smoothing > 0 && c.Smoothing <= 1):
+		return bad("Smoothing", c.Smoothing)
+	case !(c.QuarantineBelow > 0 && c.QuarantineBelow < 1):
+		return bad("QuarantineBelow", c.QuarantineBelow)
+	case !(c.DegradedBelow >= c.QuarantineBelow && c.DegradedBelow <= 1):
+		return bad("DegradedBelow", c.DegradedBelow)
+	case c.HalfLife < 0:
+		return bad("HalfLife", c.HalfLife)
+	case c.SlowSetup < 0:
+		return bad("SlowSetup", c.SlowSetup)
+	case c.QuarantineBase < 0:
+		return bad("QuarantineBase", c.QuarantineBase)
+	case c.QuarantineMax < c.QuarantineBase:
+		return bad("QuarantineMax", c.QuarantineMax)
+	}
+	return c, nil
+}
+
+// forgiveAbove is the score from which a new run of failures starts the
+// quarantine schedule afresh.
+const forgiveAbove = 0.95
+
+// maxStrikes bounds the doubling so that the shift cannot overflow.
+const maxStrikes = 32
+
+// healthState is where an endpoint stands at a given time.
+type healthState uint8
+
+const (
+	stateActive      healthState = iota // usable
+	stateQuarantined                    // resting, not usable
+	stateHalfOpen                       // quarantine over; the next request is the probe
+	stateProbing                        // the probe is in flight; not usable
+)
+
+// health is the score of one endpoint. It is a plain value: the Pool
+// guards it with its mutex, and the tests drive it with explicit times.
+type health struct {
+	score       float64       // at time at; 1 is perfect
+	at          time.Time     // when score was last brought up to date
+	setup       time.Duration // smoothed connection setup time; 0 = no sample
+	strikes     int           // quarantines since the last full recovery
+	quarantined bool          // quarantined or half-open or probing
+	until       time.Time     // end of the quarantine
+	probing     bool          // the half-open probe is in flight
+}
+
+func newHealth() health { return health{score: 1} }
+
+// effective is the score at now, with past penalties faded.
+func (h *health) effective(now time.Time, c *HealthConfig) float64 {
+	if h.score >= 1 || c.HalfLife <= 0 {
+		return h.score
+	}
+	d := now.Sub(h.at)
+	if d <= 0 {
+		return h.score
+	}
+	return 1 - (1-h.score)*math.Exp2(-float64(d)/float64(c.HalfLife))
+}
+
+// catchUp applies the fading up to now.
+func (h *health) catchUp(now time.Time, c *HealthConfig) {
+	h.score = h.effective(now, c)
+	if h.score > 1-1e-9 {
+		h.score = 1
+	}
+	h.at = now
+}
+
+// state reports where the endpoint stands at now.
+func (h *health) state(now time.Time) healthState {
+	switch {
+	case !h.quarantined:
+		return stateActive
+	case h.probing:
+		return stateProbing
+	case now.Before(h.until):
+		return stateQuarantined
+	default:
+		return stateHalfOpen
+	}
+}
+
+// degraded reports whether an active endpoint is below the healthy tier.
+func (h *health) degraded(now time.Time, c *HealthConfig) bool {
+	return h.effective(now, c) < c.DegradedBelow
+}
+
+// beginProbe marks the half-open probe as in flight.
+func (h *health) beginProbe() { h.probing = true }
+
+// sampleSetup records how long a connection setup through the proxy took.
+func (h *health) sampleSetup(d time.Duration, c *HealthConfig) {
+	if d < 0 {
+		d = 0
+	}
+	if h.setup == 0 {
+		h.setup = d
+		return
+	}
+	h.setup = time.Duration((1-c.Smoothing)*float64(h.setup) + c.Smoothing*float64(d))
+}
+
+// quality is what one success is worth: 1, less when setup is slow.
+func (h *health) quality(c *HealthConfig) float64 {
+	if c.SlowSetup <= 0 || h.setup <= c.SlowSetup {
+		return 1
+	}
+	return float64(c.SlowSetup) / float64(h.setup)
+}
+
+// success records a request the endpoint carried. Outside a quarantine it
+// raises the score; while quarantined only the probe's success counts, and
+// it readmits the endpoint on probation, halfway between the quarantine
+// threshold and a perfect score.
+func (h *health) success(now time.Time, probe bool, c *HealthConfig) {
+	if h.quarantined {
+		if probe {
+			h.quarantined, h.probing = false, false
+			h.score, h.at = (1+c.QuarantineBelow)/2, now
+		}
+		return
+	}
+	h.catchUp(now, c)
+	h.score += c.Smoothing * (h.quality(c) - h.score)
+}
+
+// failure records an egress failure. Outside a quarantine it lowers the
+// score and quarantines the endpoint below the threshold; a failed probe
+// quarantines it again, for longer. Results of requests sent before the
+// quarantine began are ignored.
+func (h *health) failure(now time.Time, probe bool, c *HealthConfig) {
+	if h.quarantined {
+		if probe {
+			h.probing = false
+			h.quarantine(now, c)
+		}
+		return
+	}
+	h.catchUp(now, c)
+	if h.score >= forgiveAbove {
+		h.strikes = 0 // a fresh run of failures from full health
+	}
+	h.score -= c.Smoothing * h.score
+	if h.score < c.QuarantineBelow {
+		h.quarantine(now, c)
+	}
+}
+
+// neutral records a result that says nothing about the endpoint
+// (cancelled, or a target-level error); a probe ending so leaves the
+// endpoint half-open for the next request to probe.
+func (h *health) neutral(probe bool) {
+	if probe {
+		h.probing = false
+	}
+}
+
+// quarantine starts a quarantine of QuarantineBase·2^strikes, capped at
+// QuarantineMax.
+func (h *health) quarantine(now time.Time, c *HealthConfig) {
+	d := c.QuarantineBase
+	for i := 0; i < h.strikes && d < c.QuarantineMax; i++ {
+		d *= 2
+	}
+	d = min(d, c.QuarantineMax)
+	h.strikes = min(h.strikes+1, maxStrikes)
+	h.quarantined = true
+	h.until = now.Add(d)
+}

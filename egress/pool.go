@@ -1,0 +1,455 @@
+package egress
+
+import (
+	"crypto/tls"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Config configures a Pool. Apart from Endpoints, the zero value of every
+// field selects the documented default.
+type Config struct {
+	// Endpoints are the pool's endpoints; at least one is required.
+	Endpoints []Endpoint
+
+	// SubsetSize is how many endpoints each host maps to. Default 2.
+	SubsetSize int
+	// FailWhenFull makes RoundTrip fail with ErrAtCapacity when every
+	// usable endpoint is at capacity, instead of waiting for a slot while
+	// the request's context allows (the default).
+	FailWhenFull bool
+	// HostCacheSize bounds the number of hosts whose subset is cached.
+	// Default 16384; negative disables the cache.
+	HostCacheSize int
+
+	// MaxConnsPerHost limits each endpoint's connections per target host
+	// (per proxy, for http:// targets sent through an HTTP proxy).
+	// Default 0: no limit beyond the endpoint's Capacity.
+	MaxConnsPerHost int
+	// MaxIdleConns limits each endpoint's idle keep-alive connections.
+	// Default 64.
+	MaxIdleConns int
+	// MaxIdleConnsPerHost limits each endpoint's idle keep-alive
+	// connections per target host. Default 4: a crawler touches many hosts.
+	MaxIdleConnsPerHost int
+	// IdleConnTimeout closes keep-alive connections idle for longer.
+	// Default 30s; negative means no limit.
+	IdleConnTimeout time.Duration
+	// DialTimeout bounds dialling a proxy (or the target, when direct).
+	// Default 10s; negative means no limit.
+	DialTimeout time.Duration
+	// KeepAlive is the TCP keep-alive period. Default 30s; negative
+	// disables keep-alive probes.
+	KeepAlive time.Duration
+	// TLSHandshakeTimeout bounds each TLS handshake, with the target or an
+	// https:// proxy. Default 10s; negative means no limit.
+	TLSHandshakeTimeout time.Duration
+	// ResponseHeaderTimeout bounds the wait for a response's headers once
+	// the request is written. Default 30s; negative means no limit.
+	ResponseHeaderTimeout time.Duration
+	// TLSClientConfig is the TLS configuration for targets. Nil means
+	// the crypto/tls defaults.
+	TLSClientConfig *tls.Config
+	// ProxyTLSConfig is the TLS configuration for https:// proxies. Nil
+	// means the crypto/tls defaults; ServerName defaults to the proxy's
+	// host.
+	ProxyTLSConfig *tls.Config
+	// Resolver resolves proxy names and, for socks5:// endpoints and
+	// direct ones, target names. Nil means net.DefaultResolver.
+	Resolver *net.Resolver
+
+	// Health tunes the health score and the quarantine.
+	Health HealthConfig
+
+	// Now returns the current time. Nil means time.Now. It is called
+	// without any lock held.
+	Now func() time.Time
+}
+
+// settings is a Config with its defaults applied.
+type settings struct {
+	subsetSize            int
+	failWhenFull          bool
+	cacheSize             int
+	maxConnsPerHost       int
+	maxIdleConns          int
+	maxIdleConnsPerHost   int
+	idleConnTimeout       time.Duration
+	dialTimeout           time.Duration
+	keepAlive             time.Duration
+	tlsHandshakeTimeout   time.Duration
+	responseHeaderTimeout time.Duration
+	tlsClientConfig       *tls.Config
+	proxyTLSConfig        *tls.Config
+	resolver              *net.Resolver
+	health                HealthConfig
+	now                   func() time.Time
+}
+
+// orDefault returns d for 0, 0 (no limit) for negative values, else v.
+func orDefault(v, d time.Duration) time.Duration {
+	switch {
+	case v == 0:
+		return d
+	case v < 0:
+		return 0
+	}
+	return v
+}
+
+func (c *Config) settings() (settings, error) {
+	s := settings{
+		subsetSize:            c.SubsetSize,
+		failWhenFull:          c.FailWhenFull,
+		cacheSize:             c.HostCacheSize,
+		maxConnsPerHost:       c.MaxConnsPerHost,
+		maxIdleConns:          c.MaxIdleConns,
+		maxIdleConnsPerHost:   c.MaxIdleConnsPerHost,
+		idleConnTimeout:       orDefault(c.IdleConnTimeout, 30*time.Second),
+		dialTimeout:           orDefault(c.DialTimeout, 10*time.Second),
+		keepAlive:             c.KeepAlive,
+		tlsHandshakeTimeout:   orDefault(c.TLSHandshakeTimeout, 10*time.Second),
+		responseHeaderTimeout: orDefault(c.ResponseHeaderTimeout, 30*time.Second),
+		tlsClientConfig:       c.TLSClientConfig,
+		proxyTLSConfig:        c.ProxyTLSConfig,
+		resolver:              c.Resolver,
+		now:                   c.Now,
+	}
+	bad := func(field string, v int) (settings, error) {
+		return s, &ConfigError{Field: field, Value: strconv.Itoa(v), Err: ErrBadSetting}
+	}
+	switch {
+	case s.subsetSize < 0:
+		return bad("SubsetSize", s.subsetSize)
+	case s.maxConnsPerHost < 0:
+		return bad("MaxConnsPerHost", s.maxConnsPerHost)
+	case s.maxIdleConns < 0:
+		return bad("MaxIdleConns", s.maxIdleConns)
+	case s.maxIdleConnsPerHost < 0:
+		return bad("MaxIdleConnsPerHost", s.maxIdleConnsPerHost)
+	}
+	if s.subsetSize == 0 {
+		s.subsetSize = 2
+	}
+	if s.cacheSize == 0 {
+		s.cacheSize = 16384
+	}
+	if s.maxIdleConns == 0 {
+		s.maxIdleConns = 64
+	}
+	if s.maxIdleConnsPerHost == 0 {
+		s.maxIdleConnsPerHost = 4
+	}
+	if s.keepAlive == 0 {
+		s.keepAlive = 30 * time.Second
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	h, err := c.Health.withDefaults()
+	if err != nil {
+		return s, err
+	}
+	s.health = h
+	return s, nil
+}
+
+func formatValue(v any) string {
+	return fmt.Sprint(v)
+}
+
+// Pool is a pool of egress endpoints and an http.RoundTripper that sends
+// each request through one of them. It is safe for concurrent use. A Pool
+// starts no goroutine of its own; the transports' connection goroutines
+// end with Close.
+type Pool struct {
+	set settings
+
+	// mu guards the fields below and the mutable fields of every
+	// endpoint (see endpoint). It is never held across I/O, a wait or
+	// a call to Config.Now.
+	mu      sync.Mutex
+	closed  bool
+	order   []*endpoint          // present endpoints, in the order added
+	byID    map[string]*endpoint // present endpoints, draining ones included
+	members []*endpoint          // endpoints open to selection: present, not draining
+	cache   hostCache            // host → subset of members
+	freed   chan struct{}        // closed when capacity may have appeared; nil if nobody waits
+}
+
+var _ http.RoundTripper = (*Pool)(nil)
+
+// endpoint is an Endpoint in a Pool.
+type endpoint struct {
+	ep    Endpoint // labels cloned
+	proxy parsedProxy
+	seed  uint64
+	rt    *http.Transport
+
+	// Guarded by Pool.mu.
+	h        health
+	inFlight int
+	draining bool
+	removed  bool
+}
+
+// New validates cfg and builds a Pool. It returns a *ConfigError naming
+// the offending endpoint (never its credentials) for an unknown scheme, a
+// missing host, a port out of range, a malformed proxy URL, an empty or
+// duplicate ID or a negative capacity; a *ConfigError wrapping
+// ErrEmptyPool when there is no endpoint; and one wrapping ErrBadSetting
+// for a pool-level setting out of range.
+func New(cfg Config) (*Pool, error) {
+	s, err := cfg.settings()
+	if err != nil {
+		return nil, err
+	}
+	if len(cfg.Endpoints) == 0 {
+		return nil, &ConfigError{Field: "Endpoints", Err: ErrEmptyPool}
+	}
+	p := &Pool{
+		set:  s,
+		byID: make(map[string]*endpoint, len(cfg.Endpoints)),
+	}
+	p.cache.init(s.cacheSize)
+	for i, e := range cfg.Endpoints {
+		ep, err := p.newEndpoint(e, i)
+		if err != nil {
+			p.closeTransports(p.order)
+			return nil, err
+		}
+		if p.byID[e.ID] != nil {
+			p.closeTransports(p.order)
+			return nil, &ConfigError{EndpointID: e.ID, Field: "ID", Err: ErrDuplicateID}
+		}
+		p.byID[e.ID] = ep
+		p.order = append(p.order, ep)
+	}
+	p.rebuildLocked()
+	return p, nil
+}
+
+func (p *Pool) newEndpoint(e Endpoint, i int) (*endpoint, error) {
+	pp, err := validateEndpoint(e, i)
+	if err != nil {
+		return nil, err
+	}
+	e.Labels = cloneLabels(e.Labels)
+	ep := &endpoint{ep: e, proxy: pp, seed: endpointSeed(e.ID), h: newHealth()}
+	ep.rt = p.newTransport(ep)
+	return ep, nil
+}
+
+// now returns the current time; it must not be called with mu held.
+func (p *Pool) now() time.Time { return p.set.now() }
+
+// rebuildLocked recomputes the selection members after a membership
+// change and drops every cached subset.
+func (p *Pool) rebuildLocked() {
+	p.members = p.members[:0:0]
+	for _, e := range p.order {
+		if !e.draining {
+			p.members = append(p.members, e)
+		}
+	}
+	p.cache.reset()
+}
+
+// wakeLocked wakes the requests waiting for a slot.
+func (p *Pool) wakeLocked() {
+	if p.freed != nil {
+		close(p.freed)
+		p.freed = nil
+	}
+}
+
+func (p *Pool) closeTransports(eps []*endpoint) {
+	for _, e := range eps {
+		e.rt.CloseIdleConnections()
+	}
+}
+
+// Add adds an endpoint. Only the hosts whose subset it enters move to it.
+// It returns the errors New returns for a bad endpoint, a *ConfigError
+// wrapping ErrDuplicateID when the ID is present (draining included), and
+// ErrClosed after Close.
+func (p *Pool) Add(e Endpoint) error {
+	ep, err := p.newEndpoint(e, -1)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	switch {
+	case p.closed:
+		err = ErrClosed
+	case p.byID[e.ID] != nil:
+		err = &ConfigError{EndpointID: e.ID, Field: "ID", Err: ErrDuplicateID}
+	default:
+		p.byID[e.ID] = ep
+		p.order = append(p.order, ep)
+		p.rebuildLocked()
+		p.wakeLocked()
+	}
+	p.mu.Unlock()
+	if err != nil {
+		ep.rt.CloseIdleConnections()
+	}
+	return err
+}
+
+// Drain stops selecting the endpoint for new requests; requests in flight
+// finish normally. Its hosts move to their next endpoints, requests bound
+// to it fail with ErrBindingUnavailable, and only WithForced still reaches
+// it. It stays listed by Endpoints until Remove. Drain returns an error
+// wrapping ErrUnknownEndpoint if no endpoint has the ID.
+func (p *Pool) Drain(id string) error {
+	p.mu.Lock()
+	e := p.byID[id]
+	if e == nil {
+		p.mu.Unlock()
+		return fmt.Errorf("%w %q", ErrUnknownEndpoint, id)
+	}
+	if !e.draining {
+		e.draining = true
+		p.rebuildLocked()
+	}
+	p.mu.Unlock()
+	return nil
+}
+
+// Remove removes the endpoint. Requests in flight through it finish
+// normally, their response bodies included; its idle connections are
+// closed once the last one ends. Remove returns an error wrapping
+// ErrUnknownEndpoint if no endpoint has the ID.
+func (p *Pool) Remove(id string) error {
+	p.mu.Lock()
+	e := p.byID[id]
+	if e == nil {
+		p.mu.Unlock()
+		return fmt.Errorf("%w %q", ErrUnknownEndpoint, id)
+	}
+	delete(p.byID, id)
+	for i, o := range p.order {
+		if o == e {
+			p.order = append(p.order[:i:i], p.order[i+1:]...)
+			break
+		}
+	}
+	e.removed = true
+	p.rebuildLocked()
+	idle := e.inFlight == 0
+	p.mu.Unlock()
+	if idle {
+		e.rt.CloseIdleConnections()
+	}
+	return nil
+}
+
+// Close closes the pool: later requests fail with ErrClosed, waiting ones
+// return ErrClosed, and idle connections are closed. Requests in flight
+// finish normally; each endpoint's connections are closed when its last
+// response body is closed. Close starts and leaves nothing running; it
+// may be called more than once.
+func (p *Pool) Close() {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return
+	}
+	p.closed = true
+	p.wakeLocked()
+	eps := append([]*endpoint(nil), p.order...)
+	p.mu.Unlock()
+	p.closeTransports(eps)
+}
+
+// EndpointState is a snapshot of one endpoint. It carries no credentials.
+type EndpointState struct {
+	// ID is the endpoint's ID.
+	ID string
+	// Proxy is the proxy URL without credentials, or "direct".
+	Proxy string
+	// Labels is a copy of the endpoint's labels.
+	Labels map[string]string
+	// Capacity is the endpoint's capacity; 0 means no limit.
+	Capacity int
+	// InFlight is the number of requests holding a slot, from selection
+	// until their response body is closed.
+	InFlight int
+	// Score is the health score in [0, 1], past penalties faded to now.
+	Score float64
+	// Degraded is true when the score is below HealthConfig.DegradedBelow.
+	Degraded bool
+	// Quarantined is true from the quarantine's start until a probe
+	// readmits the endpoint.
+	Quarantined bool
+	// QuarantinedUntil is the end of the current quarantine, after which
+	// one probe is let through; zero when not quarantined.
+	QuarantinedUntil time.Time
+	// Draining is true after Drain.
+	Draining bool
+}
+
+// Endpoints returns a snapshot of every present endpoint, in the order
+// they were added.
+func (p *Pool) Endpoints() []EndpointState {
+	now := p.now()
+	c := &p.set.health
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]EndpointState, 0, len(p.order))
+	for _, e := range p.order {
+		st := EndpointState{
+			ID:          e.ep.ID,
+			Proxy:       e.proxy.redacted,
+			Labels:      cloneLabels(e.ep.Labels),
+			Capacity:    e.ep.Capacity,
+			InFlight:    e.inFlight,
+			Score:       e.h.effective(now, c),
+			Degraded:    e.h.degraded(now, c),
+			Quarantined: e.h.quarantined,
+			Draining:    e.draining,
+		}
+		if e.h.quarantined {
+			st.QuarantinedUntil = e.h.until
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
+// Transport returns a RoundTripper that sends through the endpoint alone:
+// no selection, no capacity slot. Proxy failures come back as *ProxyError
+// as from RoundTrip, and feed the endpoint's health, except that results
+// during a quarantine are ignored. The probe package uses it to test each
+// proxy. It reports false if no endpoint has the ID.
+func (p *Pool) Transport(id string) (http.RoundTripper, bool) {
+	p.mu.Lock()
+	e := p.byID[id]
+	p.mu.Unlock()
+	if e == nil {
+		return nil, false
+	}
+	return &endpointTransport{p: p, e: e}, true
+}
+
+// endpointTransport is the RoundTripper returned by Pool.Transport.
+type endpointTransport struct {
+	p *Pool
+	e *endpoint
+}
+
+func (t *endpointTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	return t.p.send(t.e, req, false)
+}
+
+// sampleSetup feeds a connection setup time into the endpoint's health.
+func (p *Pool) sampleSetup(e *endpoint, d time.Duration) {
+	p.mu.Lock()
+	e.h.sampleSetup(d, &p.set.health)
+	p.mu.Unlock()
+}

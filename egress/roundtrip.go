@@ -1,0 +1,205 @@
+package egress
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync/atomic"
+)
+
+// RoundTrip sends req through the endpoint chosen for req.URL's host. It
+// takes one of the endpoint's capacity slots — waiting for one while
+// req's context allows, unless Config.FailWhenFull — and holds it until
+// the response body is closed. It writes its Choice to the context's
+// recorder (WithRecorder) before sending.
+//
+// The target's responses come back untouched, whatever their status. An
+// error of the egress path comes back as a *ProxyError: the proxy is
+// unreachable, refused our credentials, failed its handshake or answered
+// with an error of its own (its 407, or a response whose Proxy-Status
+// blames it, is closed and replaced by the error). Other errors: those
+// Select returns (ErrAtCapacity only with FailWhenFull), an error wrapping
+// the context's error when it ends while waiting for a slot, and the
+// endpoint transport's own errors.
+func (p *Pool) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL == nil {
+		closeRequestBody(req)
+		return nil, errors.New("egress: request without URL")
+	}
+	ctx := req.Context()
+	d, err := p.acquire(ctx, req.URL.Hostname())
+	if err != nil {
+		closeRequestBody(req)
+		return nil, err
+	}
+	if rec := recorderFrom(ctx); rec != nil {
+		*rec = d.choice
+	}
+	resp, err := p.send(d.e, req, d.probe)
+	if err != nil {
+		p.release(d.e)
+		return nil, err
+	}
+	resp.Body = holdSlot(resp.Body, p, d.e)
+	return resp, nil
+}
+
+func closeRequestBody(req *http.Request) {
+	if req.Body != nil {
+		req.Body.Close()
+	}
+}
+
+// acquire decides and takes a slot, waiting for one if need be.
+func (p *Pool) acquire(ctx context.Context, host string) (decision, error) {
+	forced, bound := forcedFrom(ctx), bindingFrom(ctx)
+	key := hostKey(host)
+	for {
+		now := p.now()
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			return decision{}, ErrClosed
+		}
+		d, err := p.decideLocked(now, key, forced, bound)
+		if err == nil {
+			d.e.inFlight++
+			if d.probe {
+				d.e.h.beginProbe()
+			}
+			p.mu.Unlock()
+			return d, nil
+		}
+		if err != errFull {
+			p.mu.Unlock()
+			return decision{}, err
+		}
+		if p.set.failWhenFull {
+			p.mu.Unlock()
+			return decision{}, ErrAtCapacity
+		}
+		if p.freed == nil {
+			p.freed = make(chan struct{})
+		}
+		freed := p.freed
+		p.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return decision{}, fmt.Errorf("egress: waiting for a free endpoint: %w", ctx.Err())
+		case <-freed:
+		}
+	}
+}
+
+// release gives a slot back and wakes the waiting requests. The last
+// request of a removed endpoint, or of a closed pool, closes its idle
+// connections.
+func (p *Pool) release(e *endpoint) {
+	p.mu.Lock()
+	e.inFlight--
+	idle := e.inFlight == 0 && (e.removed || p.closed)
+	p.wakeLocked()
+	p.mu.Unlock()
+	if idle {
+		e.rt.CloseIdleConnections()
+	}
+}
+
+// outcome is what one attempt says about an endpoint.
+type outcome uint8
+
+const (
+	outcomeNeutral outcome = iota // says nothing: cancelled, or about the target
+	outcomeSuccess                // the endpoint carried the request
+	outcomeFailure                // an egress failure
+)
+
+// send sends req through e's transport and records what the attempt says
+// about e. Proxy-generated failure responses become *ProxyError.
+func (p *Pool) send(e *endpoint, req *http.Request, probe bool) (*http.Response, error) {
+	resp, err := e.rt.RoundTrip(req)
+	if err != nil {
+		var pe *ProxyError
+		if errors.As(err, &pe) {
+			if pe.EndpointFault() {
+				p.record(e, outcomeFailure, probe)
+			} else {
+				p.record(e, outcomeSuccess, probe) // the proxy worked; the target did not
+			}
+			return nil, pe
+		}
+		p.record(e, outcomeNeutral, probe)
+		return nil, err
+	}
+	if e.proxy.kind.isHTTPProxy() && req.URL.Scheme == "http" {
+		if pe := forwardedFailure(e.ep.ID, resp); pe != nil {
+			drainClose(resp.Body)
+			p.record(e, outcomeFailure, probe)
+			return nil, pe
+		}
+	}
+	p.record(e, outcomeSuccess, probe)
+	return resp, nil
+}
+
+// record feeds one outcome into e's health.
+func (p *Pool) record(e *endpoint, o outcome, probe bool) {
+	now := p.now()
+	c := &p.set.health
+	p.mu.Lock()
+	switch o {
+	case outcomeSuccess:
+		e.h.success(now, probe, c)
+	case outcomeFailure:
+		e.h.failure(now, probe, c)
+	default:
+		e.h.neutral(probe)
+	}
+	p.mu.Unlock()
+}
+
+// drainClose reads a little of a discarded body, so that its connection
+// can be reused, and closes it.
+func drainClose(b io.ReadCloser) {
+	if b == nil {
+		return
+	}
+	io.Copy(io.Discard, io.LimitReader(b, 4<<10))
+	b.Close()
+}
+
+// slotBody holds an endpoint slot until the response body is closed.
+type slotBody struct {
+	io.ReadCloser
+	p        *Pool
+	e        *endpoint
+	released atomic.Bool
+}
+
+func (b *slotBody) Close() error {
+	err := b.ReadCloser.Close()
+	if b.released.CompareAndSwap(false, true) {
+		b.p.release(b.e)
+	}
+	return err
+}
+
+// slotRWBody keeps the body writable for 101 Switching Protocols responses.
+type slotRWBody struct{ *slotBody }
+
+func (b slotRWBody) Write(p []byte) (int, error) {
+	return b.ReadCloser.(io.Writer).Write(p)
+}
+
+func holdSlot(body io.ReadCloser, p *Pool, e *endpoint) io.ReadCloser {
+	if body == nil {
+		body = http.NoBody
+	}
+	b := &slotBody{ReadCloser: body, p: p, e: e}
+	if _, ok := body.(io.Writer); ok {
+		return slotRWBody{b}
+	}
+	return b
+}
