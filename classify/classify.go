@@ -85,7 +85,7 @@ func New(cfg Config) *Classifier {
 // body, byte for byte. A body is inspected when a marker or the agent token
 // could match it and the response is a 202, 401, 403, 405, 429 or 5xx, or
 // has a text/html, application/xhtml+xml, text/plain or missing
-// Content-Type; never for HEAD requests, 1xx, 204, 3xx, an empty body, or a
+// Content-Type; never for HEAD requests, 1xx, 204, 3xx, a nil or http.NoBody body, or a
 // Content-Encoding other than identity (compressed bytes carry no readable
 // marker). So a 200 challenge page is caught while a large binary download
 // is not held up. Reading the head stops at PeekSize bytes, the end of the
@@ -269,7 +269,7 @@ func (c *Classifier) statusRules(h http.Header, r *Result) {
 // shouldPeek decides whether the body of resp is worth inspecting; see
 // Classify.
 func (c *Classifier) shouldPeek(resp *http.Response, status int) bool {
-	if c.peekSize <= 0 || resp.Body == nil || resp.Body == http.NoBody || resp.ContentLength == 0 {
+	if c.peekSize <= 0 || resp.Body == nil || resp.Body == http.NoBody {
 		return false
 	}
 	if resp.Request != nil && resp.Request.Method == http.MethodHead {

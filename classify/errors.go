@@ -133,7 +133,7 @@ func isContextError(e error) bool {
 	if e == context.Canceled || e == context.DeadlineExceeded {
 		return true
 	}
-	return isLeaf(e) && strings.Contains(e.Error(), "(Client.Timeout ")
+	return isLeaf(e) && strings.Contains(errorText(e), "(Client.Timeout ")
 }
 
 // isRedirectLimit matches http.Client's default CheckRedirect error,
@@ -142,7 +142,7 @@ func isRedirectLimit(e error) bool {
 	if !isLeaf(e) {
 		return false
 	}
-	s := e.Error()
+	s := errorText(e)
 	return strings.HasPrefix(s, "stopped after ") && strings.HasSuffix(s, " redirects")
 }
 
@@ -152,7 +152,7 @@ func isInvalidRequest(e error) bool {
 	if !isLeaf(e) {
 		return false
 	}
-	s := e.Error()
+	s := errorText(e)
 	return strings.HasPrefix(s, "unsupported protocol scheme") ||
 		s == "http: no Host in request URL" ||
 		s == "http: nil Request.URL"
@@ -178,6 +178,17 @@ func isCertificateError(err error) bool {
 func isTimeout(err error) bool {
 	ne, ok := errors.AsType[net.Error](err)
 	return ok && ne.Timeout()
+}
+
+// errorText returns e.Error(), or "" when that panics (an x509.HostnameError
+// without a certificate does).
+func errorText(e error) (s string) {
+	defer func() {
+		if recover() != nil {
+			s = ""
+		}
+	}()
+	return e.Error()
 }
 
 // isLeaf reports whether e wraps nothing.

@@ -74,8 +74,9 @@ func DefaultMarkers() []Marker {
 		{Name: "sucuri", Body: "Sucuri WebSite Firewall", AlsoBody: "Access Denied"},
 		// F5 BIG-IP ASM rejection page (often served with status 200).
 		{Name: "f5-asm", Body: "The requested URL was rejected"},
-		// Akamai edge denial.
+		// Akamai edge denial; its page spells the reference with entities.
 		{Name: "akamai", Body: "Access Denied", AlsoBody: "Reference #"},
+		{Name: "akamai", Body: "Access Denied", AlsoBody: "Reference&#32;&#35;"},
 	}
 	return ms
 }

@@ -1,0 +1,88 @@
+package classify_test
+
+import (
+	"net/http"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/egresskit/egresskit/classify"
+)
+
+func TestParseRetryAfter(t *testing.T) {
+	at := func(d time.Duration) time.Time { return testNow.Add(d) }
+	epoch := func(d time.Duration) string { return strconv.FormatInt(at(d).Unix(), 10) }
+	tests := []struct {
+		name   string
+		header http.Header
+		want   time.Duration
+		ok     bool
+	}{
+		// Retry-After, delay-seconds.
+		{"seconds", hdr("Retry-After", "120"), 2 * time.Minute, true},
+		{"zero", hdr("Retry-After", "0"), 0, true},
+		{"spaces", hdr("Retry-After", " 30\t"), 30 * time.Second, true},
+		{"leading zeros", hdr("Retry-After", "007"), 7 * time.Second, true},
+		{"one day", hdr("Retry-After", "86400"), 24 * time.Hour, true},
+		{"over one day", hdr("Retry-After", "86401"), 0, false},
+		{"overflow", hdr("Retry-After", "999999999999"), 0, false},
+		{"huge", hdr("Retry-After", "99999999999999999999999999999"), 0, false},
+		{"negative", hdr("Retry-After", "-5"), 0, false},
+		{"plus sign", hdr("Retry-After", "+5"), 0, false},
+		{"fraction", hdr("Retry-After", "1.5"), 0, false},
+		{"empty", hdr("Retry-After", ""), 0, false},
+		{"garbage date", hdr("Retry-After", "Tue, 99 Foo"), 0, false},
+		{"absent", http.Header{}, 0, false},
+		{"nil header", nil, 0, false},
+		{"first of two", hdr("Retry-After", "3", "Retry-After", "9"), 3 * time.Second, true},
+
+		// Retry-After, HTTP-date in the three forms.
+		{"IMF-fixdate", hdr("Retry-After", at(90*time.Second).Format(http.TimeFormat)), 90 * time.Second, true},
+		{"RFC 850", hdr("Retry-After", "Sunday, 29-Nov-26 12:01:30 GMT"), 90 * time.Second, true},
+		{"asctime", hdr("Retry-After", "Sun Nov 29 12:01:30 2026"), 90 * time.Second, true},
+		{"past date", hdr("Retry-After", at(-time.Hour).Format(http.TimeFormat)), 0, true},
+		{"now", hdr("Retry-After", testNow.Format(http.TimeFormat)), 0, true},
+		{"date two days ahead", hdr("Retry-After", at(48*time.Hour).Format(http.TimeFormat)), 0, false},
+		{"date far ahead", hdr("Retry-After", "Fri, 31 Dec 9999 23:59:59 GMT"), 0, false},
+
+		// IETF RateLimit, structured form.
+		{"ratelimit exhausted", hdr("RateLimit", `"default";r=0;t=30`), 30 * time.Second, true},
+		{"ratelimit token name", hdr("RateLimit", `default;r=0;t=10`), 10 * time.Second, true},
+		{"ratelimit spaces", hdr("RateLimit", ` "default" ; r=0 ; t=12 `), 12 * time.Second, true},
+		{"ratelimit remaining", hdr("RateLimit", `"default";r=5;t=30`), 0, false},
+		{"ratelimit no remaining", hdr("RateLimit", `"default";t=30`), 0, false},
+		{"ratelimit longest exhausted", hdr("RateLimit", `"burst";r=0;t=5, "day";r=0;t=3600`), time.Hour, true},
+		{"ratelimit only exhausted counts", hdr("RateLimit", `"burst";r=0;t=5, "day";r=10;t=3600`), 5 * time.Second, true},
+		{"ratelimit two fields", hdr("RateLimit", `"burst";r=3;t=5`, "RateLimit", `"day";r=0;t=60`), time.Minute, true},
+		{"ratelimit quoted comma", hdr("RateLimit", `"a,b;c";r=0;t=8`), 8 * time.Second, true},
+		{"ratelimit too long", hdr("RateLimit", `"day";r=0;t=90000`), 0, false},
+		{"ratelimit garbage", hdr("RateLimit", `;;==,,"`), 0, false},
+		// IETF RateLimit, older dictionary form and separate fields.
+		{"ratelimit dictionary", hdr("RateLimit", "limit=10, remaining=0, reset=30"), 30 * time.Second, true},
+		{"ratelimit dictionary remaining", hdr("RateLimit", "limit=10, remaining=3, reset=30"), 0, false},
+		{"ratelimit-reset", hdr("RateLimit-Reset", "30", "RateLimit-Remaining", "0"), 30 * time.Second, true},
+		{"ratelimit-reset remaining", hdr("RateLimit-Reset", "30", "RateLimit-Remaining", "1"), 0, false},
+		{"ratelimit-reset alone", hdr("RateLimit-Reset", "30"), 0, false},
+		{"ratelimit-reset negative", hdr("RateLimit-Reset", "-30", "RateLimit-Remaining", "0"), 0, false},
+
+		// Legacy X-RateLimit-Reset.
+		{"x-ratelimit seconds", hdr("X-RateLimit-Reset", "60", "X-RateLimit-Remaining", "0"), time.Minute, true},
+		{"x-ratelimit epoch", hdr("X-RateLimit-Reset", epoch(2*time.Minute), "X-RateLimit-Remaining", "0"), 2 * time.Minute, true},
+		{"x-ratelimit epoch past", hdr("X-RateLimit-Reset", epoch(-time.Minute), "X-RateLimit-Remaining", "0"), 0, true},
+		{"x-ratelimit epoch fraction", hdr("X-RateLimit-Reset", epoch(time.Minute)+".250", "X-RateLimit-Remaining", "0"), 61 * time.Second, true},
+		{"x-ratelimit epoch milliseconds", hdr("X-RateLimit-Reset", epoch(time.Minute)+"000", "X-RateLimit-Remaining", "0"), 0, false},
+		{"x-ratelimit remaining", hdr("X-RateLimit-Reset", "60", "X-RateLimit-Remaining", "7"), 0, false},
+		{"x-ratelimit garbage", hdr("X-RateLimit-Reset", "soon", "X-RateLimit-Remaining", "0"), 0, false},
+
+		// Precedence.
+		{"retry-after wins", hdr("Retry-After", "10", "RateLimit", `"d";r=0;t=30`, "X-RateLimit-Reset", "50", "X-RateLimit-Remaining", "0"), 10 * time.Second, true},
+		{"ratelimit before legacy", hdr("RateLimit", `"d";r=0;t=30`, "X-RateLimit-Reset", "50", "X-RateLimit-Remaining", "0"), 30 * time.Second, true},
+		{"garbage retry-after falls back", hdr("Retry-After", "soon", "RateLimit", `"d";r=0;t=30`), 30 * time.Second, true},
+	}
+	for _, tc := range tests {
+		got, ok := classify.ParseRetryAfter(tc.header, testNow)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("%s: ParseRetryAfter(%v) = %v, %v, want %v, %v", tc.name, tc.header, got, ok, tc.want, tc.ok)
+		}
+	}
+}
