@@ -22,14 +22,26 @@ const maxParsedDelay = 24 * time.Hour
 // immutable and safe for concurrent use.
 type Rules struct {
 	patterns string // every applicable pattern, concatenated
-	rules    []rule // longest first; on equal length Allow first
+	// rules holds the patterns longest first, Allow first on equal length;
+	// when index is set, they are grouped by literal prefix first.
+	rules    []rule
+	index    map[string]span // literal prefix → its rules; nil for few rules
+	lens     []int           // the distinct lengths of the index's keys, ascending
 	delay    time.Duration
 	hasDelay bool
 }
 
+// span is the range rules[start:end].
+type span struct{ start, end uint32 }
+
+// indexMin is the number of rules from which Rules indexes them by literal
+// prefix: below it, a scan is as fast as the lookups.
+const indexMin = 16
+
 // rule is one Allow or Disallow pattern, a slice of Rules.patterns.
 type rule struct {
 	off, n uint32
+	lit    uint32 // length of the literal prefix, before any '*'
 	allow  bool
 }
 
@@ -74,15 +86,51 @@ func (r *Rules) allowed(target string) bool {
 	if r == nil {
 		return true
 	}
-	for _, rl := range r.rules {
-		if match(target, r.patterns[rl.off:rl.off+rl.n]) {
-			// The first match is the longest one. An empty pattern
-			// matches with no weight: nothing longer matched, so the
-			// URL is allowed.
-			return rl.allow || rl.n == 0
+	if r.index == nil {
+		return verdict(r.first(target, r.rules))
+	}
+	// Only rules whose literal prefix is a prefix of target can match.
+	best := rule{n: 0, allow: true}
+	found := false
+	for _, l := range r.lens {
+		if l > len(target) {
+			break
+		}
+		sp, ok := r.index[target[:l]]
+		if !ok {
+			continue
+		}
+		if rl, ok := r.first(target, r.rules[sp.start:sp.end]); ok {
+			if !found || rl.n > best.n || rl.n == best.n && rl.allow {
+				best, found = rl, true
+			}
 		}
 	}
-	return true
+	return verdict(best, found)
+}
+
+// first returns the first rule of rules that matches target.
+func (r *Rules) first(target string, rules []rule) (rule, bool) {
+	for _, rl := range rules {
+		if match(target, r.patterns[rl.off:rl.off+rl.n]) {
+			return rl, true
+		}
+	}
+	return rule{}, false
+}
+
+// verdict turns the longest matching rule into an answer. An empty pattern
+// matches with no weight: when it is the longest match, the URL is allowed.
+func verdict(longest rule, found bool) bool {
+	return !found || longest.allow || longest.n == 0
+}
+
+// literal returns the part of pattern before its first wildcard.
+func literal(pattern string) string {
+	if i := strings.IndexByte(pattern, '*'); i >= 0 {
+		return pattern[:i]
+	}
+	return strings.TrimSuffix(pattern, "$")
 }
 
 // size estimates the bytes r retains.
@@ -90,7 +138,7 @@ func (r *Rules) size() int64 {
 	if r == nil {
 		return 0
 	}
-	return int64(64 + len(r.patterns) + 12*len(r.rules))
+	return int64(96 + len(r.patterns) + 16*len(r.rules) + 48*len(r.index) + 8*len(r.lens))
 }
 
 // match reports whether path matches pattern: pattern is anchored at the
@@ -221,7 +269,9 @@ func (c *compiler) compile() *Rules {
 		if b.Len()+len(value) > math.MaxUint32 {
 			return
 		}
-		r.rules = append(r.rules, rule{off: uint32(b.Len()), n: uint32(len(value)), allow: allow})
+		r.rules = append(r.rules, rule{
+			off: uint32(b.Len()), n: uint32(len(value)), lit: uint32(len(literal(value))), allow: allow,
+		})
 		b.WriteString(value)
 	}
 	for _, p := range ps {
@@ -236,20 +286,48 @@ func (c *compiler) compile() *Rules {
 		}
 	}
 	r.patterns = b.String()
-	slices.SortStableFunc(r.rules, func(x, y rule) int {
-		if c := cmp.Compare(y.n, x.n); c != 0 {
+	if len(r.rules) < indexMin {
+		slices.SortFunc(r.rules, byWeight)
+		return r
+	}
+	lit := func(rl rule) string { return r.patterns[rl.off : rl.off+rl.lit] }
+	slices.SortFunc(r.rules, func(x, y rule) int {
+		if c := strings.Compare(lit(x), lit(y)); c != 0 {
 			return c
 		}
-		switch {
-		case x.allow == y.allow:
-			return 0
-		case x.allow:
-			return -1
-		default:
-			return 1
-		}
+		return byWeight(x, y)
 	})
+	r.index = make(map[string]span)
+	for i := 0; i < len(r.rules); {
+		key := lit(r.rules[i])
+		j := i + 1
+		for j < len(r.rules) && lit(r.rules[j]) == key {
+			j++
+		}
+		r.index[key] = span{start: uint32(i), end: uint32(j)}
+		if !slices.Contains(r.lens, len(key)) {
+			r.lens = append(r.lens, len(key))
+		}
+		i = j
+	}
+	slices.Sort(r.lens)
 	return r
+}
+
+// byWeight orders rules longest first, and Allow first on equal length, so
+// that the first match is the one RFC 9309 section 2.2.2 applies; file
+// order breaks the remaining ties.
+func byWeight(x, y rule) int {
+	if c := cmp.Compare(y.n, x.n); c != 0 {
+		return c
+	}
+	if x.allow != y.allow {
+		if x.allow {
+			return -1
+		}
+		return 1
+	}
+	return cmp.Compare(x.off, y.off)
 }
 
 // parseDelay reads a Crawl-delay value in seconds. Negative, zero, NaN and
