@@ -1,0 +1,395 @@
+// Package breaker keeps one circuit breaker per host, and the host halts.
+//
+// A Set holds a gobreaker TwoStepCircuitBreaker per host key (see package
+// hostkey). Before an attempt the chain calls Allow: a halted host is
+// refused with *HaltError, an open circuit with *OpenError, and otherwise the
+// attempt is admitted with a Ticket. After the attempt the chain passes the
+// ticket and the attempt's classify.Result to Done:
+//
+//   - OK counts as a success: it resets the consecutive-failure count, and in
+//     the half-open state HalfOpenProbes consecutive successes close the
+//     circuit.
+//   - Transient, Throttled and Refused (classify.Result.HostFailure) count as
+//     failures: FailureThreshold consecutive failures open the circuit for
+//     OpenTimeout, and any failure of a half-open probe reopens it.
+//   - Permanent (a dead URL) and Canceled (the caller gave up) are neutral:
+//     they neither reset nor add to the failure count, and a neutral probe
+//     frees its half-open slot for the next attempt.
+//
+// Outcomes of attempts admitted before the circuit last changed state are
+// ignored, as in gobreaker. Halt, Resume and Halted manage halts, which a
+// Refused outcome triggers in the chain; a halt lasts until Resume.
+//
+// State is kept small (a few hundred bytes per host) and a host idle for
+// IdleTTL is forgotten, except that an open circuit is kept until its open
+// period has ended and a halt is kept until it is resumed. Eviction runs
+// lazily, a shard at a time, on the calls that touch the shard, and on
+// demand with Evict; the Set starts no goroutine.
+//
+// The breakers take time from time.Now (gobreaker offers no clock); test
+// timing with testing/synctest.
+package breaker
+
+import (
+	"errors"
+	"hash/maphash"
+	"sync"
+	"time"
+
+	"github.com/egresskit/egresskit/classify"
+	"github.com/sony/gobreaker/v2"
+)
+
+// State is the state of a host's circuit.
+type State uint8
+
+// The circuit states, in gobreaker's order.
+const (
+	Closed State = iota
+	HalfOpen
+	Open
+)
+
+var stateNames = [...]string{"closed", "half-open", "open"}
+
+// String returns "closed", "half-open" or "open".
+func (s State) String() string {
+	if int(s) < len(stateNames) {
+		return stateNames[s]
+	}
+	return "unknown"
+}
+
+// Config configures a Set. The zero value uses every default.
+type Config struct {
+	// FailureThreshold is the number of consecutive host failures that
+	// opens a host's circuit. Default (<= 0): 8.
+	FailureThreshold int
+	// OpenTimeout is how long an open circuit refuses attempts before it
+	// admits a half-open probe. Default (<= 0): 300s.
+	OpenTimeout time.Duration
+	// HalfOpenProbes is how many probes a half-open circuit admits, and how
+	// many consecutive successes close it. Default (<= 0): 1.
+	HalfOpenProbes int
+	// IdleTTL is how long a host's state is kept after its last use.
+	// Open circuits are kept until their open period ends, halts until
+	// resumed. Default (0): 10 minutes; negative: never evict.
+	IdleTTL time.Duration
+	// OnStateChange, if not nil, is called after every change of a host's
+	// circuit state, outside any lock of the Set (it may call the Set). It
+	// may be called concurrently from several goroutines; At orders the
+	// changes of one host. The change from open to half-open is noticed,
+	// and reported, by the first call that looks at the host after
+	// OpenTimeout.
+	OnStateChange func(StateChange)
+}
+
+// DefaultConfig returns the Config with every default filled in.
+func DefaultConfig() Config {
+	return Config{}.withDefaults()
+}
+
+func (c Config) withDefaults() Config {
+	if c.FailureThreshold <= 0 {
+		c.FailureThreshold = 8
+	}
+	if c.OpenTimeout <= 0 {
+		c.OpenTimeout = 300 * time.Second
+	}
+	if c.HalfOpenProbes <= 0 {
+		c.HalfOpenProbes = 1
+	}
+	if c.IdleTTL == 0 {
+		c.IdleTTL = 10 * time.Minute
+	}
+	return c
+}
+
+// StateChange describes one change of a host's circuit state.
+type StateChange struct {
+	Host     string
+	From, To State
+	At       time.Time
+}
+
+// Ticket is the admission of one attempt, returned by Allow and passed back
+// to Done. The zero Ticket admits nothing.
+type Ticket struct {
+	// Generation identifies the circuit state that admitted the attempt;
+	// Done ignores a ticket from an older generation.
+	Generation uint64
+	// Probe is true when the attempt is a half-open probe.
+	Probe bool
+}
+
+// Status is a snapshot of one host.
+type Status struct {
+	Host  string
+	State State
+	// ConsecutiveFailures counted towards opening (closed state).
+	ConsecutiveFailures int
+	// OpenUntil is when an open circuit admits its first probe; zero unless
+	// State is Open.
+	OpenUntil time.Time
+	// Halted reports a halt; HaltedSince is when it began.
+	Halted      bool
+	HaltedSince time.Time
+}
+
+// Counts is the number of tracked hosts in each state, for a gauge. A
+// halted host counts as Halted only, so the four add up to the number of
+// hosts tracked. Hosts never seen or evicted are not counted (they are
+// closed).
+type Counts struct {
+	Closed, HalfOpen, Open, Halted int
+}
+
+// The errors passed to gobreaker's done callback.
+var (
+	errFailure = errors.New("breaker: host failure")
+	errNeutral = errors.New("breaker: neutral outcome")
+)
+
+// outcomeErr maps a classification to the error gobreaker counts.
+func outcomeErr(r classify.Result) error {
+	switch {
+	case r.Outcome == classify.OK:
+		return nil
+	case r.HostFailure():
+		return errFailure
+	default: // Permanent, Canceled, and any unknown outcome
+		return errNeutral
+	}
+}
+
+// Set holds the circuit breakers and halts of many hosts. It is safe for
+// concurrent use.
+type Set struct {
+	cfg        Config
+	settings   gobreaker.Settings // template; Name is set per host
+	sweepEvery time.Duration
+	seed       maphash.Seed
+	shards     [numShards]shard
+}
+
+// New returns a Set configured by cfg.
+func New(cfg Config) *Set {
+	s := &Set{cfg: cfg.withDefaults(), seed: maphash.MakeSeed()}
+	threshold := uint32(min(s.cfg.FailureThreshold, 1<<31))
+	s.settings = gobreaker.Settings{
+		MaxRequests: uint32(min(s.cfg.HalfOpenProbes, 1<<31)),
+		Timeout:     s.cfg.OpenTimeout,
+		ReadyToTrip: func(c gobreaker.Counts) bool {
+			return c.ConsecutiveFailures >= threshold
+		},
+		OnStateChange: s.changed,
+		IsSuccessful:  func(err error) bool { return err == nil },
+		IsExcluded:    func(err error) bool { return err == errNeutral },
+	}
+	s.sweepEvery = s.cfg.IdleTTL / 2
+	return s
+}
+
+// entry is one host's state; its fields are guarded by its shard's mu.
+type entry struct {
+	cb *gobreaker.TwoStepCircuitBreaker[struct{}]
+	// done completes an attempt admitted in generation gen (gobreaker's
+	// callbacks of one generation are interchangeable); nil after a change.
+	done      func(error)
+	gen       uint64
+	state     State // mirrors cb, updated by changed
+	openUntil time.Time
+	halted    time.Time // zero: not halted
+	used      time.Time
+}
+
+// Allow decides whether one attempt to host may be sent. It returns a
+// *HaltError (errors.Is ErrHalted) when the host is halted, and an
+// *OpenError (errors.Is ErrOpen) when its circuit is open or half-open with
+// every probe slot taken. Otherwise it admits the attempt; the caller must
+// pass the Ticket to Done once the attempt's outcome is known (a Canceled
+// result when it is not sent after all).
+func (s *Set) Allow(host string) (Ticket, error) {
+	now := time.Now()
+	sh := s.shard(host)
+	var buf [2]StateChange
+	sh.mu.Lock()
+	e := sh.entry(s, host, now)
+	e.used = now
+	var t Ticket
+	var err error
+	if !e.halted.IsZero() {
+		err = &HaltError{Host: host, Since: e.halted}
+	} else if done, aerr := e.cb.Allow(); aerr == nil {
+		e.done = done
+		t = Ticket{Generation: e.gen, Probe: e.state == HalfOpen}
+	} else if e.state == Open {
+		err = &OpenError{Host: host, Until: e.openUntil}
+	} else {
+		err = &OpenError{Host: host}
+	}
+	s.maybeSweep(sh, now)
+	changes := sh.take(buf[:0])
+	sh.mu.Unlock()
+	s.deliver(changes)
+	return t, err
+}
+
+// Done records the outcome of an attempt admitted by Allow and returns the
+// host's circuit state before and after. A ticket from an older generation,
+// a zero ticket, or a host whose state was evicted changes nothing.
+func (s *Set) Done(host string, t Ticket, r classify.Result) (from, to State) {
+	now := time.Now()
+	sh := s.shard(host)
+	var buf [2]StateChange
+	sh.mu.Lock()
+	e := sh.m[host]
+	if e == nil {
+		sh.mu.Unlock()
+		return Closed, Closed
+	}
+	e.used = now
+	if e.state == Open {
+		e.cb.State() // notice a lapsed open period
+	}
+	from = e.state
+	if t.Generation == e.gen && e.done != nil {
+		e.done(outcomeErr(r))
+	}
+	to = e.state
+	changes := sh.take(buf[:0])
+	sh.mu.Unlock()
+	s.deliver(changes)
+	return from, to
+}
+
+// Status returns a snapshot of host. A host with no state is closed.
+func (s *Set) Status(host string) Status {
+	sh := s.shard(host)
+	var buf [2]StateChange
+	sh.mu.Lock()
+	e := sh.m[host]
+	if e == nil {
+		sh.mu.Unlock()
+		return Status{Host: host}
+	}
+	st := Status{
+		Host:                host,
+		State:               State(e.cb.State()),
+		ConsecutiveFailures: int(e.cb.Counts().ConsecutiveFailures),
+		Halted:              !e.halted.IsZero(),
+		HaltedSince:         e.halted,
+	}
+	if st.State == Open {
+		st.OpenUntil = e.openUntil
+	}
+	changes := sh.take(buf[:0])
+	sh.mu.Unlock()
+	s.deliver(changes)
+	return st
+}
+
+// Counts returns the number of tracked hosts in each state. It visits every
+// host, so it suits a gauge scraped every few seconds, not the request path.
+func (s *Set) Counts() Counts {
+	var c Counts
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		for _, e := range sh.m {
+			switch {
+			case !e.halted.IsZero():
+				c.Halted++
+			default:
+				switch State(e.cb.State()) {
+				case Closed:
+					c.Closed++
+				case HalfOpen:
+					c.HalfOpen++
+				case Open:
+					c.Open++
+				}
+			}
+		}
+		changes := sh.take(nil)
+		sh.mu.Unlock()
+		s.deliver(changes)
+	}
+	return c
+}
+
+// changed is gobreaker's OnStateChange. gobreaker calls it under its own
+// lock, and the Set only calls gobreaker with the shard's mu held, so it
+// updates the entry directly and queues the change for delivery after the
+// shard is unlocked.
+func (s *Set) changed(host string, from, to gobreaker.State) {
+	sh := s.shard(host)
+	e := sh.m[host]
+	if e == nil {
+		return
+	}
+	now := time.Now()
+	sh.gen++
+	e.gen, e.state, e.done = sh.gen, State(to), nil
+	e.openUntil = time.Time{}
+	if e.state == Open {
+		e.openUntil = now.Add(s.cfg.OpenTimeout)
+	}
+	if s.cfg.OnStateChange != nil {
+		sh.pending = append(sh.pending, StateChange{Host: host, From: State(from), To: State(to), At: now})
+	}
+}
+
+// deliver calls the hook with changes; no lock is held.
+func (s *Set) deliver(changes []StateChange) {
+	for _, c := range changes {
+		s.cfg.OnStateChange(c)
+	}
+}
+
+// numShards spreads hosts over independently locked maps.
+const numShards = 64
+
+// shard is one part of a Set's hosts.
+type shard struct {
+	mu        sync.Mutex // guards the fields below and every entry in m
+	m         map[string]*entry
+	gen       uint64 // last generation handed out in this shard
+	peak      int    // largest len(m) since m was last rebuilt
+	lastSweep time.Time
+	pending   []StateChange // changes not yet delivered
+	_         [40]byte      // keep shards on separate cache lines
+}
+
+func (s *Set) shard(host string) *shard {
+	return &s.shards[maphash.String(s.seed, host)%numShards]
+}
+
+// entry returns host's entry, creating it. sh.mu must be held.
+func (sh *shard) entry(s *Set, host string, now time.Time) *entry {
+	if e := sh.m[host]; e != nil {
+		return e
+	}
+	if sh.m == nil {
+		sh.m = make(map[string]*entry)
+	}
+	st := s.settings
+	st.Name = host
+	sh.gen++
+	e := &entry{cb: gobreaker.NewTwoStepCircuitBreaker[struct{}](st), gen: sh.gen, used: now}
+	sh.m[host] = e
+	sh.peak = max(sh.peak, len(sh.m))
+	return e
+}
+
+// take appends the pending changes to dst and clears them. sh.mu must be
+// held.
+func (sh *shard) take(dst []StateChange) []StateChange {
+	if len(sh.pending) == 0 {
+		return dst
+	}
+	dst = append(dst, sh.pending...)
+	clear(sh.pending)
+	sh.pending = sh.pending[:0]
+	return dst
+}
