@@ -19,6 +19,12 @@ type HealthConfig struct {
 	// QuarantineBelow is the score under which an endpoint is
 	// quarantined. In (0, 1); default 0.4.
 	QuarantineBelow float64
+	// QuarantineAfter is the number of egress failures in a row, with no
+	// success between them, that quarantines an endpoint whatever its
+	// score. A failing endpoint is degraded at once and so receives little
+	// traffic; this makes sure a dead one still reaches quarantine, and
+	// its growing schedule, when traffic is sparse. Default 3.
+	QuarantineAfter int
 	// HalfLife is how fast past penalties fade: the distance of the score
 	// from 1 halves every HalfLife. Default 1 minute.
 	HalfLife time.Duration
@@ -47,6 +53,9 @@ func (c HealthConfig) withDefaults() (HealthConfig, error) {
 	if c.DegradedBelow == 0 {
 		c.DegradedBelow = max(0.8, c.QuarantineBelow)
 	}
+	if c.QuarantineAfter == 0 {
+		c.QuarantineAfter = 3
+	}
 	if c.HalfLife == 0 {
 		c.HalfLife = time.Minute
 	}
@@ -66,6 +75,8 @@ func (c HealthConfig) withDefaults() (HealthConfig, error) {
 		return bad("QuarantineBelow", c.QuarantineBelow)
 	case !(c.DegradedBelow >= c.QuarantineBelow && c.DegradedBelow <= 1):
 		return bad("DegradedBelow", c.DegradedBelow)
+	case c.QuarantineAfter < 0:
+		return bad("QuarantineAfter", c.QuarantineAfter)
 	case c.HalfLife < 0:
 		return bad("HalfLife", c.HalfLife)
 	case c.SlowSetup < 0:
@@ -101,6 +112,7 @@ type health struct {
 	score       float64       // at time at; 1 is perfect
 	at          time.Time     // when score was last brought up to date
 	setup       time.Duration // smoothed connection setup time; 0 = no sample
+	fails       int           // egress failures since the last success
 	strikes     int           // quarantines since the last full recovery
 	quarantined bool          // quarantined or half-open or probing
 	until       time.Time     // end of the quarantine
@@ -179,19 +191,21 @@ func (h *health) quality(c *HealthConfig) float64 {
 func (h *health) success(now time.Time, probe bool, c *HealthConfig) {
 	if h.quarantined {
 		if probe {
-			h.quarantined, h.probing = false, false
+			h.quarantined, h.probing, h.fails = false, false, 0
 			h.score, h.at = (1+c.QuarantineBelow)/2, now
 		}
 		return
 	}
 	h.catchUp(now, c)
+	h.fails = 0
 	h.score += c.Smoothing * (h.quality(c) - h.score)
 }
 
 // failure records an egress failure. Outside a quarantine it lowers the
-// score and quarantines the endpoint below the threshold; a failed probe
-// quarantines it again, for longer. Results of requests sent before the
-// quarantine began are ignored.
+// score and quarantines the endpoint below QuarantineBelow or after
+// QuarantineAfter failures in a row; a failed probe quarantines it again,
+// for longer. Results of requests sent before the quarantine began are
+// ignored.
 func (h *health) failure(now time.Time, probe bool, c *HealthConfig) {
 	if h.quarantined {
 		if probe {
@@ -204,8 +218,9 @@ func (h *health) failure(now time.Time, probe bool, c *HealthConfig) {
 	if h.score >= forgiveAbove {
 		h.strikes = 0 // a fresh run of failures from full health
 	}
+	h.fails++
 	h.score -= c.Smoothing * h.score
-	if h.score < c.QuarantineBelow {
+	if h.score < c.QuarantineBelow || (c.QuarantineAfter > 0 && h.fails >= c.QuarantineAfter) {
 		h.quarantine(now, c)
 	}
 }
