@@ -88,11 +88,16 @@ func fetch(ctx context.Context, rt http.RoundTripper, url string) result {
 // it received in X-Seen-Via, so a test sees which proxy carried the request.
 func newTarget(t *testing.T, status int, tlsServer bool) *httptest.Server {
 	t.Helper()
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return newTargetHandler(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Seen-Via", r.Header.Get("Via"))
 		w.WriteHeader(status)
 		io.WriteString(w, "hello from target")
-	})
+	}), tlsServer)
+}
+
+// newTargetHandler starts a target served by h.
+func newTargetHandler(t *testing.T, h http.Handler, tlsServer bool) *httptest.Server {
+	t.Helper()
 	var srv *httptest.Server
 	if tlsServer {
 		srv = httptest.NewTLSServer(h)
