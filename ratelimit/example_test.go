@@ -1,0 +1,47 @@
+package ratelimit_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/egresskit/egresskit/classify"
+	"github.com/egresskit/egresskit/ratelimit"
+)
+
+func Example() {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s := ratelimit.New(ratelimit.Config{
+		PerMinute: 40,
+		Now:       func() time.Time { return now }, // a fake clock
+	})
+	ctx := context.Background()
+
+	for range 2 {
+		wait, _ := s.Reserve(ctx, "example.com")
+		fmt.Println("wait", wait)
+	}
+
+	// The second attempt is answered 429 with Retry-After: 5.
+	s.Observe("example.com", classify.Result{Outcome: classify.Throttled, Status: 429, RetryAfter: 5 * time.Second})
+	st := s.State("example.com")
+	fmt.Println("rate", st.PerMinute, "paused for", st.PausedUntil.Sub(now))
+
+	// The next slot is after the pause, at the halved rate.
+	wait, _ := s.Reserve(ctx, "example.com")
+	fmt.Println("wait", wait)
+	// Output:
+	// wait 0s
+	// wait 1.5s
+	// rate 20 paused for 5s
+	// wait 6s
+}
+
+func ExampleSet_SetCeiling() {
+	s := ratelimit.New(ratelimit.Config{})
+	// robots.txt says Crawl-delay: 10, i.e. 6 requests a minute.
+	_ = s.SetCeiling("example.com", 60.0/10)
+	st := s.State("example.com")
+	fmt.Println(st.PerMinute, st.Ceiling, st.Configured)
+	// Output: 6 6 60
+}

@@ -1,0 +1,404 @@
+// Package ratelimit paces requests per host, adaptively.
+//
+// A Set holds a token bucket (golang.org/x/time/rate) per host key (see
+// package hostkey), filled at the host's current rate in requests per
+// minute, and adapts that rate to what the host says:
+//
+//   - Throttled (a 429, or any Retry-After) halves the rate, never below
+//     Floor, and pauses the host until now + RetryAfter (capped at
+//     MaxPause; one interval at the new rate when the host gave no
+//     RetryAfter). A Throttled outcome that arrives while the host is
+//     already paused (another attempt answered by the same episode)
+//     extends the pause but does not halve again.
+//   - RecoverAfter consecutive OK outcomes raise the rate by RecoverStep,
+//     never above the host's configured rate nor its ceiling.
+//   - Transient and Refused outcomes end a run of OKs; Permanent and
+//     Canceled are neutral.
+//
+// SetCeiling caps a host's rate (robots.txt Crawl-delay). Reserve takes a
+// token and returns how long the caller must wait before sending: the rest
+// of any pause plus the token's delay. It never sleeps, and it fails fast,
+// taking nothing, when that wait would pass the context's deadline.
+//
+// A host idle for IdleTTL is forgotten (so it starts again at its configured
+// rate, without its ceiling) unless it is still paused. Eviction runs lazily
+// on the calls that touch a host's shard, and on demand with Evict; the Set
+// starts no goroutine.
+package ratelimit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/egresskit/egresskit/classify"
+	"golang.org/x/time/rate"
+)
+
+// Config configures a Set. The zero value uses every default.
+type Config struct {
+	// PerMinute is the configured rate of every host without an override,
+	// in requests per minute. Default (not a positive finite number): 60.
+	PerMinute float64
+	// Burst is how many requests a host may receive back to back after it
+	// has been idle. Default (<= 0): 1.
+	Burst int
+	// Floor is the lowest rate halvings reach, in requests per minute. It
+	// never exceeds a host's configured rate; a ceiling below it wins.
+	// Default (not a positive finite number): 1.
+	Floor float64
+	// RecoverAfter is the number of consecutive OK outcomes that raise the
+	// rate by one step. Default (<= 0): 10.
+	RecoverAfter int
+	// RecoverStep is the rate increase per step, in requests per minute.
+	// Default (not a positive finite number): a tenth of the host's
+	// configured rate, so a host halved once recovers in about five steps.
+	RecoverStep float64
+	// MaxPause caps the pause a Retry-After may impose. Default (<= 0): 1h.
+	MaxPause time.Duration
+	// Window is the span of the recent outcome counts State reports.
+	// Default (<= 0): 5 minutes.
+	Window time.Duration
+	// Overrides sets the configured rate of individual hosts (by host key),
+	// in requests per minute. Values that are not positive finite numbers
+	// are ignored. The map is copied by New.
+	Overrides map[string]float64
+	// IdleTTL is how long a host's state is kept after its last use; a
+	// paused host is kept until its pause ends. Default (0): 10 minutes;
+	// negative: never evict.
+	IdleTTL time.Duration
+	// Now is the clock. Default (nil): time.Now.
+	Now func() time.Time
+}
+
+// DefaultConfig returns the Config with every default filled in (except
+// RecoverStep, which depends on the host, and Overrides).
+func DefaultConfig() Config {
+	return Config{}.withDefaults()
+}
+
+// minPerMinute bounds every rate from below (one request a day), so that no
+// wait overflows and none is longer than a day.
+const minPerMinute = 1.0 / (24 * 60)
+
+func positive(f float64) bool { return f > 0 && !math.IsInf(f, 1) }
+
+func (c Config) withDefaults() Config {
+	if !positive(c.PerMinute) {
+		c.PerMinute = 60
+	}
+	c.PerMinute = max(c.PerMinute, minPerMinute)
+	if c.Burst <= 0 {
+		c.Burst = 1
+	}
+	if !positive(c.Floor) {
+		c.Floor = 1
+	}
+	c.Floor = max(c.Floor, minPerMinute)
+	if c.RecoverAfter <= 0 {
+		c.RecoverAfter = 10
+	}
+	if !positive(c.RecoverStep) {
+		c.RecoverStep = 0
+	}
+	if c.MaxPause <= 0 {
+		c.MaxPause = time.Hour
+	}
+	if c.Window <= 0 {
+		c.Window = 5 * time.Minute
+	}
+	if c.IdleTTL == 0 {
+		c.IdleTTL = 10 * time.Minute
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	overrides := make(map[string]float64, len(c.Overrides))
+	for host, pm := range c.Overrides {
+		if positive(pm) {
+			overrides[host] = max(pm, minPerMinute)
+		}
+	}
+	c.Overrides = overrides
+	return c
+}
+
+// ErrInvalidRate: a rate that is not a number.
+var ErrInvalidRate = errors.New("ratelimit: invalid rate")
+
+// DeadlineError reports that the wait for a host's next slot would pass the
+// context's deadline. errors.Is(err, context.DeadlineExceeded) is true.
+type DeadlineError struct {
+	// Host is the host key.
+	Host string
+	// Wait is how long the caller would have had to wait.
+	Wait time.Duration
+}
+
+// Error returns "ratelimit: wait of D for HOST exceeds the context deadline".
+func (e *DeadlineError) Error() string {
+	return "ratelimit: wait of " + e.Wait.String() + " for " + e.Host + " exceeds the context deadline"
+}
+
+// Unwrap returns context.DeadlineExceeded.
+func (e *DeadlineError) Unwrap() error { return context.DeadlineExceeded }
+
+// Outcomes counts outcomes by class.
+type Outcomes struct {
+	OK, Transient, Throttled, Refused, Permanent, Canceled int
+}
+
+// State is a snapshot of one host's pacing.
+type State struct {
+	// PerMinute is the current rate; Configured the rate it recovers to
+	// (Config.PerMinute or the host's override); Ceiling the cap set by
+	// SetCeiling (0: none).
+	PerMinute, Configured, Ceiling float64
+	// PausedUntil is when a Retry-After pause ends; zero when not paused.
+	PausedUntil time.Time
+	// Recent counts the outcomes observed since RecentSince, which is at
+	// most Window ago (zero when none was).
+	Recent      Outcomes
+	RecentSince time.Time
+}
+
+// Set paces many hosts. It is safe for concurrent use.
+type Set struct {
+	cfg        Config
+	sweepEvery time.Duration
+	shards     shards
+}
+
+// New returns a Set configured by cfg.
+func New(cfg Config) *Set {
+	s := &Set{cfg: cfg.withDefaults()}
+	s.sweepEvery = s.cfg.IdleTTL / 2
+	s.shards.init()
+	return s
+}
+
+// entry is one host's pacing; its fields are guarded by its shard's mu.
+type entry struct {
+	lim         *rate.Limiter
+	perMinute   float64 // current rate
+	configured  float64
+	ceiling     float64   // 0: none
+	pausedUntil time.Time // zero: never paused
+	limAt       time.Time // latest time given to lim, which must not go back
+	okRun       int
+	counts      [classify.Canceled + 1]uint32
+	since       time.Time // start of the counts' window
+	used        time.Time
+}
+
+func (s *Set) newEntry(host string, now time.Time) *entry {
+	pm := s.configured(host)
+	return &entry{
+		lim:        rate.NewLimiter(limit(pm), s.cfg.Burst),
+		perMinute:  pm,
+		configured: pm,
+		limAt:      now,
+		since:      now,
+		used:       now,
+	}
+}
+
+func (s *Set) configured(host string) float64 {
+	if pm, ok := s.cfg.Overrides[host]; ok {
+		return pm
+	}
+	return s.cfg.PerMinute
+}
+
+func limit(perMinute float64) rate.Limit { return rate.Limit(perMinute / 60) }
+
+// top is the rate the host may recover to.
+func (e *entry) top() float64 {
+	if e.ceiling > 0 {
+		return min(e.configured, e.ceiling)
+	}
+	return e.configured
+}
+
+// clock returns t, or the latest time given to the limiter if later.
+func (e *entry) clock(t time.Time) time.Time {
+	if t.Before(e.limAt) {
+		return e.limAt
+	}
+	return t
+}
+
+func (e *entry) setRate(perMinute float64, now time.Time) {
+	e.perMinute = perMinute
+	t := e.clock(now)
+	e.lim.SetLimitAt(t, limit(perMinute))
+	e.limAt = t
+}
+
+// Reserve takes one token of host's budget and returns how long the caller
+// must wait before sending: the rest of any pause, then the token's delay.
+// It returns ctx.Err() when ctx is already done, and a *DeadlineError
+// (errors.Is context.DeadlineExceeded) when the wait would pass ctx's
+// deadline; in both cases it takes no token.
+func (s *Set) Reserve(ctx context.Context, host string) (time.Duration, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	now := s.cfg.Now()
+	sh := s.shards.of(host)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	e := sh.entry(s, host, now)
+	e.used = now
+	at := now
+	if e.pausedUntil.After(at) {
+		at = e.pausedUntil
+	}
+	at = e.clock(at)
+	if deadline, ok := ctx.Deadline(); ok {
+		wait := at.Sub(now)
+		if tokens := e.lim.TokensAt(at); tokens < 1 {
+			wait += delay(1-tokens, e.perMinute)
+		}
+		if now.Add(wait).After(deadline) {
+			return 0, &DeadlineError{Host: host, Wait: wait}
+		}
+	}
+	r := e.lim.ReserveN(at, 1)
+	e.limAt = at
+	s.maybeSweep(sh, now)
+	return r.DelayFrom(now), nil
+}
+
+// delay is the time to accumulate tokens at perMinute, computed as
+// x/time/rate does.
+func delay(tokens, perMinute float64) time.Duration {
+	return time.Duration(tokens / float64(limit(perMinute)) * float64(time.Second))
+}
+
+// interval is the time between two requests at perMinute, at most max.
+func interval(perMinute float64, max time.Duration) time.Duration {
+	d := 60 / perMinute * float64(time.Second)
+	if d >= float64(max) {
+		return max
+	}
+	return time.Duration(d)
+}
+
+// Observe adapts host's pacing to the outcome of an attempt.
+func (s *Set) Observe(host string, r classify.Result) {
+	now := s.cfg.Now()
+	sh := s.shards.of(host)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	e := sh.entry(s, host, now)
+	e.used = now
+	if now.Sub(e.since) >= s.cfg.Window {
+		e.counts, e.since = [len(e.counts)]uint32{}, now
+	}
+	if int(r.Outcome) < len(e.counts) && e.counts[r.Outcome] < math.MaxUint32 {
+		e.counts[r.Outcome]++
+	}
+	switch r.Outcome {
+	case classify.OK:
+		e.okRun++
+		if e.okRun >= s.cfg.RecoverAfter {
+			e.okRun = 0
+			if top := e.top(); e.perMinute < top {
+				step := s.cfg.RecoverStep
+				if step == 0 {
+					step = e.configured / 10
+				}
+				e.setRate(min(e.perMinute+step, top), now)
+			}
+		}
+	case classify.Throttled:
+		e.okRun = 0
+		pause := max(r.RetryAfter, 0)
+		if !now.Before(e.pausedUntil) { // a new episode: halve
+			floor := min(s.cfg.Floor, e.configured)
+			e.setRate(min(max(e.perMinute/2, floor), e.top()), now)
+		}
+		if pause == 0 {
+			pause = interval(e.perMinute, s.cfg.MaxPause)
+		}
+		if until := now.Add(min(pause, s.cfg.MaxPause)); until.After(e.pausedUntil) {
+			e.pausedUntil = until
+		}
+	case classify.Transient, classify.Refused:
+		e.okRun = 0
+	}
+	s.maybeSweep(sh, now)
+}
+
+// SetCeiling caps host's rate at perMinute requests per minute (robots.txt
+// Crawl-delay): a faster current rate drops to it at once, and recovery
+// stops at it. A perMinute <= 0 or +Inf removes the cap; the rate then
+// recovers, one step per run of OKs, to the configured rate. Rates below
+// one a day count as one a day. It returns an error wrapping ErrInvalidRate
+// for NaN.
+func (s *Set) SetCeiling(host string, perMinute float64) error {
+	if math.IsNaN(perMinute) {
+		return fmt.Errorf("%w: ceiling is NaN", ErrInvalidRate)
+	}
+	now := s.cfg.Now()
+	sh := s.shards.of(host)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	e := sh.entry(s, host, now)
+	e.used = now
+	if !positive(perMinute) {
+		e.ceiling = 0
+		return nil
+	}
+	e.ceiling = max(perMinute, minPerMinute)
+	if e.perMinute > e.ceiling {
+		e.setRate(e.ceiling, now)
+	}
+	return nil
+}
+
+// State returns a snapshot of host's pacing. A host with no state is at
+// its configured rate.
+func (s *Set) State(host string) State {
+	now := s.cfg.Now()
+	sh := s.shards.of(host)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	e := sh.m[host]
+	if e == nil {
+		pm := s.configured(host)
+		return State{PerMinute: pm, Configured: pm}
+	}
+	st := State{PerMinute: e.perMinute, Configured: e.configured, Ceiling: e.ceiling}
+	if now.Before(e.pausedUntil) {
+		st.PausedUntil = e.pausedUntil
+	}
+	if now.Sub(e.since) < s.cfg.Window {
+		c := &e.counts
+		st.Recent = Outcomes{
+			OK: int(c[classify.OK]), Transient: int(c[classify.Transient]),
+			Throttled: int(c[classify.Throttled]), Refused: int(c[classify.Refused]),
+			Permanent: int(c[classify.Permanent]), Canceled: int(c[classify.Canceled]),
+		}
+		st.RecentSince = e.since
+	}
+	return st
+}
+
+// String formats o as "ok=1 transient=0 ...", for logs.
+func (o Outcomes) String() string {
+	b := make([]byte, 0, 80)
+	for i, n := range [...]int{o.OK, o.Transient, o.Throttled, o.Refused, o.Permanent, o.Canceled} {
+		if i > 0 {
+			b = append(b, ' ')
+		}
+		b = append(b, classify.Outcome(i).String()...)
+		b = append(b, '=')
+		b = strconv.AppendInt(b, int64(n), 10)
+	}
+	return string(b)
+}
