@@ -1,7 +1,9 @@
 package egress
 
 import (
+	"encoding/json"
 	"fmt"
+	"log/slog"
 	"maps"
 	"net"
 	"net/url"
@@ -38,6 +40,27 @@ func (e Endpoint) String() string {
 func (e Endpoint) GoString() string {
 	return fmt.Sprintf("egress.Endpoint{ID:%q, Proxy:%q, Labels:%#v, Capacity:%d}",
 		e.ID, redactProxy(e.Proxy), e.Labels, e.Capacity)
+}
+
+// LogValue implements slog.LogValuer: the endpoint is logged with its
+// proxy's credentials removed.
+func (e Endpoint) LogValue() slog.Value {
+	return slog.GroupValue(
+		slog.String("id", e.ID),
+		slog.String("proxy", redactProxy(e.Proxy)),
+		slog.Any("labels", e.Labels),
+		slog.Int("capacity", e.Capacity),
+	)
+}
+
+// MarshalJSON encodes the endpoint for logs and reports, with its proxy's
+// credentials removed; credentials do not survive a round trip through
+// JSON.
+func (e Endpoint) MarshalJSON() ([]byte, error) {
+	type plain Endpoint // without methods
+	p := plain(e)
+	p.Proxy = redactProxy(e.Proxy)
+	return json.Marshal(p)
 }
 
 // proxyKind is the parsed scheme of an endpoint.
@@ -84,6 +107,11 @@ func parseProxy(id, raw string) (parsedProxy, error) {
 	if err != nil {
 		return fail(ErrMalformedProxy, "")
 	}
+	if u.Opaque != "" || !strings.Contains(raw, "://") {
+		// "user:pass@host" or "host:port" parse as a scheme and an
+		// opaque part; the "scheme" may be a username, so it is not quoted.
+		return fail(ErrMalformedProxy, "")
+	}
 	var kind proxyKind
 	defPort := ""
 	switch strings.ToLower(u.Scheme) {
@@ -99,9 +127,6 @@ func parseProxy(id, raw string) (parsedProxy, error) {
 		return fail(ErrUnknownScheme, "")
 	default:
 		return fail(ErrUnknownScheme, u.Scheme)
-	}
-	if u.Opaque != "" {
-		return fail(ErrMalformedProxy, "")
 	}
 	host := u.Hostname()
 	if host == "" {

@@ -22,8 +22,8 @@ var (
 	ErrNoHost = errors.New("egress: proxy URL has no host")
 	// ErrBadPort: the proxy URL's port is outside 1–65535.
 	ErrBadPort = errors.New("egress: proxy port out of range")
-	// ErrMalformedProxy: the proxy URL cannot be parsed, or carries
-	// credentials its scheme cannot use.
+	// ErrMalformedProxy: the proxy URL cannot be parsed, lacks its
+	// "scheme://", or carries credentials its scheme cannot use.
 	ErrMalformedProxy = errors.New("egress: malformed proxy URL")
 	// ErrBadCapacity: an endpoint's Capacity is negative.
 	ErrBadCapacity = errors.New("egress: negative capacity")

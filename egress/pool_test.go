@@ -21,7 +21,8 @@ func TestNewRejectsBadInput(t *testing.T) {
 		wantErr error
 	}{
 		{"unknown scheme", egress.Config{Endpoints: []egress.Endpoint{{ID: "ftp-1", Proxy: "ftp://u:" + secret + "@proxy.example:21"}}}, "ftp-1", egress.ErrUnknownScheme},
-		{"bare userinfo parsed as scheme", egress.Config{Endpoints: []egress.Endpoint{{ID: "bare", Proxy: "u:" + secret + "@proxy.example:3128"}}}, "bare", egress.ErrUnknownScheme},
+		{"bare userinfo", egress.Config{Endpoints: []egress.Endpoint{{ID: "bare", Proxy: "u:" + secret + "@proxy.example:3128"}}}, "bare", egress.ErrMalformedProxy},
+		{"no scheme", egress.Config{Endpoints: []egress.Endpoint{{ID: "noscheme", Proxy: "proxy.example:3128"}}}, "noscheme", egress.ErrMalformedProxy},
 		{"no host", egress.Config{Endpoints: []egress.Endpoint{{ID: "nohost", Proxy: "http://u:" + secret + "@:3128"}}}, "nohost", egress.ErrNoHost},
 		{"no host at all", egress.Config{Endpoints: []egress.Endpoint{{ID: "nohost2", Proxy: "socks5://"}}}, "nohost2", egress.ErrNoHost},
 		{"port above range", egress.Config{Endpoints: []egress.Endpoint{{ID: "port-hi", Proxy: "http://u:" + secret + "@proxy.example:99999"}}}, "port-hi", egress.ErrBadPort},
