@@ -1,0 +1,158 @@
+package retry
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/egresskit/egresskit/classify"
+	"github.com/hashicorp/go-retryablehttp"
+)
+
+// drainLimit bounds how much of a retried response's body is read before
+// it is closed, so that its connection can be reused.
+const drainLimit = 64 << 10
+
+type (
+	callKey    struct{}
+	attemptKey struct{}
+)
+
+// AttemptFrom returns the 1-based number of the attempt whose request
+// context is ctx, or 0 when ctx does not belong to an attempt made by a
+// Transport. Layers below the retry layer use it to label what they see.
+func AttemptFrom(ctx context.Context) int {
+	n, _ := ctx.Value(attemptKey{}).(int)
+	return n
+}
+
+// call is the state of one RoundTrip. go-retryablehttp's hooks receive
+// no request, so the hooks are bound to a call, and the attempts layer
+// finds it in the request context. All of it is used by the goroutine
+// running RoundTrip only: the engine calls the hooks and the http.Client
+// calls attempts synchronously.
+type call struct {
+	p      *Policy
+	engine retryablehttp.Client
+
+	getBody  func() (io.ReadCloser, error) // the caller's GetBody; nil without a body
+	left     int                           // retries left
+	attempts int                           // attempts started
+	wait     time.Duration                 // the wait checkRetry chose for the next retry
+	next     io.ReadCloser                 // the body for the next retry, from getBody
+}
+
+// checkRetry is the engine's CheckRetry. It retries when the request may
+// be retried, retries are left, classify.Of says the attempt is retryable,
+// the wait fits under MaxDelay and before the deadline, and the body can
+// be replayed. Before saying yes it drains and closes the response. It
+// never returns an error, so the engine returns the real response or error.
+func (c *call) checkRetry(ctx context.Context, resp *http.Response, err error) (bool, error) {
+	if c.left <= 0 || ctx.Err() != nil {
+		return false, nil
+	}
+	r := classify.Of(resp, unwrapClient(err))
+	if !r.Retryable() {
+		return false, nil
+	}
+	wait := c.p.backoff(c.attempts)
+	if ra := r.RetryAfter; ra > 0 {
+		if ra > c.p.MaxDelay {
+			return false, nil // a wait the policy will not make: hand back the response
+		}
+		wait = max(wait, ra)
+	}
+	if dl, ok := ctx.Deadline(); ok && time.Now().Add(wait).After(dl) {
+		return false, nil
+	}
+	if c.getBody != nil {
+		b, gerr := c.getBody()
+		if gerr != nil || b == nil {
+			return false, nil // cannot replay: the first failure stands
+		}
+		c.next = b
+	}
+	if resp != nil && resp.Body != nil {
+		discard(resp)
+	}
+	c.left--
+	c.wait = wait
+	return true, nil
+}
+
+// backoff is the engine's Backoff: the wait checkRetry chose.
+func (c *call) backoff(_, _ time.Duration, _ int, _ *http.Response) time.Duration {
+	return c.wait
+}
+
+// prepareRetry is the engine's PrepareRetry: it installs the replayed body
+// on the engine's copy of the request.
+func (c *call) prepareRetry(r *http.Request) error {
+	if c.next != nil {
+		r.Body, c.next = c.next, nil
+	}
+	return nil
+}
+
+// discard drains (up to drainLimit, and only if the body is not known to
+// be longer) and closes a retried response's body. The body is replaced
+// by http.NoBody so the engine's own drain reads nothing.
+func discard(resp *http.Response) {
+	if resp.ContentLength <= drainLimit {
+		io.CopyN(io.Discard, resp.Body, drainLimit)
+	}
+	resp.Body.Close()
+	resp.Body = http.NoBody
+}
+
+// errNoCall is returned if attempts is reached without a call: a bug.
+var errNoCall = errors.New("retry: attempt outside a call")
+
+// attempts is the engine http.Client's RoundTripper: it makes one
+// attempt through next with the attempt number and timeout in its context.
+// It deliberately has no CloseIdleConnections method.
+type attempts struct {
+	next    http.RoundTripper
+	timeout time.Duration
+}
+
+func (a *attempts) RoundTrip(r *http.Request) (*http.Response, error) {
+	c, _ := r.Context().Value(callKey{}).(*call)
+	if c == nil {
+		if r.Body != nil {
+			r.Body.Close()
+		}
+		return nil, errNoCall
+	}
+	c.attempts++
+	ctx := context.WithValue(r.Context(), attemptKey{}, c.attempts)
+	var cancel context.CancelFunc
+	if a.timeout > 0 {
+		ctx, cancel = classify.WithAttemptTimeout(ctx, a.timeout)
+	}
+	ar := r.WithContext(ctx)
+	ar.GetBody = c.getBody
+
+	resp, err := a.next.RoundTrip(ar)
+	if err != nil || resp == nil {
+		if resp != nil && resp.Body != nil {
+			resp.Body.Close()
+		}
+		if cancel != nil {
+			cancel()
+		}
+		if err == nil {
+			err = errors.New("retry: round tripper returned no response and no error")
+		}
+		return nil, err
+	}
+	if cancel != nil {
+		if resp.Body == nil {
+			resp.Body = http.NoBody
+		}
+		resp.Body = releaseOnClose(resp.Body, cancel)
+	}
+	return resp, nil
+}

@@ -1,0 +1,234 @@
+// Package retry is egresskit's retry layer: an http.RoundTripper that
+// retries an attempt only when its classify.Result says so, with jittered
+// exponential backoff, a capped Retry-After, per-attempt and overall time
+// limits, and replay of request bodies through GetBody.
+//
+// The loop is go-retryablehttp's Client.Do engine, driven by this package's
+// CheckRetry and Backoff. Every decision reads classify.Of(resp, err): the
+// retry layer never classifies a response itself. Transient and Throttled
+// are retried; OK, Refused, Permanent and Canceled are returned at once,
+// and so are the errors of the layers below that mean "do not send"
+// (breaker open, host halted, robots disallowed, a pacing wait past the
+// deadline), which classify as Permanent or Canceled.
+//
+// The caller always receives the real last response or error: never a
+// synthetic "giving up" error, never an *url.Error added by the engine. The
+// bodies of retried responses are drained (at most 64 KiB) and closed.
+// Nothing is logged.
+package retry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/egresskit/egresskit/classify"
+	"github.com/hashicorp/go-retryablehttp"
+)
+
+// Errors for requests that cannot be sent. They are returned wrapped in a
+// *classify.Error whose Result is Permanent ("invalid request"), so that
+// classify.Of reports them correctly; match them with errors.Is.
+var (
+	// ErrNilRequest: RoundTrip was given a nil request.
+	ErrNilRequest = errors.New("retry: nil request")
+	// ErrNoHost: the request has no URL, or its URL has no host.
+	ErrNoHost = errors.New("retry: request URL has no host")
+	// ErrUnsupportedScheme: the URL scheme is not http or https.
+	ErrUnsupportedScheme = errors.New("retry: unsupported URL scheme")
+)
+
+// Transport is an http.RoundTripper that retries failed attempts according
+// to a Policy and the classify.Result of each attempt. It is safe for
+// concurrent use.
+//
+// Each attempt's request context carries the attempt number (AttemptFrom)
+// and, with Policy.AttemptTimeout, its own deadline, which lasts until the
+// attempt's response body is closed.
+type Transport struct {
+	next http.RoundTripper
+	p    Policy       // normalized
+	hc   *http.Client // the engine's client; its Transport is attempts
+}
+
+var _ http.RoundTripper = (*Transport)(nil)
+
+// New returns a Transport sending attempts through next, governed by p.
+// A nil next means http.DefaultTransport.
+func New(next http.RoundTripper, p Policy) *Transport {
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	t := &Transport{next: next, p: p.normalized()}
+	t.hc = &http.Client{
+		// attempts has no CloseIdleConnections method, so the engine's
+		// calls to HTTPClient.CloseIdleConnections after a failure never
+		// reach next: one failed request must not drop the idle
+		// connections of every other request sharing the base transport.
+		Transport: &attempts{next: next, timeout: t.p.AttemptTimeout},
+		// The caller's own client follows redirects, once.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	return t
+}
+
+// RoundTrip sends req, retrying it as the policy and each attempt's
+// classify.Result allow, and returns the last response or error.
+//
+// It does not send requests it cannot send: a nil request, a request
+// without URL host, or a scheme other than http and https yield an error
+// matching ErrNilRequest, ErrNoHost or ErrUnsupportedScheme. A request is
+// retried only if its method is idempotent (or the policy or an
+// Idempotency-Key header allows it) and its body can be replayed: no body,
+// or GetBody set. Other requests are sent once.
+//
+// Errors of the layers below are returned as they are (a *classify.Error
+// when a classify.Transport is below). When the policy's Deadline passes,
+// the error matches context.DeadlineExceeded; when an attempt is cut by
+// AttemptTimeout and no retry is left, it matches classify.ErrAttemptTimeout.
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if err := validate(req); err != nil {
+		if req != nil && req.Body != nil {
+			req.Body.Close()
+		}
+		return nil, &classify.Error{
+			Result: classify.Result{Outcome: classify.Permanent, Reason: "invalid request"},
+			Err:    err,
+		}
+	}
+
+	ctx := req.Context()
+	var cancel context.CancelFunc
+	if t.p.Deadline > 0 {
+		ctx, cancel = context.WithTimeout(ctx, t.p.Deadline)
+	}
+
+	c := &call{p: &t.p}
+	hasBody := req.Body != nil && req.Body != http.NoBody
+	if hasBody {
+		c.getBody = req.GetBody
+	}
+	if (!hasBody || req.GetBody != nil) && (t.p.RetryNonIdempotent || idempotent(req)) {
+		c.left = t.p.MaxRetries
+	}
+
+	out := req.WithContext(context.WithValue(ctx, callKey{}, c))
+	// Hidden from the engine's http.Client, which would otherwise call it
+	// for a 307/308 it is not going to follow; attempts restores it for
+	// the layers below (http.Transport rewinds with it on a dead
+	// keep-alive connection).
+	out.GetBody = nil
+	// A server-side request forwarded as is: http.Client refuses it,
+	// http.Transport does not.
+	out.RequestURI = ""
+
+	c.engine.HTTPClient = t.hc
+	c.engine.RetryMax = c.left
+	c.engine.CheckRetry = c.checkRetry
+	c.engine.Backoff = c.backoff
+	c.engine.PrepareRetry = c.prepareRetry
+	c.engine.ErrorHandler = retryablehttp.PassthroughErrorHandler
+	resp, err := c.engine.Do(&retryablehttp.Request{Request: out})
+	if c.next != nil { // a replay body obtained for a retry that did not happen
+		c.next.Close()
+		c.next = nil
+	}
+
+	err = unwrapClient(err)
+	if err == nil && resp == nil {
+		err = errors.New("retry: no response and no error")
+	}
+	if err != nil {
+		if resp != nil && resp.Body != nil {
+			resp.Body.Close()
+		}
+		if cancel != nil {
+			cancel()
+		}
+		return nil, err
+	}
+	resp.Request = req
+	if cancel != nil {
+		resp.Body = releaseOnClose(resp.Body, cancel)
+	}
+	return resp, nil
+}
+
+// CloseIdleConnections closes the idle connections of the next
+// RoundTripper, if it has such a method.
+func (t *Transport) CloseIdleConnections() {
+	if ci, ok := t.next.(interface{ CloseIdleConnections() }); ok {
+		ci.CloseIdleConnections()
+	}
+}
+
+func validate(req *http.Request) error {
+	if req == nil {
+		return ErrNilRequest
+	}
+	if req.URL == nil || req.URL.Host == "" {
+		return ErrNoHost
+	}
+	if s := req.URL.Scheme; !strings.EqualFold(s, "http") && !strings.EqualFold(s, "https") {
+		return fmt.Errorf("%w %q", ErrUnsupportedScheme, safeScheme(s))
+	}
+	return nil
+}
+
+// safeScheme bounds a scheme quoted in an error message.
+func safeScheme(s string) string {
+	if len(s) > 32 {
+		return s[:32] + "..."
+	}
+	return s
+}
+
+// unwrapClient removes the one *url.Error layer the engine's http.Client
+// adds to every error, so the caller sees the error of the layer below.
+func unwrapClient(err error) error {
+	if ue, ok := err.(*url.Error); ok && ue.Err != nil {
+		return ue.Err
+	}
+	return err
+}
+
+// releaseOnClose returns rc wrapped so that Close also calls cancel.
+func releaseOnClose(rc io.ReadCloser, cancel context.CancelFunc) io.ReadCloser {
+	b := &cancelBody{rc: rc, cancel: cancel}
+	if w, ok := rc.(io.Writer); ok { // a 101 Switching Protocols body
+		return &cancelRWBody{cancelBody: b, w: w}
+	}
+	return b
+}
+
+// cancelBody is a response body that releases a context when closed. It
+// unwraps (Unwrap() io.ReadCloser) so classify.Of still finds the Result
+// attached to the body it wraps.
+type cancelBody struct {
+	rc     io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (b *cancelBody) Read(p []byte) (int, error) { return b.rc.Read(p) }
+
+func (b *cancelBody) WriteTo(w io.Writer) (int64, error) { return io.Copy(w, b.rc) }
+
+func (b *cancelBody) Close() error {
+	err := b.rc.Close()
+	b.cancel()
+	return err
+}
+
+// Unwrap returns the body b wraps.
+func (b *cancelBody) Unwrap() io.ReadCloser { return b.rc }
+
+type cancelRWBody struct {
+	*cancelBody
+	w io.Writer
+}
+
+func (b *cancelRWBody) Write(p []byte) (int, error) { return b.w.Write(p) }
