@@ -1,0 +1,208 @@
+package egresskit
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/egresskit/egresskit/breaker"
+	"github.com/egresskit/egresskit/classify"
+	"github.com/egresskit/egresskit/egress"
+	"github.com/egresskit/egresskit/hostkey"
+	"github.com/egresskit/egresskit/hoststate"
+	"github.com/egresskit/egresskit/retry"
+	"github.com/egresskit/egresskit/telemetry"
+)
+
+// attempts is the per-attempt layer under retry: it admits the attempt
+// (halt, breaker, token), waits, sends it through egress and classify, and
+// feeds the one Result back into the host's state and to the observers.
+type attempts struct {
+	t    *Transport
+	next http.RoundTripper // classify over egress or base
+}
+
+// stateTimeout bounds a Record made after the caller's context ended, so
+// that the outcome of a sent attempt is never lost to a cancellation.
+const stateTimeout = 2 * time.Second
+
+func (a *attempts) RoundTrip(req *http.Request) (*http.Response, error) {
+	t := a.t
+	ctx := req.Context()
+	key, err := hostkey.Of(req.URL, t.cfg.HostKey)
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	adm, err := t.state.Admit(ctx, key)
+	if err != nil {
+		err = notSent(err)
+		a.observe(ctx, req, key, start, 0, nil, classify.Of(nil, err), adm, hoststate.Effect{}, nil, err)
+		return nil, err
+	}
+	if adm.Wait > 0 {
+		timer := time.NewTimer(adm.Wait)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			t.record(ctx, key, adm, classify.Result{Outcome: classify.Canceled, Reason: "canceled"})
+			err := &classify.Error{Result: classify.Result{Outcome: classify.Canceled, Reason: "canceled"}, Err: ctx.Err()}
+			a.observe(ctx, req, key, start, adm.Wait, nil, err.Result, adm, hoststate.Effect{}, nil, err)
+			return nil, err
+		case <-timer.C:
+		}
+	}
+	var choice *egress.Choice
+	if t.cfg.Egress != nil && len(t.observers) > 0 {
+		choice = new(egress.Choice)
+		req = req.WithContext(egress.WithRecorder(ctx, choice))
+	}
+	sent := time.Now()
+	resp, err := a.next.RoundTrip(req)
+	r := classify.Of(resp, err)
+	eff := t.record(ctx, key, adm, r)
+	if eff.Halted && t.cfg.OnEscalate != nil {
+		t.escalate(key, req, resp, r, sent)
+	}
+	a.observe(ctx, req, key, sent, adm.Wait, resp, r, adm, eff, choice, err)
+	return resp, err
+}
+
+func (t *Transport) record(ctx context.Context, key string, adm hoststate.Admission, r classify.Result) hoststate.Effect {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stateTimeout)
+	defer cancel()
+	eff, _ := t.state.Record(rctx, key, adm, r)
+	return eff
+}
+
+// notSent wraps an admission error so that every layer above reads it as
+// "not sent, do not retry": Canceled when the caller's context ended,
+// Permanent otherwise (halted, open, pacing wait past the deadline).
+func notSent(err error) error {
+	r := classify.Result{Outcome: classify.Permanent, Reason: "not admitted"}
+	switch {
+	case errors.Is(err, breaker.ErrHalted):
+		r.Reason = "host halted"
+	case errors.Is(err, breaker.ErrOpen):
+		r.Reason = "breaker open"
+	case errors.Is(err, context.Canceled):
+		r = classify.Result{Outcome: classify.Canceled, Reason: "canceled"}
+	case errors.Is(err, context.DeadlineExceeded):
+		r.Reason = "pacing wait exceeds deadline"
+	}
+	return &classify.Error{Result: r, Err: err}
+}
+
+func (t *Transport) escalate(key string, req *http.Request, resp *http.Response, r classify.Result, at time.Time) {
+	e := Escalation{
+		Host:    key,
+		URL:     t.cfg.Redactor.RedactURL(req.URL),
+		Status:  r.Status,
+		Markers: append([]string(nil), r.Markers...),
+		Reason:  r.Reason,
+		Time:    at,
+	}
+	if resp != nil {
+		e.BodyHead = bodyHead(resp, r, 1024)
+	}
+	t.cfg.OnEscalate(e)
+}
+
+// bodyHead returns up to n leading bytes of resp's body and puts them back
+// in front of the rest, so that the caller still reads the whole body.
+func bodyHead(resp *http.Response, r classify.Result, n int) []byte {
+	if resp.Body == nil || resp.Body == http.NoBody {
+		return nil
+	}
+	buf := make([]byte, n)
+	k, _ := io.ReadFull(resp.Body, buf)
+	buf = buf[:k]
+	rest := resp.Body
+	resp.Body = classify.WithResult(struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(buf), rest), rest}, r)
+	return bytes.Clone(buf)
+}
+
+// observe builds the attempt's event when there is an observer. The event
+// of attempt n is delivered when attempt n+1 starts (not final) or when the
+// request returns (final), so Final is exact without guessing the retry
+// decision.
+func (a *attempts) observe(ctx context.Context, req *http.Request, key string, start time.Time, wait time.Duration,
+	resp *http.Response, r classify.Result, adm hoststate.Admission, eff hoststate.Effect, choice *egress.Choice, err error) {
+	t := a.t
+	if len(t.observers) == 0 {
+		return
+	}
+	e := &telemetry.Event{
+		Time:     start,
+		Host:     key,
+		Method:   req.Method,
+		URL:      t.cfg.Redactor.RedactURL(req.URL),
+		Attempt:  retry.AttemptFrom(ctx),
+		Status:   r.Status,
+		Outcome:  r.Outcome,
+		Markers:  r.Markers,
+		Wait:     wait,
+		Duration: time.Since(start),
+	}
+	if e.Attempt < 1 {
+		e.Attempt = 1
+	}
+	e.Retries = e.Attempt - 1
+	switch {
+	case errors.Is(err, breaker.ErrHalted) || eff.Halted:
+		e.Breaker = "halted"
+	case errors.Is(err, breaker.ErrOpen):
+		e.Breaker = hoststate.Open.String()
+	default:
+		e.Breaker = eff.To.String()
+	}
+	if choice != nil {
+		e.Egress, e.EgressReason = choice.EndpointID, string(choice.Reason)
+	}
+	if err != nil {
+		e.Err = t.cfg.Redactor.RedactError(err)
+	}
+	if p, ok := ctx.Value(pendingKey{}).(*pending); ok {
+		p.push(ctx, t.observers, e)
+		return
+	}
+	e.Final = true
+	t.observers.Observe(ctx, e)
+}
+
+type pendingKey struct{}
+
+// pending holds the last attempt event of one request until it is known
+// whether another attempt follows.
+type pending struct {
+	mu sync.Mutex // guards e
+	e  *telemetry.Event
+}
+
+func (p *pending) push(ctx context.Context, o telemetry.Observers, e *telemetry.Event) {
+	p.mu.Lock()
+	prev := p.e
+	p.e = e
+	p.mu.Unlock()
+	if prev != nil {
+		o.Observe(ctx, prev)
+	}
+}
+
+func (p *pending) flush(ctx context.Context, o telemetry.Observers) {
+	p.mu.Lock()
+	e := p.e
+	p.e = nil
+	p.mu.Unlock()
+	if e != nil {
+		e.Final = true
+		o.Observe(ctx, e)
+	}
+}
