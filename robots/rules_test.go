@@ -180,7 +180,7 @@ func TestMatchesGoogleParser(t *testing.T) {
 		}
 		return b.String()
 	}
-	for i := range 20000 {
+	for i := range 10000 {
 		var b strings.Builder
 		for range rng.IntN(10 + 70*(i%2)) {
 			switch rng.IntN(10) {

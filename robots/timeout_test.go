@@ -1,0 +1,62 @@
+package robots_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/egresskit/egresskit/robots"
+)
+
+// hang is a transport whose requests never answer until their context ends.
+var hang = roundTripFunc(func(r *http.Request) (*http.Response, error) {
+	<-r.Context().Done()
+	return nil, r.Context().Err()
+})
+
+// TestCheckFetchTimeout: a robots.txt that never answers makes the host
+// unreachable after FetchTimeout, not an unbounded wait.
+func TestCheckFetchTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := robots.New(robots.Config{Transport: hang})
+		start := time.Now()
+		d, err := check(t, c, "http://example.com/x")
+		if d.Allowed || d.Source != robots.Unreachable || !errors.Is(err, robots.ErrDisallowed) {
+			t.Errorf("Check(hanging host) = %+v, %v; want disallowed, unreachable", d, err)
+		}
+		if waited := time.Since(start); waited != 30*time.Second {
+			t.Errorf("Check waited %v, want the 30s default FetchTimeout", waited)
+		}
+	})
+}
+
+// TestCheckCallerDeadline: the caller's deadline bounds the fetch, and a
+// fetch it ends is not cached as a failure of the host.
+func TestCheckCallerDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var hung bool
+		c := robots.New(robots.Config{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			if !hung {
+				hung = true
+				return hang(r)
+			}
+			return &http.Response{StatusCode: 200, Header: http.Header{}, Body: io.NopCloser(strings.NewReader(privateRules))}, nil
+		})})
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		start := time.Now()
+		_, err := c.Check(ctx, mustURL(t, "http://example.com/x"))
+		if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) != 5*time.Second {
+			t.Errorf("Check with a 5s deadline = %v after %v, want DeadlineExceeded after 5s", err, time.Since(start))
+		}
+		d, err := check(t, c, "http://example.com/x")
+		if !d.Allowed || d.Source != robots.Parsed || err != nil {
+			t.Errorf("next Check = %+v, %v; want a fresh fetch and allowed", d, err)
+		}
+	})
+}
