@@ -1,6 +1,7 @@
 package egresstest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -41,7 +42,9 @@ type recorder struct {
 }
 
 // receive validates req, reads and closes its body, and records it. It
-// returns the 0-based index of the call and the call.
+// returns the 0-based index of the call and the call. A request whose
+// context has already ended is not recorded: receive returns the context's
+// cause.
 func (r *recorder) receive(req *http.Request) (int, Call, error) {
 	if req == nil {
 		return 0, Call{}, fmt.Errorf("%w: nil request", ErrInvalidRequest)
@@ -49,6 +52,11 @@ func (r *recorder) receive(req *http.Request) (int, Call, error) {
 	if req.URL == nil {
 		closeBody(req)
 		return 0, Call{}, fmt.Errorf("%w: nil URL", ErrInvalidRequest)
+	}
+	if ctx := req.Context(); ctx.Err() != nil {
+		// Like a real transport, nothing is sent for an ended context.
+		closeBody(req)
+		return 0, Call{}, context.Cause(ctx)
 	}
 	var body []byte
 	if req.Body != nil && req.Body != http.NoBody {

@@ -60,7 +60,8 @@ func NewScript(steps ...Step) *Script {
 // RoundTrip records req, reads and closes its body, and answers with the
 // next step. It returns an error wrapping [ErrInvalidRequest] for a nil
 // request or a nil URL, the step's Err, or context.Cause of the request's
-// context when that ends before the step answers.
+// context when that ends before the step answers. A request whose context
+// has already ended is neither recorded nor given a step.
 func (s *Script) RoundTrip(req *http.Request) (*http.Response, error) {
 	i, _, err := s.rec.receive(req)
 	if err != nil {

@@ -238,3 +238,21 @@ func TestScriptStepHeadersAreCopies(t *testing.T) {
 		t.Errorf("second response X-A = %q, want %q", got, "1")
 	}
 }
+
+func TestScriptEndedContextSendsNothing(t *testing.T) {
+	s := egresstest.NewScript(egresstest.Step{Status: 503}, egresstest.Step{})
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	body := &closeCounter{Reader: strings.NewReader("x")}
+	req, _ := http.NewRequestWithContext(ctx, "POST", "http://a.test/", body)
+	if _, err := s.RoundTrip(req); !errors.Is(err, context.Canceled) {
+		t.Errorf("RoundTrip(canceled) = %v, want context.Canceled", err)
+	}
+	if s.Requests() != 0 || body.closes != 1 {
+		t.Errorf("Requests, body closes = %d, %d; want 0, 1", s.Requests(), body.closes)
+	}
+	resp, _ := get(t, s, "GET", "http://a.test/", nil)
+	if readAll(t, resp); resp.StatusCode != 503 {
+		t.Errorf("first recorded request got %d, want the first step's 503", resp.StatusCode)
+	}
+}

@@ -625,3 +625,16 @@ func TestConcurrentUse(t *testing.T) {
 		}
 	})
 }
+
+func TestZeroTransport(t *testing.T) {
+	var zero retry.Transport
+	if _, err := zero.RoundTrip(nil); !errors.Is(err, retry.ErrNilRequest) {
+		t.Errorf("zero Transport: RoundTrip(nil) = %v, want %v", err, retry.ErrNilRequest)
+	}
+	var nilT *retry.Transport
+	if _, err := nilT.RoundTrip(&http.Request{URL: &url.URL{Scheme: "ftp", Host: "h.test"}}); !errors.Is(err, retry.ErrUnsupportedScheme) {
+		t.Errorf("nil Transport: RoundTrip(ftp) = %v, want %v", err, retry.ErrUnsupportedScheme)
+	}
+	nilT.CloseIdleConnections()
+	zero.CloseIdleConnections()
+}

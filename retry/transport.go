@@ -44,7 +44,8 @@ var (
 
 // Transport is an http.RoundTripper that retries failed attempts according
 // to a Policy and the classify.Result of each attempt. It is safe for
-// concurrent use.
+// concurrent use. A zero (or nil) Transport behaves as New(nil, Policy{}),
+// building that on every call; use New.
 //
 // Each attempt's request context carries the attempt number (AttemptFrom)
 // and, with Policy.AttemptTimeout, its own deadline, which lasts until the
@@ -91,6 +92,9 @@ func New(next http.RoundTripper, p Policy) *Transport {
 // the error matches context.DeadlineExceeded; when an attempt is cut by
 // AttemptTimeout and no retry is left, it matches classify.ErrAttemptTimeout.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if t == nil || t.hc == nil {
+		return New(nil, Policy{}).RoundTrip(req)
+	}
 	if err := validate(req); err != nil {
 		if req != nil && req.Body != nil {
 			req.Body.Close()
@@ -161,6 +165,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // CloseIdleConnections closes the idle connections of the next
 // RoundTripper, if it has such a method.
 func (t *Transport) CloseIdleConnections() {
+	if t == nil || t.next == nil {
+		return
+	}
 	if ci, ok := t.next.(interface{ CloseIdleConnections() }); ok {
 		ci.CloseIdleConnections()
 	}
