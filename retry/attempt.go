@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/egresskit/egresskit/classify"
@@ -38,6 +39,7 @@ type call struct {
 	engine retryablehttp.Client
 
 	getBody  func() (io.ReadCloser, error) // the caller's GetBody; nil without a body
+	url      *url.URL                      // the caller's URL when it has userinfo, else nil
 	left     int                           // retries left
 	attempts int                           // attempts started
 	wait     time.Duration                 // the wait checkRetry chose for the next retry
@@ -134,6 +136,9 @@ func (a *attempts) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	ar := r.WithContext(ctx)
 	ar.GetBody = c.getBody
+	if c.url != nil {
+		ar.URL = c.url
+	}
 
 	resp, err := a.next.RoundTrip(ar)
 	if err != nil || resp == nil {

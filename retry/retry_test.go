@@ -638,3 +638,29 @@ func TestZeroTransport(t *testing.T) {
 	nilT.CloseIdleConnections()
 	zero.CloseIdleConnections()
 }
+
+// TestRequestReachesBaseUnchanged: the engine's http.Client adds nothing
+// (no Authorization from URL userinfo) and the base sees the caller's URL,
+// header and body.
+func TestRequestReachesBaseUnchanged(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		script := egresstest.NewScript()
+		req := newRequest(t, t.Context(), "GET", "http://user:pw@h.test/p?q=1", nil)
+		req.Header.Set("X-Custom", "1")
+		resp, err := retry.New(script, retry.Policy{}).RoundTrip(req)
+		if err != nil {
+			t.Fatalf("RoundTrip = %v", err)
+		}
+		resp.Body.Close()
+		c := script.Calls()[0]
+		if got := c.Header.Get("Authorization"); got != "" {
+			t.Errorf("base saw Authorization %q, want none", got)
+		}
+		if c.URL.String() != req.URL.String() || c.Header.Get("X-Custom") != "1" {
+			t.Errorf("base saw %v %v, want %v with X-Custom", c.URL, c.Header, req.URL)
+		}
+		if req.URL.User == nil {
+			t.Error("the caller's URL was modified")
+		}
+	})
+}

@@ -129,6 +129,14 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	// A server-side request forwarded as is: http.Client refuses it,
 	// http.Transport does not.
 	out.RequestURI = ""
+	if req.URL.User != nil {
+		// http.Client would turn userinfo into an Authorization header
+		// the caller did not set; attempts restores the caller's URL.
+		u := *req.URL
+		u.User = nil
+		out.URL = &u
+		c.url = req.URL
+	}
 
 	c.engine.HTTPClient = t.hc
 	c.engine.RetryMax = c.left
