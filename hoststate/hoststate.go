@@ -1,0 +1,113 @@
+// Package hoststate defines the per-host state the egresskit chain consults
+// around every attempt — halts, the circuit breaker and the pacing budget —
+// and provides its in-memory implementation. The redisstore package provides
+// a Redis implementation shared across a fleet; both follow the same
+// semantics and are tested with the same scenarios.
+package hoststate
+
+import (
+	"context"
+	"time"
+
+	"github.com/egresskit/egresskit/classify"
+	"github.com/egresskit/egresskit/ratelimit"
+)
+
+// Store is the per-host state of the chain. Implementations are safe for
+// concurrent use. Hosts are keys from hostkey.Of. Every Admission that Admit
+// grants must be passed to Record exactly once, with a Canceled result when
+// the attempt is not sent after all (that frees a half-open probe slot).
+//
+// The semantics are those of packages breaker and ratelimit, and the
+// scenarios of package hoststatetest pin them down for every
+// implementation.
+type Store interface {
+	// Admit decides whether one attempt to host may be sent. In order it
+	// checks the halt (*breaker.HaltError, errors.Is breaker.ErrHalted), the
+	// circuit breaker (*breaker.OpenError, errors.Is breaker.ErrOpen), and
+	// only then reserves a pacing token; an open or halted host spends no
+	// token. The returned Admission says how long the caller must wait
+	// before sending. When that wait would pass ctx's deadline, Admit
+	// returns an error wrapping context.DeadlineExceeded and reserves nothing.
+	Admit(ctx context.Context, host string) (Admission, error)
+
+	// Record feeds the classification of an attempt admitted by Admit back
+	// into the host's state: the breaker counts it, the limiter adapts
+	// (Throttled halves the rate and pauses the host for RetryAfter, runs of
+	// OK raise it), and Refused halts the host.
+	Record(ctx context.Context, host string, a Admission, r classify.Result) (Effect, error)
+
+	// Resume lifts a halt on host; it is the operator's action.
+	Resume(ctx context.Context, host string) error
+
+	// SetCeiling caps host's pacing rate at perMinute requests per minute
+	// (robots.txt Crawl-delay). A perMinute <= 0 removes the cap.
+	SetCeiling(ctx context.Context, host string, perMinute float64) error
+
+	// State returns a snapshot of host's state.
+	State(ctx context.Context, host string) (HostState, error)
+}
+
+// Admission is the permission to send one attempt.
+type Admission struct {
+	// Wait is how long the caller must wait before sending.
+	Wait time.Duration
+	// Probe is true when the attempt is a half-open breaker probe.
+	Probe bool
+	// Generation identifies the breaker generation that admitted the
+	// attempt; a Record from an older generation is ignored by the breaker.
+	Generation uint64
+}
+
+// Effect reports what Record changed.
+type Effect struct {
+	// Halted is true when this Record halted the host (only the first
+	// Record that halts it; later ones report false). The chain calls the
+	// escalation hook exactly when Halted is true.
+	Halted bool
+	// From and To are the breaker states before and after; equal when
+	// nothing changed.
+	From, To BreakerState
+}
+
+// BreakerState is the state of a host's circuit breaker.
+type BreakerState uint8
+
+// Breaker states.
+const (
+	Closed BreakerState = iota
+	HalfOpen
+	Open
+)
+
+var breakerNames = [...]string{"closed", "half-open", "open"}
+
+// String returns "closed", "half-open" or "open".
+func (s BreakerState) String() string {
+	if int(s) < len(breakerNames) {
+		return breakerNames[s]
+	}
+	return "unknown"
+}
+
+// HostState is a snapshot of one host.
+type HostState struct {
+	Host    string
+	Breaker BreakerState
+	// Halted is true while the host is halted; HaltedAt is when.
+	Halted   bool
+	HaltedAt time.Time
+	// ConsecutiveFailures counted by the breaker.
+	ConsecutiveFailures int
+	// OpenUntil is when an open breaker lets a probe through.
+	OpenUntil time.Time
+	// PerMinute is the current pacing rate; Ceiling the cap (0: none).
+	PerMinute float64
+	Ceiling   float64
+	// PausedUntil is when a Retry-After pause ends (zero: not paused).
+	PausedUntil time.Time
+	// Recent counts the outcomes recorded since RecentSince, at most
+	// ratelimit.Config.Window ago (zero when none was).
+	Recent      ratelimit.Outcomes
+	RecentSince time.Time
+}

@@ -1,0 +1,378 @@
+package hoststatetest
+
+import (
+	"context"
+	"errors"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/egresskit/egresskit/breaker"
+	"github.com/egresskit/egresskit/classify"
+	"github.com/egresskit/egresskit/hoststate"
+	"github.com/egresskit/egresskit/ratelimit"
+)
+
+const (
+	host  = "a.example"
+	other = "b.example"
+	// openFor is the default breaker.Config.OpenTimeout.
+	openFor = 300 * time.Second
+)
+
+// Scenarios returns the behaviour scenarios, each with its own Config.
+func Scenarios() []Scenario {
+	return []Scenario{
+		{"TransientFailuresOpen", hoststate.Config{}, transientFailuresOpen},
+		{"OpenSpendsNoToken", hoststate.Config{
+			Breaker: breaker.Config{OpenTimeout: 5 * time.Second},
+			Limit:   ratelimit.Config{PerMinute: 6},
+		}, openSpendsNoToken},
+		{"ProbeSuccessCloses", hoststate.Config{}, probeSuccessCloses},
+		{"ProbeFailureReopens", hoststate.Config{}, probeFailureReopens},
+		{"NeutralOutcomes", hoststate.Config{}, neutralOutcomes},
+		{"StaleAdmissionIgnored", hoststate.Config{}, staleAdmissionIgnored},
+		{"RefusedHaltsOnce", hoststate.Config{}, refusedHaltsOnce},
+		{"ThrottledHalvesAndPauses", hoststate.Config{Limit: ratelimit.Config{PerMinute: 40}}, throttledHalvesAndPauses},
+		{"RecoveryToConfigured", hoststate.Config{}, recoveryToConfigured},
+		{"RecoveryToCeiling", hoststate.Config{}, recoveryToCeiling},
+		{"SetCeiling", hoststate.Config{}, setCeiling},
+		{"ThrottleStorm", hoststate.Config{}, throttleStorm},
+		{"DeadlineTakesNothing", hoststate.Config{}, deadlineTakesNothing},
+		{"DeadlineReleasesProbe", hoststate.Config{
+			Breaker: breaker.Config{FailureThreshold: 1, OpenTimeout: time.Minute},
+			Limit:   ratelimit.Config{PerMinute: 0.1},
+		}, deadlineReleasesProbe},
+		{"EvictionKeepsOpenHaltedPaused", hoststate.Config{
+			Breaker: breaker.Config{IdleTTL: time.Minute},
+			Limit:   ratelimit.Config{IdleTTL: time.Minute},
+		}, evictionKeeps},
+	}
+}
+
+// transientFailuresOpen: 8 consecutive transient failures open the breaker
+// for 300s; the 9th Admit is refused with the host and the reopening time.
+func transientFailuresOpen(t *testing.T, env Env) {
+	for i := 1; i <= 7; i++ {
+		send(t, env, host, classify.Transient)
+		if st := state(t, env, host); st.Breaker != hoststate.Closed || st.ConsecutiveFailures != i {
+			t.Fatalf("after %d failures: %v with %d failures, want closed with %d", i, st.Breaker, st.ConsecutiveFailures, i)
+		}
+	}
+	eff := send(t, env, host, classify.Transient)
+	wantEffect(t, "8th failure", eff, hoststate.Closed, hoststate.Open, false)
+	until := env.Now().Add(openFor)
+	if st := state(t, env, host); st.Breaker != hoststate.Open || !near(st.OpenUntil, until) {
+		t.Errorf("State = %v until %v, want open until %v", st.Breaker, st.OpenUntil, until)
+	}
+	wantOpen(t, env, host, until)
+	if _, err := env.Store.Admit(context.Background(), other); err != nil {
+		t.Errorf("Admit(other host) = %v, want admitted", err)
+	}
+}
+
+// openSpendsNoToken: at 6/min (one token per 10s) with a 5s open time,
+// the refused Admits take no token: the probe at open+5s waits 5s for the
+// token of open+10s, not a later one.
+func openSpendsNoToken(t *testing.T, env Env) {
+	opened := trip(t, env, host, 8)
+	for range 3 {
+		wantOpen(t, env, host, opened.Add(5*time.Second))
+	}
+	env.Advance(5*time.Second + time.Millisecond)
+	a := admit(t, env, host)
+	if !a.Probe || !nearD(a.Wait, 5*time.Second-time.Millisecond) {
+		t.Errorf("probe Admission = %+v, want a probe waiting 4.999s", a)
+	}
+}
+
+// probeSuccessCloses: after the open time one probe is admitted, a second
+// concurrent one is refused, and the probe's success closes the breaker.
+func probeSuccessCloses(t *testing.T, env Env) {
+	trip(t, env, host, 8)
+	env.Advance(openFor + time.Millisecond)
+	probe := admit(t, env, host)
+	if !probe.Probe || probe.Wait != 0 {
+		t.Errorf("first Admit after the open time = %+v, want a probe with no wait", probe)
+	}
+	wantOpen(t, env, host, time.Time{})
+	wantEffect(t, "probe OK", record(t, env, host, probe, classify.Result{Outcome: classify.OK}), hoststate.HalfOpen, hoststate.Closed, false)
+	if a := admit(t, env, host); a.Probe {
+		t.Errorf("Admit after closing = %+v, want not a probe", a)
+	}
+	if st := state(t, env, host); st.Breaker != hoststate.Closed || st.ConsecutiveFailures != 0 || !st.OpenUntil.IsZero() {
+		t.Errorf("State after closing = %+v, want closed, no failures", st)
+	}
+}
+
+// probeFailureReopens: a failed probe reopens the breaker for another 300s.
+func probeFailureReopens(t *testing.T, env Env) {
+	trip(t, env, host, 8)
+	env.Advance(openFor + time.Millisecond)
+	probe := admit(t, env, host)
+	wantEffect(t, "probe failure", record(t, env, host, probe, classify.Result{Outcome: classify.Transient, Status: 503}), hoststate.HalfOpen, hoststate.Open, false)
+	until := env.Now().Add(openFor)
+	if st := state(t, env, host); st.Breaker != hoststate.Open || !near(st.OpenUntil, until) {
+		t.Errorf("State after failed probe = %v until %v, want open until %v", st.Breaker, st.OpenUntil, until)
+	}
+	wantOpen(t, env, host, until)
+}
+
+// neutralOutcomes: Permanent and Canceled neither count nor reset; OK
+// resets; a neutral probe frees its slot for the next probe.
+func neutralOutcomes(t *testing.T, env Env) {
+	for range 7 {
+		send(t, env, host, classify.Transient)
+	}
+	wantEffect(t, "permanent", send(t, env, host, classify.Permanent), hoststate.Closed, hoststate.Closed, false)
+	wantEffect(t, "canceled", send(t, env, host, classify.Canceled), hoststate.Closed, hoststate.Closed, false)
+	if st := state(t, env, host); st.ConsecutiveFailures != 7 {
+		t.Errorf("after 7 failures and 2 neutral outcomes: %d failures, want 7", st.ConsecutiveFailures)
+	}
+	wantEffect(t, "8th failure after neutrals", send(t, env, host, classify.Transient), hoststate.Closed, hoststate.Open, false)
+
+	for range 7 {
+		send(t, env, other, classify.Transient)
+	}
+	send(t, env, other, classify.OK)
+	if st := state(t, env, other); st.ConsecutiveFailures != 0 {
+		t.Errorf("after 7 failures and an OK: %d failures, want 0", st.ConsecutiveFailures)
+	}
+
+	env.Advance(openFor + time.Millisecond)
+	for _, o := range []classify.Outcome{classify.Permanent, classify.Canceled} {
+		probe := admit(t, env, host)
+		if !probe.Probe {
+			t.Fatalf("Admit after a neutral probe = %+v, want a probe", probe)
+		}
+		wantEffect(t, o.String()+" probe", record(t, env, host, probe, classify.Result{Outcome: o}), hoststate.HalfOpen, hoststate.HalfOpen, false)
+	}
+	probe := admit(t, env, host)
+	wantEffect(t, "OK probe", record(t, env, host, probe, classify.Result{Outcome: classify.OK}), hoststate.HalfOpen, hoststate.Closed, false)
+}
+
+// staleAdmissionIgnored: the outcome of an attempt admitted before the
+// breaker changed state does not count.
+func staleAdmissionIgnored(t *testing.T, env Env) {
+	old := admit(t, env, host)
+	trip(t, env, host, 8)
+	wantEffect(t, "OK from before opening", record(t, env, host, old, classify.Result{Outcome: classify.OK}), hoststate.Open, hoststate.Open, false)
+	env.Advance(openFor + time.Millisecond)
+	probe := admit(t, env, host)
+	record(t, env, host, probe, classify.Result{Outcome: classify.OK})
+	wantEffect(t, "failure from before closing", record(t, env, host, probe, classify.Result{Outcome: classify.Transient}), hoststate.Closed, hoststate.Closed, false)
+	if st := state(t, env, host); st.ConsecutiveFailures != 0 {
+		t.Errorf("stale failure counted: %d failures, want 0", st.ConsecutiveFailures)
+	}
+}
+
+// refusedHaltsOnce: Refused halts the host (Effect.Halted for the first
+// Record only); Admit fails with *HaltError, for as long as it takes,
+// until Resume; other hosts are unaffected.
+func refusedHaltsOnce(t *testing.T, env Env) {
+	a1 := admit(t, env, host)
+	a2 := admit(t, env, host)
+	halted := env.Now()
+	refused := classify.Result{Outcome: classify.Refused, Status: 403, Markers: []string{"agent-named"}}
+	wantEffect(t, "first refusal", record(t, env, host, a1, refused), hoststate.Closed, hoststate.Closed, true)
+	wantEffect(t, "second refusal", record(t, env, host, a2, refused), hoststate.Closed, hoststate.Closed, false)
+	wantHalted(t, env, host, halted)
+	if st := state(t, env, host); !st.Halted || !near(st.HaltedAt, halted) {
+		t.Errorf("State = halted %v at %v, want halted at %v", st.Halted, st.HaltedAt, halted)
+	}
+	send(t, env, other, classify.OK)
+	env.Advance(24 * time.Hour)
+	wantHalted(t, env, host, halted)
+
+	if err := env.Store.Resume(context.Background(), host); err != nil {
+		t.Fatalf("Resume = %v", err)
+	}
+	if st := state(t, env, host); st.Halted || !st.HaltedAt.IsZero() {
+		t.Errorf("State after Resume = halted %v at %v, want not halted", st.Halted, st.HaltedAt)
+	}
+	send(t, env, host, classify.OK)
+	wantEffect(t, "refusal after Resume", send(t, env, host, classify.Refused), hoststate.Closed, hoststate.Closed, true)
+	if err := env.Store.Resume(context.Background(), "never.example"); err != nil {
+		t.Errorf("Resume(unknown host) = %v, want nil", err)
+	}
+}
+
+// throttledHalvesAndPauses is the seed's test: a 429 with Retry-After 5s on
+// a 40/min host pauses it for 5s and halves its rate to 20, not resets it.
+func throttledHalvesAndPauses(t *testing.T, env Env) {
+	a := admit(t, env, host)
+	record(t, env, host, a, classify.Result{Outcome: classify.Throttled, Status: 429, RetryAfter: 5 * time.Second})
+	st := state(t, env, host)
+	if st.PerMinute != 20 || !near(st.PausedUntil, env.Now().Add(5*time.Second)) {
+		t.Errorf("after 429: rate %v, paused until %v; want 20, %v", st.PerMinute, st.PausedUntil, env.Now().Add(5*time.Second))
+	}
+	if st.ConsecutiveFailures != 1 || st.Recent.Throttled != 1 {
+		t.Errorf("after 429: %d failures, recent %v; want 1 failure, 1 throttled", st.ConsecutiveFailures, st.Recent)
+	}
+	if a := admit(t, env, host); !nearD(a.Wait, 5*time.Second) {
+		t.Errorf("Admit while paused: wait %v, want 5s", a.Wait)
+	}
+}
+
+// recoveryRuns checks the rate after each run of 10 OKs.
+func recoveryRuns(t *testing.T, env Env, want []float64) {
+	t.Helper()
+	for i, w := range want {
+		for range 10 {
+			send(t, env, host, classify.OK)
+		}
+		if got := state(t, env, host).PerMinute; got != w {
+			t.Errorf("after run %d of 10 OKs: rate %v, want %v", i+1, got, w)
+		}
+	}
+}
+
+// recoveryToConfigured: from 30/min after a 429, each run of 10 OKs adds
+// 6/min (a tenth of 60), up to 60 and never above.
+func recoveryToConfigured(t *testing.T, env Env) {
+	send(t, env, host, classify.Throttled)
+	if got := state(t, env, host).PerMinute; got != 30 {
+		t.Fatalf("after 429: rate %v, want 30", got)
+	}
+	recoveryRuns(t, env, []float64{36, 42, 48, 54, 60, 60})
+}
+
+// recoveryToCeiling: under a 45/min ceiling, a 429 halves to 22.5 and
+// recovery stops at 45.
+func recoveryToCeiling(t *testing.T, env Env) {
+	if err := env.Store.SetCeiling(context.Background(), host, 45); err != nil {
+		t.Fatal(err)
+	}
+	send(t, env, host, classify.Throttled)
+	recoveryRuns(t, env, []float64{28.5, 34.5, 40.5, 45, 45})
+}
+
+// setCeiling: a ceiling lowers the rate at once, a higher one does not raise
+// it, removing it leaves the rate where it is, and NaN is rejected.
+func setCeiling(t *testing.T, env Env) {
+	ctx := context.Background()
+	if err := env.Store.SetCeiling(ctx, host, 30); err != nil {
+		t.Fatal(err)
+	}
+	if st := state(t, env, host); st.PerMinute != 30 || st.Ceiling != 30 {
+		t.Errorf("after SetCeiling(30): rate %v, ceiling %v; want 30, 30", st.PerMinute, st.Ceiling)
+	}
+	admit(t, env, host)
+	if a := admit(t, env, host); !nearD(a.Wait, 2*time.Second) {
+		t.Errorf("second Admit at 30/min: wait %v, want 2s", a.Wait)
+	}
+	if err := env.Store.SetCeiling(ctx, host, 120); err != nil {
+		t.Fatal(err)
+	}
+	if st := state(t, env, host); st.PerMinute != 30 || st.Ceiling != 120 {
+		t.Errorf("after SetCeiling(120): rate %v, ceiling %v; want 30, 120", st.PerMinute, st.Ceiling)
+	}
+	if err := env.Store.SetCeiling(ctx, host, 0); err != nil {
+		t.Fatal(err)
+	}
+	if st := state(t, env, host); st.PerMinute != 30 || st.Ceiling != 0 {
+		t.Errorf("after SetCeiling(0): rate %v, ceiling %v; want 30, 0", st.PerMinute, st.Ceiling)
+	}
+	if err := env.Store.SetCeiling(ctx, host, math.NaN()); !errors.Is(err, ratelimit.ErrInvalidRate) {
+		t.Errorf("SetCeiling(NaN) = %v, want ratelimit.ErrInvalidRate", err)
+	}
+}
+
+// throttleStorm: a host answering 429 (no Retry-After) to everything
+// receives 5 requests in 60s, at 0, 2, 6, 14 and 30s, as its rate halves
+// from 60/min to 1.875/min; the 6th would be at 62s. Five failures leave
+// the breaker closed.
+func throttleStorm(t *testing.T, env Env) {
+	start := env.Now()
+	var sent []time.Duration
+	for {
+		a := admit(t, env, host)
+		env.Advance(a.Wait)
+		if env.Now().Sub(start) >= time.Minute {
+			break
+		}
+		sent = append(sent, env.Now().Sub(start))
+		record(t, env, host, a, classify.Result{Outcome: classify.Throttled, Status: 429})
+	}
+	want := []time.Duration{0, 2 * time.Second, 6 * time.Second, 14 * time.Second, 30 * time.Second}
+	if len(sent) != len(want) {
+		t.Fatalf("requests sent at %v in the first minute, want %v", sent, want)
+	}
+	for i := range want {
+		if !nearD(sent[i], want[i]) {
+			t.Errorf("request %d sent at %v, want %v", i+1, sent[i], want[i])
+		}
+	}
+	if st := state(t, env, host); st.PerMinute != 1.875 || st.Breaker != hoststate.Closed || st.ConsecutiveFailures != 5 {
+		t.Errorf("after the storm: rate %v, breaker %v with %d failures; want 1.875, closed with 5", st.PerMinute, st.Breaker, st.ConsecutiveFailures)
+	}
+}
+
+// deadlineTakesNothing: an Admit whose wait would pass the deadline fails
+// with context.DeadlineExceeded and takes no token.
+func deadlineTakesNothing(t *testing.T, env Env) {
+	admit(t, env, host)
+	ctx, cancel := context.WithDeadline(context.Background(), env.Now().Add(500*time.Millisecond))
+	defer cancel()
+	for range 3 {
+		if _, err := env.Store.Admit(ctx, host); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Admit with a wait of 1s and a deadline in 500ms = %v, want context.DeadlineExceeded", err)
+		}
+	}
+	if a := admit(t, env, host); !nearD(a.Wait, time.Second) {
+		t.Errorf("Admit after refused ones: wait %v, want 1s (no token taken)", a.Wait)
+	}
+}
+
+// deadlineReleasesProbe: when the half-open probe's pacing wait would pass
+// the deadline, the probe slot is released for the next Admit.
+func deadlineReleasesProbe(t *testing.T, env Env) {
+	send(t, env, host, classify.Transient) // opens: threshold 1
+	env.Advance(time.Minute + time.Millisecond)
+	ctx, cancel := context.WithDeadline(context.Background(), env.Now().Add(time.Second))
+	defer cancel()
+	if _, err := env.Store.Admit(ctx, host); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("probe Admit with a 9m wait and a 1s deadline = %v, want context.DeadlineExceeded", err)
+	}
+	a := admit(t, env, host)
+	if !a.Probe || !nearD(a.Wait, 10*time.Minute-time.Minute-time.Millisecond) {
+		t.Errorf("next Admit = %+v, want the probe, waiting 8m59.999s", a)
+	}
+}
+
+// evictionKeeps: after idle eviction (1m TTL), an open breaker, a halt and
+// a Retry-After pause are all still in force, while an idle host's failure
+// count is forgotten.
+func evictionKeeps(t *testing.T, env Env) {
+	const (
+		open   = "open.example"
+		halted = "halted.example"
+		paused = "paused.example"
+		idle   = "idle.example"
+	)
+	opened := trip(t, env, open, 8)
+	haltedAt := env.Now()
+	send(t, env, halted, classify.Refused)
+	send(t, env, paused, classify.Throttled)
+	a := admit(t, env, paused)
+	record(t, env, paused, a, classify.Result{Outcome: classify.Throttled, RetryAfter: 10 * time.Minute})
+	pausedUntil := state(t, env, paused).PausedUntil
+	for range 7 {
+		send(t, env, idle, classify.Transient)
+	}
+	env.Advance(2 * time.Minute)
+	if env.Evict != nil {
+		env.Evict()
+	}
+	if st := state(t, env, idle); st.ConsecutiveFailures != 0 || st.Breaker != hoststate.Closed {
+		t.Errorf("idle host after eviction: %v with %d failures, want forgotten (closed, 0)", st.Breaker, st.ConsecutiveFailures)
+	}
+	wantOpen(t, env, open, opened.Add(openFor))
+	wantHalted(t, env, halted, haltedAt)
+	if st := state(t, env, paused); st.PerMinute != 30 || !near(st.PausedUntil, pausedUntil) {
+		t.Errorf("paused host after eviction: rate %v, paused until %v; want 30, %v", st.PerMinute, st.PausedUntil, pausedUntil)
+	}
+	if a := admit(t, env, paused); !nearD(a.Wait, pausedUntil.Sub(env.Now())) {
+		t.Errorf("Admit(paused host) after eviction: wait %v, want %v", a.Wait, pausedUntil.Sub(env.Now()))
+	}
+}

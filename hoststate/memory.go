@@ -1,0 +1,119 @@
+package hoststate
+
+import (
+	"context"
+
+	"github.com/egresskit/egresskit/breaker"
+	"github.com/egresskit/egresskit/classify"
+	"github.com/egresskit/egresskit/ratelimit"
+)
+
+// Config configures the per-host state; an in-memory Store and the Redis
+// store both take it. The zero value uses every default.
+type Config struct {
+	// Breaker configures circuit breakers and halts (see breaker.Config
+	// for the defaults: 8 failures, 300s open, 1 probe, 10m idle TTL).
+	Breaker breaker.Config
+	// Limit configures pacing (see ratelimit.Config for the defaults:
+	// 60/min, burst 1, floor 1/min, +6/min after 10 OKs, 1h pause cap,
+	// 10m idle TTL).
+	Limit ratelimit.Config
+}
+
+// DefaultConfig returns the Config with the defaults of both parts filled
+// in.
+func DefaultConfig() Config {
+	return Config{Breaker: breaker.DefaultConfig(), Limit: ratelimit.DefaultConfig()}
+}
+
+// Memory is the in-process Store: a breaker.Set and a ratelimit.Set. It is
+// safe for concurrent use and starts no goroutine; idle hosts are evicted
+// lazily as the sets are used, or at once with Evict. Its breakers read
+// time.Now (test with testing/synctest); a Limit.Now clock, if set, paces.
+type Memory struct {
+	breakers *breaker.Set
+	limits   *ratelimit.Set
+}
+
+var _ Store = (*Memory)(nil)
+
+// NewMemory returns an in-memory Store configured by cfg.
+func NewMemory(cfg Config) *Memory {
+	return &Memory{breakers: breaker.New(cfg.Breaker), limits: ratelimit.New(cfg.Limit)}
+}
+
+// neutral releases an admission that was not used.
+var neutral = classify.Result{Outcome: classify.Canceled, Reason: "not sent"}
+
+// Admit checks the halt and the breaker, then reserves a pacing token; see
+// Store. Its errors are *breaker.HaltError, *breaker.OpenError,
+// *ratelimit.DeadlineError (errors.Is context.DeadlineExceeded), and
+// ctx.Err() when ctx is already done. When the reservation fails, the
+// breaker admission is released as neutral.
+func (m *Memory) Admit(ctx context.Context, host string) (Admission, error) {
+	t, err := m.breakers.Allow(host)
+	if err != nil {
+		return Admission{}, err
+	}
+	wait, err := m.limits.Reserve(ctx, host)
+	if err != nil {
+		m.breakers.Done(host, t, neutral)
+		return Admission{}, err
+	}
+	return Admission{Wait: wait, Probe: t.Probe, Generation: t.Generation}, nil
+}
+
+// Record feeds r to the breaker and the limiter, and halts the host when r
+// is Refused; see Store. It never fails.
+func (m *Memory) Record(_ context.Context, host string, a Admission, r classify.Result) (Effect, error) {
+	from, to := m.breakers.Done(host, breaker.Ticket{Generation: a.Generation, Probe: a.Probe}, r)
+	m.limits.Observe(host, r)
+	halted := false
+	if r.Outcome == classify.Refused {
+		halted = m.breakers.Halt(host)
+	}
+	return Effect{Halted: halted, From: BreakerState(from), To: BreakerState(to)}, nil
+}
+
+// Resume lifts a halt on host. It never fails.
+func (m *Memory) Resume(_ context.Context, host string) error {
+	m.breakers.Resume(host)
+	return nil
+}
+
+// SetCeiling caps host's rate; see ratelimit.Set.SetCeiling. It fails only
+// for a NaN rate (ratelimit.ErrInvalidRate).
+func (m *Memory) SetCeiling(_ context.Context, host string, perMinute float64) error {
+	return m.limits.SetCeiling(host, perMinute)
+}
+
+// State returns a snapshot of host. It never fails.
+func (m *Memory) State(_ context.Context, host string) (HostState, error) {
+	b := m.breakers.Status(host)
+	l := m.limits.State(host)
+	return HostState{
+		Host:                host,
+		Breaker:             BreakerState(b.State),
+		Halted:              b.Halted,
+		HaltedAt:            b.HaltedSince,
+		ConsecutiveFailures: b.ConsecutiveFailures,
+		OpenUntil:           b.OpenUntil,
+		PerMinute:           l.PerMinute,
+		Ceiling:             l.Ceiling,
+		PausedUntil:         l.PausedUntil,
+		Recent:              l.Recent,
+		RecentSince:         l.RecentSince,
+	}, nil
+}
+
+// Counts returns how many tracked hosts are closed, half-open, open and
+// halted, for a gauge.
+func (m *Memory) Counts() breaker.Counts { return m.breakers.Counts() }
+
+// Evict forgets idle hosts now (see breaker.Set.Evict and
+// ratelimit.Set.Evict) and returns how many host states it dropped.
+func (m *Memory) Evict() int { return m.breakers.Evict() + m.limits.Evict() }
+
+// Len returns how many host states the store holds (breaker and pacing
+// counted separately).
+func (m *Memory) Len() int { return m.breakers.Len() + m.limits.Len() }

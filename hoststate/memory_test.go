@@ -1,0 +1,265 @@
+package hoststate_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/egresskit/egresskit/breaker"
+	"github.com/egresskit/egresskit/classify"
+	"github.com/egresskit/egresskit/hoststate"
+	"github.com/egresskit/egresskit/hoststate/hoststatetest"
+	"github.com/egresskit/egresskit/ratelimit"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// memoryHarness runs a scenario on a Memory inside a synctest bubble, whose
+// fake clock both the breakers and the limiter read.
+func memoryHarness(t *testing.T, cfg hoststate.Config, body func(*testing.T, hoststatetest.Env)) {
+	synctest.Test(t, func(t *testing.T) {
+		m := hoststate.NewMemory(cfg)
+		body(t, hoststatetest.Env{
+			Store:   m,
+			Now:     time.Now,
+			Advance: time.Sleep,
+			Evict:   func() { m.Evict() },
+		})
+	})
+}
+
+func TestScenarios(t *testing.T) {
+	hoststatetest.Run(t, memoryHarness)
+}
+
+func TestBreakerStateValues(t *testing.T) {
+	for _, tt := range []struct {
+		b breaker.State
+		h hoststate.BreakerState
+	}{{breaker.Closed, hoststate.Closed}, {breaker.HalfOpen, hoststate.HalfOpen}, {breaker.Open, hoststate.Open}} {
+		if hoststate.BreakerState(tt.b) != tt.h || tt.b.String() != tt.h.String() {
+			t.Errorf("breaker.%v converts to hoststate.%v, want %v", tt.b, hoststate.BreakerState(tt.b), tt.h)
+		}
+	}
+}
+
+func TestStateUnknownHost(t *testing.T) {
+	m := hoststate.NewMemory(hoststate.Config{})
+	st, err := m.State(context.Background(), "never.example")
+	want := hoststate.HostState{Host: "never.example", Breaker: hoststate.Closed, PerMinute: 60}
+	if err != nil || st != want {
+		t.Errorf("State(unknown) = %+v, %v; want %+v", st, err, want)
+	}
+	if n := m.Len(); n != 0 {
+		t.Errorf("Len() = %d after State of an unknown host, want 0", n)
+	}
+}
+
+func TestAdmitCanceled(t *testing.T) {
+	m := hoststate.NewMemory(hoststate.Config{Breaker: breaker.Config{FailureThreshold: 1}})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := m.Admit(ctx, "a.example"); !errors.Is(err, context.Canceled) {
+		t.Errorf("Admit(canceled ctx) = %v, want context.Canceled", err)
+	}
+	if c := m.Counts(); c != (breaker.Counts{Closed: 1}) {
+		t.Errorf("Counts() = %+v, want one closed host", c)
+	}
+}
+
+// TestConcurrent hammers 1,000 hosts from 64 goroutines with random
+// outcomes and every method; run it with -race.
+func TestConcurrent(t *testing.T) {
+	m := hoststate.NewMemory(hoststate.Config{
+		Breaker: breaker.Config{OpenTimeout: time.Millisecond, IdleTTL: 5 * time.Millisecond},
+		Limit:   ratelimit.Config{PerMinute: 6e6, Burst: 10, IdleTTL: 5 * time.Millisecond},
+	})
+	hosts := make([]string, 1000)
+	for i := range hosts {
+		hosts[i] = fmt.Sprintf("h%d.example", i)
+	}
+	outcomes := []classify.Outcome{classify.OK, classify.OK, classify.OK, classify.OK, classify.Transient,
+		classify.Throttled, classify.Permanent, classify.Canceled, classify.Refused}
+	ctx := context.Background()
+	var admitted, refused, halts atomic.Int64
+	var wg sync.WaitGroup
+	for g := range 64 {
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(uint64(g), 1))
+			for i := range 2000 {
+				h := hosts[r.IntN(len(hosts))]
+				switch i % 100 {
+				case 0:
+					m.Resume(ctx, h)
+					continue
+				case 1:
+					m.SetCeiling(ctx, h, float64(r.IntN(1000)))
+				case 2:
+					m.State(ctx, h)
+				case 3:
+					m.Counts()
+				case 4:
+					m.Evict()
+				}
+				a, err := m.Admit(ctx, h)
+				if err != nil {
+					if !errors.Is(err, breaker.ErrOpen) && !errors.Is(err, breaker.ErrHalted) {
+						t.Errorf("Admit(%q) = %v", h, err)
+					}
+					refused.Add(1)
+					continue
+				}
+				admitted.Add(1)
+				eff, err := m.Record(ctx, h, a, classify.Result{Outcome: outcomes[r.IntN(len(outcomes))]})
+				if err != nil {
+					t.Errorf("Record(%q) = %v", h, err)
+				}
+				if eff.Halted {
+					halts.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if admitted.Load() == 0 || refused.Load() == 0 || halts.Load() == 0 {
+		t.Errorf("admitted %d, refused %d, halted %d times; want all > 0", admitted.Load(), refused.Load(), halts.Load())
+	}
+	c := m.Counts()
+	if total := c.Closed + c.HalfOpen + c.Open + c.Halted; total == 0 || total > len(hosts) {
+		t.Errorf("Counts() = %+v, want between 1 and %d hosts", c, len(hosts))
+	}
+}
+
+// heapInUse returns the live heap after a full collection.
+func heapInUse() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
+
+// TestMemoryFlat: 100,000 hosts touched once each are held in under 1 KiB
+// each, and after idle eviction the store retains under 1 KiB per host
+// (in fact almost nothing: the maps are rebuilt small).
+func TestMemoryFlat(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		live, retained := touchAndEvict(t, 100_000)
+		t.Logf("100,000 hosts: %.0f B/host live, %.1f B/host retained after eviction", live, retained)
+		if live > 1024 {
+			t.Errorf("live state = %.0f B/host, want <= 1024", live)
+		}
+		if retained > 1024 {
+			t.Errorf("retained after eviction = %.1f B/host, want <= 1024", retained)
+		}
+	})
+}
+
+func touchAndEvict(t testing.TB, n int) (live, retained float64) {
+	before := heapInUse()
+	m := hoststate.NewMemory(hoststate.Config{})
+	ctx := context.Background()
+	ok := classify.Result{Outcome: classify.OK}
+	for i := range n {
+		h := fmt.Sprintf("host-%06d.example.com", i)
+		a, err := m.Admit(ctx, h)
+		if err != nil {
+			t.Fatalf("Admit(%q) = %v", h, err)
+		}
+		m.Record(ctx, h, a, ok)
+	}
+	held := heapInUse()
+	if got := m.Len(); got != 2*n {
+		t.Fatalf("Len() = %d after touching %d hosts, want %d", got, n, 2*n)
+	}
+	time.Sleep(breaker.DefaultConfig().IdleTTL)
+	if got := m.Evict(); got != 2*n {
+		t.Fatalf("Evict() = %d, want %d", got, 2*n)
+	}
+	after := heapInUse()
+	runtime.KeepAlive(m)
+	retainedBytes := int64(after) - int64(before)
+	return float64(held-before) / float64(n), max(float64(retainedBytes), 0) / float64(n)
+}
+
+func BenchmarkAdmitRecord(b *testing.B) {
+	m := hoststate.NewMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 1e12}})
+	hosts := make([]string, 1000)
+	for i := range hosts {
+		hosts[i] = fmt.Sprintf("h%d.example", i)
+	}
+	ctx := context.Background()
+	ok := classify.Result{Outcome: classify.OK}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		h := hosts[i%len(hosts)]
+		i++
+		a, err := m.Admit(ctx, h)
+		if err != nil {
+			b.Fatal(err)
+		}
+		m.Record(ctx, h, a, ok)
+	}
+}
+
+func BenchmarkAdmitRecordParallel(b *testing.B) {
+	m := hoststate.NewMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 1e12}})
+	hosts := make([]string, 1000)
+	for i := range hosts {
+		hosts[i] = fmt.Sprintf("h%d.example", i)
+	}
+	ctx := context.Background()
+	ok := classify.Result{Outcome: classify.OK}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		i := rand.IntN(len(hosts))
+		for pb.Next() {
+			h := hosts[i%len(hosts)]
+			i++
+			a, err := m.Admit(ctx, h)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			m.Record(ctx, h, a, ok)
+		}
+	})
+}
+
+// BenchmarkMemory100kHosts reports the heap per host while 100,000 hosts
+// touched once each are held (TestMemoryFlat measures what eviction leaves).
+func BenchmarkMemory100kHosts(b *testing.B) {
+	const n = 100_000
+	ctx := context.Background()
+	ok := classify.Result{Outcome: classify.OK}
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("host-%06d.example.com", i)
+	}
+	var live float64
+	for b.Loop() {
+		before := heapInUse()
+		m := hoststate.NewMemory(hoststate.Config{})
+		for _, h := range names {
+			a, err := m.Admit(ctx, h)
+			if err != nil {
+				b.Fatal(err)
+			}
+			m.Record(ctx, h, a, ok)
+		}
+		live = float64(heapInUse()-before) / n
+		runtime.KeepAlive(m)
+	}
+	b.ReportMetric(live, "B/host")
+}
