@@ -233,10 +233,10 @@ func (c *Checker) Check(ctx context.Context, u *url.URL) (Decision, error) {
 
 // target is what Check needs to know about a URL.
 type target struct {
-	key    string   // cache key: scheme://host:port, host lower-cased
-	host   string   // u.Host, for errors
-	robots *url.URL // the host's /robots.txt
-	path   string   // escaped path
+	key    string // cache key: scheme://host:port, host lower-cased
+	scheme string // http or https
+	host   string // u.Host: host and optional port, never user information
+	path   string // escaped path
 }
 
 func (c *Checker) target(u *url.URL) (target, error) {
@@ -266,8 +266,8 @@ func (c *Checker) target(u *url.URL) (target, error) {
 	host = strings.TrimSuffix(strings.ToLower(host), ".")
 	return target{
 		key:    scheme + "://" + net.JoinHostPort(host, port),
+		scheme: scheme,
 		host:   u.Host,
-		robots: &url.URL{Scheme: scheme, Host: u.Host, Path: "/robots.txt"},
 		path:   escapedPath(u),
 	}, nil
 }

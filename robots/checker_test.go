@@ -1,12 +1,14 @@
 package robots_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -650,4 +652,24 @@ func TestCheckConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// BenchmarkCheckCached measures Check on a host whose robots.txt is cached:
+// the cost every request pays.
+func BenchmarkCheckCached(b *testing.B) {
+	body, err := os.ReadFile("testdata/robots_100k.txt")
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := robots.New(robots.Config{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		return &http.Response{StatusCode: 200, Header: http.Header{}, Body: io.NopCloser(bytes.NewReader(body))}, nil
+	})})
+	u := mustURL(b, "https://www.example.com/catalog/widget-4242/details?color=blue")
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.Check(ctx, u); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -29,7 +29,7 @@ func (c *Checker) fetch(ctx context.Context, t target) (fetchResult, error) {
 		return fetchResult{}, fmt.Errorf("robots: fetching robots.txt of %s: %w", t.host, ctx.Err())
 	}
 
-	next := t.robots
+	next := &url.URL{Scheme: t.scheme, Host: t.host, Path: "/robots.txt"}
 	for hops := 0; ; hops++ {
 		resp, err := c.get(fctx, next)
 		if err != nil {
