@@ -5,7 +5,11 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
+	"net/http"
+	"net/url"
+	"slices"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -130,12 +134,42 @@ func (l *lineBuilder) value(v slog.Value) {
 		switch x := v.Any().(type) {
 		case []string:
 			l.strsValue(x)
+		case *url.URL:
+			l.b = appendJSONString(l.b, RedactURL(x))
+		case url.URL:
+			l.b = appendJSONString(l.b, RedactURL(&x))
+		case http.Header:
+			l.object(RedactHeader(x))
+		case url.Values:
+			red := make(map[string][]string, len(x))
+			for k, vs := range x {
+				if (Redactor{}).IsSecretParam(k) {
+					vs = slices.Repeat([]string{Redacted}, len(vs))
+				}
+				red[k] = vs
+			}
+			l.object(red)
 		case error:
 			l.b = appendJSONString(l.b, RedactError(x))
 		default:
 			l.b = appendJSONString(l.b, RedactString(fmt.Sprint(x)))
 		}
 	}
+}
+
+// object encodes a map of string lists as a JSON object with sorted keys,
+// redacting every value.
+func (l *lineBuilder) object(m map[string][]string) {
+	l.b = append(l.b, '{')
+	for i, k := range slices.Sorted(maps.Keys(m)) {
+		if i > 0 {
+			l.b = append(l.b, ',')
+		}
+		l.b = appendJSONString(l.b, k)
+		l.b = append(l.b, ':')
+		l.strsValue(m[k])
+	}
+	l.b = append(l.b, '}')
 }
 
 // finish appends prev and hash and the newline, and returns the line's

@@ -64,6 +64,12 @@ func (r Redactor) RedactURL(u *url.URL) string {
 	if strings.IndexByte(s, '=') < 0 {
 		return s
 	}
+	// u.String escapes '?' in the path, so the first '?' starts the query;
+	// redact the path and the rest apart so a path parameter's value
+	// cannot swallow the query.
+	if q := strings.IndexByte(s, '?'); q >= 0 {
+		return r.redactPairs(s[:q]) + r.redactPairs(s[q:])
+	}
 	return r.redactPairs(s)
 }
 

@@ -157,9 +157,17 @@ func redactAuthSchemes(s string) string {
 			continue
 		}
 		t := j
-		for t < len(s) && isToken68(s[t]) {
+		for t < len(s) && isToken68(s[t]) && s[t] != '=' {
 			t++
 		}
+		e := t
+		for e < len(s) && s[e] == '=' {
+			e++
+		}
+		if e > t && e < len(s) && (isToken68(s[e]) || s[e] == '"') {
+			continue // an auth-param such as realm="x", not a credential
+		}
+		t = e
 		minLen := 1
 		if scheme == "basic" {
 			minLen = 8

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -184,8 +183,11 @@ func (st *verifyState) done(file string) error {
 	return nil
 }
 
-// parseLine checks one line (without its newline) on its own: its layout,
-// its hash and its JSON. It returns the line's seq, prev and hash, or a
+// parseLine checks one line (without its newline) on its own: its layout
+// and its hash. It does not decode the JSON: a line whose hash matches was
+// written by a writer that computes the hash, which is Audit (whose lines
+// are valid JSON) or a forger who could as well have written valid JSON;
+// decoding would only slow Verify down. It returns the line's seq, prev and hash, or a
 // reason why the line is bad.
 func parseLine(line []byte) (seq uint64, prev, hash []byte, reason string) {
 	if len(line) < minLineLen {
@@ -202,17 +204,11 @@ func parseLine(line []byte) (seq uint64, prev, hash []byte, reason string) {
 		return 0, nil, nil, "not an audit line: no prev before its hash"
 	}
 	prev = body[b-prevTail+len(prevKey) : b-1]
-	if !isHex(hash) || !isHex(prev) {
-		return 0, nil, nil, "not an audit line: prev or hash is not hex"
-	}
 	sum := sha256.Sum256(body)
 	var want [hashLen]byte
 	hex.Encode(want[:], sum[:])
 	if !bytes.Equal(want[:], hash) {
 		return 0, nil, nil, "hash mismatch: the line was edited"
-	}
-	if !json.Valid(line) {
-		return 0, nil, nil, "not valid JSON"
 	}
 	rest, ok := bytes.CutPrefix(line, []byte(`{"seq":`))
 	i := bytes.IndexByte(rest, ',')
@@ -224,13 +220,4 @@ func parseLine(line []byte) (seq uint64, prev, hash []byte, reason string) {
 		return 0, nil, nil, "not an audit line: bad seq"
 	}
 	return seq, prev, hash, ""
-}
-
-func isHex(b []byte) bool {
-	for _, c := range b {
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return false
-		}
-	}
-	return true
 }

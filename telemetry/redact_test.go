@@ -1,0 +1,211 @@
+package telemetry_test
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/egresskit/egresskit/telemetry"
+)
+
+func TestRedactURL(t *testing.T) {
+	tests := []struct {
+		in, want string
+	}{
+		{"https://example.com/a/b", "https://example.com/a/b"},
+		{"https://example.com/", "https://example.com/"},
+		{"https://user:s3cr3t@example.com/x", "https://example.com/x"},
+		{"https://user@example.com/x", "https://example.com/x"},
+		{"http://u:p%40ss@proxy.example:8080", "http://proxy.example:8080"},
+		{"socks5://u:pw@127.0.0.1:1080", "socks5://127.0.0.1:1080"},
+		{"https://example.com/?q=go&page=2", "https://example.com/?q=go&page=2"},
+		{"https://example.com/?token=abc&q=go", "https://example.com/?token=REDACTED&q=go"},
+		{"https://example.com/?Access_Token=abc", "https://example.com/?Access_Token=REDACTED"},
+		{"https://example.com/?apiKey=1&api_key=2&apikey=3&key=4", "https://example.com/?apiKey=REDACTED&api_key=REDACTED&apikey=REDACTED&key=REDACTED"},
+		{"https://s3.example/o?X-Amz-Credential=c&X-Amz-Signature=s&X-Amz-Date=d", "https://s3.example/o?X-Amz-Credential=REDACTED&X-Amz-Signature=REDACTED&X-Amz-Date=d"},
+		{"https://blob.example/c?sv=2020&sig=abc%2Bdef", "https://blob.example/c?sv=2020&sig=REDACTED"},
+		{"https://example.com/cb?code=xyz&state=s", "https://example.com/cb?code=REDACTED&state=s"},
+		{"https://example.com/?password=a&passwd=b&pass=c&pwd=d", "https://example.com/?password=REDACTED&passwd=REDACTED&pass=REDACTED&pwd=REDACTED"},
+		{"https://example.com/?session=a&sessionid=b&PHPSESSID=c&sid=d", "https://example.com/?session=REDACTED&sessionid=REDACTED&PHPSESSID=REDACTED&sid=REDACTED"},
+		{"https://example.com/?auth=a&secret=b&client_secret=c&refresh_token=d", "https://example.com/?auth=REDACTED&secret=REDACTED&client_secret=REDACTED&refresh_token=REDACTED"},
+		{"https://example.com/?keyword=go&author=me&zipcode=1&monkey=2", "https://example.com/?keyword=go&author=me&zipcode=1&monkey=2"},
+		{"https://example.com/?api%5Fkey=x", "https://example.com/?api%5Fkey=REDACTED"},
+		{"https://example.com/?a=1;token=x", "https://example.com/?a=1;token=REDACTED"},
+		{"https://example.com/?token", "https://example.com/?token"},
+		{"https://example.com/?token=", "https://example.com/?token="},
+		{"https://example.com/app;jsessionid=ABC123?x=1", "https://example.com/app;jsessionid=REDACTED?x=1"},
+		{"https://example.com/cb#access_token=abc&type=bearer", "https://example.com/cb#access_token=REDACTED&type=bearer"},
+		{"https://u:p@example.com/?token=t#sig=s", "https://example.com/?token=REDACTED#sig=REDACTED"},
+	}
+	for _, tt := range tests {
+		u, err := url.Parse(tt.in)
+		if err != nil {
+			t.Fatalf("url.Parse(%q): %v", tt.in, err)
+		}
+		if got := telemetry.RedactURL(u); got != tt.want {
+			t.Errorf("RedactURL(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+		if got := telemetry.RedactURLString(tt.in); got != tt.want {
+			t.Errorf("RedactURLString(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+	if got := telemetry.RedactURL(nil); got != "" {
+		t.Errorf("RedactURL(nil) = %q, want \"\"", got)
+	}
+}
+
+func TestRedactURLDoesNotChangeInput(t *testing.T) {
+	u, _ := url.Parse("https://user:pw@example.com/?token=x")
+	before := u.String()
+	telemetry.RedactURL(u)
+	if u.String() != before || u.User == nil {
+		t.Errorf("RedactURL changed its argument to %q", u.String())
+	}
+}
+
+func TestRedactorSecretParams(t *testing.T) {
+	r := telemetry.Redactor{SecretParams: []string{"Tenant"}, SecretHeaders: []string{"X-Internal"}}
+	u, _ := url.Parse("https://example.com/?tenant_id=acme&q=1&token=t")
+	if got, want := r.RedactURL(u), "https://example.com/?tenant_id=REDACTED&q=1&token=REDACTED"; got != want {
+		t.Errorf("RedactURL(%v) = %q, want %q", u, got, want)
+	}
+	h := http.Header{"X-Internal": {"v"}}
+	if got := r.RedactHeader(h).Get("X-Internal"); got != telemetry.Redacted {
+		t.Errorf("RedactHeader(X-Internal) = %q, want %q", got, telemetry.Redacted)
+	}
+}
+
+func TestRedactHeader(t *testing.T) {
+	in := http.Header{
+		"Authorization":        {"Bearer abc"},
+		"Proxy-Authorization":  {"Basic dXNlcjpwYXNz"},
+		"Cookie":               {"session=1; theme=dark"},
+		"Set-Cookie":           {"id=2; Path=/", "t=3"},
+		"X-Api-Key":            {"k"},
+		"X-Auth-Token":         {"t"},
+		"X-Amz-Security-Token": {"s"},
+		"Accept":               {"text/html"},
+		"Referer":              {"https://u:p@example.com/?token=x&q=1"},
+		"Www-Authenticate":     {`Bearer realm="api"`},
+	}
+	want := http.Header{
+		"Authorization":        {"REDACTED"},
+		"Proxy-Authorization":  {"REDACTED"},
+		"Cookie":               {"REDACTED"},
+		"Set-Cookie":           {"REDACTED", "REDACTED"},
+		"X-Api-Key":            {"REDACTED"},
+		"X-Auth-Token":         {"REDACTED"},
+		"X-Amz-Security-Token": {"REDACTED"},
+		"Accept":               {"text/html"},
+		"Referer":              {"https://example.com/?token=REDACTED&q=1"},
+		"Www-Authenticate":     {`Bearer realm="api"`},
+	}
+	got := telemetry.RedactHeader(in)
+	for k, vs := range want {
+		if fmt.Sprint(got[k]) != fmt.Sprint(vs) {
+			t.Errorf("RedactHeader()[%s] = %q, want %q", k, got[k], vs)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("RedactHeader() has %d keys, want %d", len(got), len(want))
+	}
+	if in.Get("Authorization") != "Bearer abc" {
+		t.Errorf("RedactHeader changed its argument")
+	}
+	if telemetry.RedactHeader(nil) != nil {
+		t.Errorf("RedactHeader(nil) != nil")
+	}
+}
+
+func TestRedactError(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"nil", nil, ""},
+		{"plain", errors.New("connection refused"), "connection refused"},
+		{"url.Error userinfo", &url.Error{Op: "Get", URL: "https://bob:hunter2@example.com/x", Err: errors.New("EOF")},
+			`Get "https://example.com/x": EOF`},
+		{"url.Error query", &url.Error{Op: "Get", URL: "https://example.com/?api_key=hunter2", Err: errors.New("timeout")},
+			`Get "https://example.com/?api_key=REDACTED": timeout`},
+		{"wrapped proxy", fmt.Errorf("egress: proxy http://u:hunter2@127.0.0.1:3128 failed: %w", errors.New("dial")),
+			"egress: proxy http://127.0.0.1:3128 failed: dial"},
+		{"bearer", errors.New("upstream said: Authorization: Bearer hunter2 rejected"),
+			"upstream said: Authorization: Bearer REDACTED rejected"},
+		{"pair in text", errors.New("bad request token=hunter2, retry"),
+			"bad request token=REDACTED retry"},
+	}
+	for _, tt := range tests {
+		if got := telemetry.RedactError(tt.err); got != tt.want {
+			t.Errorf("%s: RedactError(%v) = %q, want %q", tt.name, tt.err, got, tt.want)
+		}
+	}
+}
+
+func TestRedactString(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"", ""},
+		{"nothing to see", "nothing to see"},
+		{"a=1 b=2", "a=1 b=2"},
+		{"see https://u:p@h.example/p and ftp://x:y@z/", "see https://h.example/p and ftp://z/"},
+		{"mail me at bob@example.com", "mail me at bob@example.com"},
+		{"https://medium.example/@bob", "https://medium.example/@bob"},
+		{"Basic dXNlcjpwYXNzd29yZA==", "Basic REDACTED"},
+		{"basic auth failed", "basic auth failed"},
+		{"token=REDACTED", "token=REDACTED"},
+		{`{"url":"https://h/?sig=abc"}`, `{"url":"https://h/?sig=REDACTED"}`},
+	}
+	for _, tt := range tests {
+		if got := telemetry.RedactString(tt.in); got != tt.want {
+			t.Errorf("RedactString(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestIsSecret(t *testing.T) {
+	var r telemetry.Redactor
+	for _, n := range []string{"token", "X-Amz-Signature", "apiKey", "AWSAccessKeyId", "otp", "jwt", "auth[token]"} {
+		if !r.IsSecretParam(n) {
+			t.Errorf("IsSecretParam(%q) = false, want true", n)
+		}
+	}
+	for _, n := range []string{"q", "page", "keyword", "author", "passage", "codec", "pinned"} {
+		if r.IsSecretParam(n) {
+			t.Errorf("IsSecretParam(%q) = true, want false", n)
+		}
+	}
+	for _, n := range []string{"authorization", "COOKIE", "x-api-key", "Set-Cookie"} {
+		if !r.IsSecretHeader(n) {
+			t.Errorf("IsSecretHeader(%q) = false, want true", n)
+		}
+	}
+	if r.IsSecretHeader("Content-Type") {
+		t.Errorf("IsSecretHeader(Content-Type) = true, want false")
+	}
+}
+
+// FuzzRedactString checks that redaction never panics, is idempotent and
+// never leaves a password that was in URL userinfo.
+func FuzzRedactString(f *testing.F) {
+	f.Add("https://u:p@h/?token=x&q=1")
+	f.Add("Bearer abc token=1;sig=2#code=3")
+	f.Add("://@=&;")
+	f.Fuzz(func(t *testing.T, s string) {
+		once := telemetry.RedactString(s)
+		if twice := telemetry.RedactString(once); twice != once {
+			t.Errorf("RedactString not idempotent: %q -> %q -> %q", s, once, twice)
+		}
+		u, err := url.Parse(s)
+		if err != nil {
+			return
+		}
+		got := telemetry.RedactURL(u)
+		if p, ok := u.User.Password(); ok && len(p) > 3 && !strings.Contains(u.Redacted(), p) && strings.Contains(got, "@"+p) {
+			t.Errorf("RedactURL(%q) = %q keeps the password", s, got)
+		}
+	})
+}
