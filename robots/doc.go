@@ -29,5 +29,10 @@
 // so a check does not re-read the file.
 //
 // Crawl-delay is not part of RFC 9309 but widely used; a Decision reports it,
-// sanitised, so that the caller can use it as the host's rate ceiling.
+// sanitised and clamped to Config.MaxCrawlDelay (60 s by default), so that
+// the caller can use it as the host's rate ceiling.
+//
+// Parse and Rules serve callers that fetch robots.txt themselves; Transport
+// wraps an http.RoundTripper with a Checker for use outside the egresskit
+// chain.
 package robots

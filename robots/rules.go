@@ -71,9 +71,11 @@ func (r *Rules) Allowed(u *url.URL) bool {
 	return r.allowed(matchTarget(p, u))
 }
 
-// CrawlDelay returns the Crawl-delay that applies to the agent, and whether
-// there is one. Values that are not positive decimal numbers are ignored;
-// values above 24 hours are cut to 24 hours.
+// CrawlDelay returns the Crawl-delay, in seconds in the file, of the group
+// that applies to the agent, and whether there is one; of several lines the
+// largest counts. Values that are not positive numbers ("-1", "0", "abc",
+// "10s") are ignored; values above 24 hours ("1e9", "Inf") are cut to 24
+// hours.
 func (r *Rules) CrawlDelay() (time.Duration, bool) {
 	if r == nil {
 		return 0, false
@@ -90,7 +92,7 @@ func (r *Rules) allowed(target string) bool {
 		return verdict(r.first(target, r.rules))
 	}
 	// Only rules whose literal prefix is a prefix of target can match.
-	best := rule{n: 0, allow: true}
+	var best rule
 	found := false
 	for _, l := range r.lens {
 		if l > len(target) {
