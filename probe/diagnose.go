@@ -1,0 +1,381 @@
+package probe
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/egresskit/egresskit/classify"
+)
+
+// Status is the verdict of a diagnosis.
+type Status uint8
+
+// The statuses, from best to worst.
+const (
+	// Healthy: dispatch the fleet at full concurrency.
+	Healthy Status = iota
+	// Degraded: dispatch with reduced concurrency and the recommended
+	// backoff.
+	Degraded
+	// Critical: do not dispatch (or only at the recommended fraction when
+	// the cause is throttling); a breaker should trip.
+	Critical
+)
+
+var statusNames = [...]string{"HEALTHY", "DEGRADED", "CRITICAL"}
+
+// String returns "HEALTHY", "DEGRADED" or "CRITICAL".
+func (s Status) String() string {
+	if int(s) < len(statusNames) {
+		return statusNames[s]
+	}
+	return "UNKNOWN"
+}
+
+// Thresholds decide the status. The zero value holds the defaults, which
+// are the seed's: CRITICAL on any rate-limited response or a success rate
+// below 0.5; DEGRADED on a success rate below 0.9 or a mean latency above
+// 2 s. Comparisons are strict, so a value exactly at a threshold passes.
+type Thresholds struct {
+	// CriticalRateLimited: this many rate-limited results or more make the
+	// status CRITICAL. Zero means 1; negative disables the rule.
+	CriticalRateLimited int
+	// CriticalSuccessRate: a success rate below it is CRITICAL. Zero means
+	// 0.5; negative disables the rule.
+	CriticalSuccessRate float64
+	// DegradedSuccessRate: a success rate below it is DEGRADED. Zero means
+	// 0.9; negative disables the rule.
+	DegradedSuccessRate float64
+	// DegradedLatency: a mean latency above it is DEGRADED. Zero means 2 s;
+	// negative disables the rule.
+	DegradedLatency time.Duration
+}
+
+func (t Thresholds) validate() error {
+	for _, r := range []struct {
+		name string
+		v    float64
+	}{{"CriticalSuccessRate", t.CriticalSuccessRate}, {"DegradedSuccessRate", t.DegradedSuccessRate}} {
+		if math.IsNaN(r.v) || r.v > 1 {
+			return fmt.Errorf("%w: Thresholds.%s %v is above 1", ErrInvalidOption, r.name, r.v)
+		}
+	}
+	return nil
+}
+
+// withDefaults replaces zeros by the defaults.
+func (t Thresholds) withDefaults() Thresholds {
+	if t.CriticalRateLimited == 0 {
+		t.CriticalRateLimited = 1
+	}
+	if t.CriticalSuccessRate == 0 {
+		t.CriticalSuccessRate = 0.5
+	}
+	if t.DegradedSuccessRate == 0 {
+		t.DegradedSuccessRate = 0.9
+	}
+	if t.DegradedLatency == 0 {
+		t.DegradedLatency = 2 * time.Second
+	}
+	return t
+}
+
+// Counts are numbers of results per outcome. Every result is counted once:
+// a result cut short by the deadline under Deadline, not Canceled.
+type Counts struct {
+	OK, Transient, Throttled, Refused, Permanent, Canceled, Deadline int
+}
+
+func (c *Counts) add(r Result) {
+	switch {
+	case r.Deadline:
+		c.Deadline++
+	case r.Outcome == classify.OK:
+		c.OK++
+	case r.Outcome == classify.Transient:
+		c.Transient++
+	case r.Outcome == classify.Throttled:
+		c.Throttled++
+	case r.Outcome == classify.Refused:
+		c.Refused++
+	case r.Outcome == classify.Permanent:
+		c.Permanent++
+	default:
+		c.Canceled++
+	}
+}
+
+// Latency summarises the latencies of the probes that received a response
+// (Status != 0); failures without a response carry no latency sample.
+// Percentiles use the nearest-rank definition: the p-th percentile of n
+// sorted samples is the sample of rank ceil(p/100 * n), so it is always an
+// observed value. With no samples every field is zero.
+type Latency struct {
+	Samples            int
+	Mean               time.Duration
+	P50, P95, P99, Max time.Duration
+}
+
+// Percentile returns the nearest-rank p-th percentile (0 < p <= 100) of
+// sorted, or zero when sorted is empty.
+func Percentile(sorted []time.Duration, p int) time.Duration {
+	n := len(sorted)
+	if n == 0 || p <= 0 {
+		return 0
+	}
+	if p > 100 {
+		p = 100
+	}
+	rank := (p*n + 99) / 100 // ceil(p*n/100) in integers
+	return sorted[max(rank, 1)-1]
+}
+
+// Breakdown is the tally for one egress or one host.
+type Breakdown struct {
+	// Name is the egress ID or the host.
+	Name string
+	// Total is the number of results; Succeeded of them succeeded.
+	Total, Succeeded int
+	// Outcomes counts the results per outcome.
+	Outcomes Counts
+	// RateLimited and Blocked are as in Diagnosis.
+	RateLimited, Blocked int
+	// MaxRetryAfter is the longest Retry-After seen.
+	MaxRetryAfter time.Duration
+}
+
+// Diagnosis is the verdict drawn from a set of results. It is a pure
+// function of the results and the thresholds (see Diagnose).
+type Diagnosis struct {
+	// Status is the verdict.
+	Status Status
+	// Reasons explain it, one sentence per rule that fired, in rule order.
+	Reasons []string
+
+	// Total is the number of results; Measured excludes those the caller
+	// cancelled (they say nothing about the targets).
+	Total, Measured int
+	// Succeeded counts the results for which Result.Success holds.
+	Succeeded int
+	// SuccessRate is Succeeded / Measured, or 0 when Measured is 0.
+	SuccessRate float64
+	// Latency summarises the response latencies.
+	Latency Latency
+	// Outcomes counts results per outcome.
+	Outcomes Counts
+
+	// RateLimited counts results with status 429 or outcome Throttled
+	// (a 503 with Retry-After is Throttled). The seed's rate_limited_count.
+	RateLimited int
+	// Blocked counts results that are not rate-limited and were refused
+	// (outcome Refused: a challenge page or a refusal naming the agent),
+	// or had status 403 or 503, or got no response at all for any reason
+	// but the caller's cancellation: connection failures, timeouts and
+	// deadline cut-offs. The seed's blocked_count.
+	Blocked int
+	// ConnectionFailures counts results without a response that failed on
+	// their own (refused or reset connections, TLS or proxy failures), not
+	// by a timeout, the deadline or cancellation.
+	ConnectionFailures int
+	// Timeouts counts results that ran out of PerRequestTimeout.
+	Timeouts int
+	// NotStarted counts results the deadline came before (Stage queued).
+	NotStarted int
+	// MaxRetryAfter is the longest Retry-After seen.
+	MaxRetryAfter time.Duration
+
+	// Egresses and Hosts break the results down, sorted by name.
+	Egresses, Hosts []Breakdown
+	// FailingEgresses are egresses through which no probe succeeded while
+	// some other egress did succeed: blacklisted or dead proxies.
+	FailingEgresses []string
+	// BlockingHosts are hosts no probe succeeded with while some egress did
+	// succeed with another host: the host blocks us, whatever the egress.
+	BlockingHosts []string
+
+	// Backoff is the recommended retry backoff.
+	Backoff Backoff
+	// Recommendation is the recommended concurrency and pacing.
+	Recommendation Recommendation
+}
+
+func isRateLimited(r Result) bool {
+	return !r.Deadline && (r.Status == 429 || r.Outcome == classify.Throttled)
+}
+
+func isBlocked(r Result) bool {
+	if isRateLimited(r) {
+		return false
+	}
+	return r.Deadline || r.Outcome == classify.Refused || r.Status == 403 || r.Status == 503 ||
+		(r.Status == 0 && r.Outcome != classify.Canceled)
+}
+
+func isCallerCanceled(r Result) bool { return r.Outcome == classify.Canceled && !r.Deadline }
+
+// Diagnose draws the diagnosis from results under th (zero fields mean the
+// defaults). It is deterministic: the same results in any order give the
+// same diagnosis.
+//
+// The status rules, in order (the worst status that fires wins, and each
+// rule that fires adds a reason): no measured result is CRITICAL; at least
+// CriticalRateLimited rate-limited results is CRITICAL; a success rate
+// below CriticalSuccessRate is CRITICAL; below DegradedSuccessRate is
+// DEGRADED; a mean latency above DegradedLatency is DEGRADED.
+func Diagnose(results []Result, th Thresholds) Diagnosis {
+	th = th.withDefaults()
+	d := Diagnosis{Total: len(results)}
+	var lat []time.Duration
+	var sum time.Duration
+	egresses := map[string]*Breakdown{}
+	hosts := map[string]*Breakdown{}
+	tally := func(m map[string]*Breakdown, name string, r Result) {
+		b := m[name]
+		if b == nil {
+			b = &Breakdown{Name: name}
+			m[name] = b
+		}
+		b.Total++
+		if r.Success() {
+			b.Succeeded++
+		}
+		b.Outcomes.add(r)
+		if isRateLimited(r) {
+			b.RateLimited++
+		}
+		if isBlocked(r) {
+			b.Blocked++
+		}
+		b.MaxRetryAfter = max(b.MaxRetryAfter, r.RetryAfter)
+	}
+	for _, r := range results {
+		d.Outcomes.add(r)
+		tally(egresses, r.Egress, r)
+		tally(hosts, r.Host, r)
+		if !isCallerCanceled(r) {
+			d.Measured++
+		}
+		if r.Success() {
+			d.Succeeded++
+		}
+		if isRateLimited(r) {
+			d.RateLimited++
+		}
+		if isBlocked(r) {
+			d.Blocked++
+		}
+		if r.Status == 0 && !r.Deadline && !r.TimedOut && r.Outcome != classify.Canceled {
+			d.ConnectionFailures++
+		}
+		if r.TimedOut {
+			d.Timeouts++
+		}
+		if r.Deadline && r.Stage == StageQueued {
+			d.NotStarted++
+		}
+		d.MaxRetryAfter = max(d.MaxRetryAfter, r.RetryAfter)
+		if r.Status != 0 {
+			lat = append(lat, r.Latency)
+			sum += r.Latency
+		}
+	}
+	if d.Measured > 0 {
+		d.SuccessRate = float64(d.Succeeded) / float64(d.Measured)
+	}
+	if n := len(lat); n > 0 {
+		slices.Sort(lat)
+		d.Latency = Latency{
+			Samples: n,
+			Mean:    sum / time.Duration(n),
+			P50:     Percentile(lat, 50),
+			P95:     Percentile(lat, 95),
+			P99:     Percentile(lat, 99),
+			Max:     lat[n-1],
+		}
+	}
+	d.Egresses = sortedBreakdowns(egresses)
+	d.Hosts = sortedBreakdowns(hosts)
+	d.FailingEgresses, d.BlockingHosts = attribute(results, d.Egresses, d.Hosts)
+
+	d.Status, d.Reasons = judge(d, th)
+	d.Backoff = recommendBackoff(d)
+	d.Recommendation = recommend(d, th)
+	return d
+}
+
+func sortedBreakdowns(m map[string]*Breakdown) []Breakdown {
+	out := make([]Breakdown, 0, len(m))
+	for _, b := range m {
+		out = append(out, *b)
+	}
+	slices.SortFunc(out, func(a, b Breakdown) int {
+		switch {
+		case a.Name < b.Name:
+			return -1
+		case a.Name > b.Name:
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// attribute singles out the egresses that failed every target while
+// another egress worked, and the hosts that failed through every egress
+// while some egress worked for another host.
+func attribute(results []Result, egresses, hosts []Breakdown) (failing, blocking []string) {
+	working := map[string]bool{}   // egresses with a success
+	reachable := map[string]bool{} // hosts with a success
+	for _, r := range results {
+		if r.Success() {
+			working[r.Egress] = true
+			reachable[r.Host] = true
+		}
+	}
+	for _, e := range egresses {
+		if e.Succeeded == 0 && e.Total > e.Outcomes.Canceled && len(working) > 0 {
+			failing = append(failing, e.Name)
+		}
+	}
+	// A host blocks when it failed through egresses that worked elsewhere.
+	for _, h := range hosts {
+		if h.Succeeded > 0 || h.Total == h.Outcomes.Canceled {
+			continue
+		}
+		for _, r := range results {
+			if r.Host == h.Name && working[r.Egress] && !isCallerCanceled(r) {
+				blocking = append(blocking, h.Name)
+				break
+			}
+		}
+	}
+	return failing, blocking
+}
+
+// judge applies the status rules.
+func judge(d Diagnosis, th Thresholds) (Status, []string) {
+	status := Healthy
+	var reasons []string
+	fire := func(s Status, format string, args ...any) {
+		status = max(status, s)
+		reasons = append(reasons, fmt.Sprintf(format, args...))
+	}
+	if d.Measured == 0 {
+		fire(Critical, "no probe was measured")
+		return status, reasons
+	}
+	if th.CriticalRateLimited > 0 && d.RateLimited >= th.CriticalRateLimited {
+		fire(Critical, "%d of %d probes were rate-limited (critical at %d)", d.RateLimited, d.Measured, th.CriticalRateLimited)
+	}
+	if th.CriticalSuccessRate > 0 && d.SuccessRate < th.CriticalSuccessRate {
+		fire(Critical, "success rate %.4g is below %.4g", d.SuccessRate, th.CriticalSuccessRate)
+	} else if th.DegradedSuccessRate > 0 && d.SuccessRate < th.DegradedSuccessRate {
+		fire(Degraded, "success rate %.4g is below %.4g", d.SuccessRate, th.DegradedSuccessRate)
+	}
+	if th.DegradedLatency > 0 && d.Latency.Mean > th.DegradedLatency {
+		fire(Degraded, "mean latency %v is above %v", d.Latency.Mean.Round(time.Millisecond), th.DegradedLatency)
+	}
+	return status, reasons
+}

@@ -1,0 +1,160 @@
+package probe
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/egresskit/egresskit/classify"
+	"github.com/egresskit/egresskit/egress"
+)
+
+// Defaults for Options.
+const (
+	// DefaultDeadline bounds a whole Run.
+	DefaultDeadline = 10 * time.Second
+	// DefaultConcurrency is the number of probes in flight at once.
+	DefaultConcurrency = 64
+	// DefaultMaxRedirects is the number of redirects a probe follows.
+	DefaultMaxRedirects = 5
+	// DefaultUserAgent is sent when Options.UserAgent is empty.
+	DefaultUserAgent = "egresskit-probe/1"
+)
+
+// ErrInvalidOption is wrapped by every error about a bad Options value.
+var ErrInvalidOption = errors.New("probe: invalid option")
+
+// Options configures Run. The zero value works: direct egress, GET, a 10 s
+// deadline, 64 probes in flight, the default classifier and the seed's
+// thresholds.
+type Options struct {
+	// Matrix probes every target through every egress (Options.Proxies,
+	// plus any proxy URL named by a target), to tell a blacklisted proxy
+	// from a blocking target. Without Matrix each target is probed once,
+	// through its own Egress.
+	Matrix bool
+
+	// Proxies are the egress endpoints (package egress) targets may name by
+	// ID. Targets without an Egress are spread over them in turn (or, with
+	// Matrix, sent through each). Empty means direct. Their IDs and
+	// redacted proxy URLs appear in the report; their credentials never do.
+	Proxies []egress.Endpoint
+
+	// Deadline bounds the whole Run, measured from its start; ctx's own
+	// deadline applies when earlier. Probes still running when it passes
+	// are cancelled and reported with outcome "deadline". Zero means
+	// DefaultDeadline; negative is an error.
+	Deadline time.Duration
+
+	// PerRequestTimeout bounds each probe; a probe that runs out of it is
+	// reported as a Transient "timeout". Zero means no bound other than
+	// Deadline; negative is an error.
+	PerRequestTimeout time.Duration
+
+	// Concurrency is the number of probes in flight at once. Zero means
+	// DefaultConcurrency; negative is an error.
+	Concurrency int
+
+	// Method is http.MethodGet (when empty) or http.MethodHead.
+	Method string
+
+	// MaxRedirects is the number of redirects a probe follows; the final
+	// response is the one classified. Zero means DefaultMaxRedirects;
+	// negative means none are followed.
+	MaxRedirects int
+
+	// Classifier classifies every response. Nil means
+	// classify.New(classify.Config{}).
+	Classifier *classify.Classifier
+
+	// UserAgent is sent with every probe. Empty means DefaultUserAgent.
+	UserAgent string
+
+	// TLSClientConfig is used for https targets. Nil means the defaults of
+	// crypto/tls (system roots).
+	TLSClientConfig *tls.Config
+
+	// ProxyTLSConfig is used for https:// proxies. Nil means the defaults
+	// of crypto/tls, with the proxy's host as ServerName.
+	ProxyTLSConfig *tls.Config
+
+	// Thresholds decide the status. The zero value holds the defaults.
+	Thresholds Thresholds
+
+	// Progress, when set, is called after each probe finishes, from the
+	// probing goroutines and so concurrently: it must be safe for
+	// concurrent use and quick, because it delays the probe that calls it.
+	Progress func(Progress)
+
+	// Now is the clock for timestamps and latencies. Nil means time.Now.
+	Now func() time.Time
+}
+
+// Progress is passed to Options.Progress.
+type Progress struct {
+	// Done is the number of probes finished so far, this one included.
+	Done int
+	// Total is the number of probes in the run.
+	Total int
+	// Result is the probe that just finished.
+	Result Result
+}
+
+// settings are Options resolved to their defaults.
+type settings struct {
+	Options
+	maxRedirects int // -1 for none
+}
+
+// resolve validates o and fills in defaults.
+func (o Options) resolve() (settings, error) {
+	s := settings{Options: o}
+	bad := func(field, why string) (settings, error) {
+		return settings{}, fmt.Errorf("%w: %s %s", ErrInvalidOption, field, why)
+	}
+	switch {
+	case o.Deadline < 0:
+		return bad("Deadline", "must not be negative")
+	case o.Deadline == 0:
+		s.Deadline = DefaultDeadline
+	}
+	if o.PerRequestTimeout < 0 {
+		return bad("PerRequestTimeout", "must not be negative")
+	}
+	switch {
+	case o.Concurrency < 0:
+		return bad("Concurrency", "must not be negative")
+	case o.Concurrency == 0:
+		s.Concurrency = DefaultConcurrency
+	}
+	switch o.Method {
+	case "":
+		s.Method = http.MethodGet
+	case http.MethodGet, http.MethodHead:
+	default:
+		return bad("Method", fmt.Sprintf("%q is not GET or HEAD", o.Method))
+	}
+	switch {
+	case o.MaxRedirects < 0:
+		s.maxRedirects = -1
+	case o.MaxRedirects == 0:
+		s.maxRedirects = DefaultMaxRedirects
+	default:
+		s.maxRedirects = o.MaxRedirects
+	}
+	if o.Classifier == nil {
+		s.Classifier = classify.New(classify.Config{})
+	}
+	if o.UserAgent == "" {
+		s.UserAgent = DefaultUserAgent
+	}
+	if o.Now == nil {
+		s.Now = time.Now
+	}
+	if err := o.Thresholds.validate(); err != nil {
+		return settings{}, err
+	}
+	return s, nil
+}

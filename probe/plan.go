@@ -1,0 +1,179 @@
+package probe
+
+import (
+	"fmt"
+	"net/url"
+	"strconv"
+)
+
+// direct is the ID of the egress without a proxy.
+const direct = "direct"
+
+// exit is one egress of a Run.
+type exit struct {
+	id    string
+	raw   string   // the proxy URL as given, or "direct"
+	proxy *url.URL // nil for direct
+	shown string   // proxy URL without credentials; "" for direct
+}
+
+// job is one probe to send.
+type job struct {
+	url   string // as given, for the request
+	shown string // redacted, for the report
+	host  string
+	exit  *exit
+}
+
+// plan is a validated Run: its egresses and its probes. Building it does
+// no I/O; every input error surfaces here, before any request.
+type plan struct {
+	exits []*exit
+	jobs  []job
+	scrub scrubber
+}
+
+// newPlan validates targets and proxies and lays out the probes.
+func newPlan(targets []Target, s settings) (*plan, error) {
+	if len(targets) == 0 {
+		return nil, ErrNoTargets
+	}
+	p := &plan{}
+	byID := map[string]*exit{}
+	byURL := map[string]*exit{}
+	var pool []*exit // Options.Proxies, in order
+
+	add := func(e *exit) {
+		p.exits = append(p.exits, e)
+		byID[e.id] = e
+	}
+	for _, ep := range s.Proxies {
+		if ep.ID == "" {
+			return nil, &ProxyError{Err: fmt.Errorf("%w: empty endpoint ID", ErrSyntax)}
+		}
+		if byID[ep.ID] != nil {
+			return nil, &ProxyError{ID: ep.ID, Err: fmt.Errorf("%w: duplicate endpoint ID", ErrSyntax)}
+		}
+		e, err := newExit(ep.ID, ep.Proxy)
+		if err != nil {
+			return nil, &ProxyError{ID: ep.ID, Err: err}
+		}
+		if ep.ID == direct && e.proxy != nil {
+			return nil, &ProxyError{ID: ep.ID, Err: fmt.Errorf("%w: ID %q is reserved for no proxy", ErrSyntax, direct)}
+		}
+		p.scrub.add(e.proxy)
+		add(e)
+		pool = append(pool, e)
+	}
+	directExit := func() *exit {
+		if e := byID[direct]; e != nil {
+			return e
+		}
+		e := &exit{id: direct, raw: direct}
+		add(e)
+		return e
+	}
+	// exitFor resolves a Target.Egress that is not empty.
+	exitFor := func(i int, eg string) (*exit, error) {
+		switch {
+		case !isProxyURL(eg):
+			if e := byID[eg]; e != nil {
+				return e, nil
+			}
+			return nil, &TargetError{Index: i, Err: fmt.Errorf("%w %q", ErrUnknownEgress, eg)}
+		case eg == direct:
+			return directExit(), nil
+		case byURL[eg] != nil:
+			return byURL[eg], nil
+		}
+		e, err := newExit("", eg)
+		if err != nil {
+			return nil, &ProxyError{Err: fmt.Errorf("target %d: %w", i, err)}
+		}
+		// An ad-hoc proxy is named by its redacted URL, made unique.
+		e.id = e.shown
+		for n := 2; byID[e.id] != nil; n++ {
+			e.id = e.shown + "#" + strconv.Itoa(n)
+		}
+		p.scrub.add(e.proxy)
+		byURL[eg] = e
+		add(e)
+		return e, nil
+	}
+
+	type checked struct {
+		t     Target
+		u     *url.URL
+		key   string
+		shown string
+		exit  *exit // nil: decided below
+	}
+	cs := make([]checked, len(targets))
+	for i, t := range targets {
+		u, key, err := parseTargetURL(t.URL)
+		if err != nil {
+			return nil, &TargetError{Index: i, URL: showURL(t.URL), Err: err}
+		}
+		p.scrub.add(u)
+		cs[i] = checked{t: t, u: u, key: key, shown: redactURL(u)}
+		if t.Egress != "" {
+			if cs[i].exit, err = exitFor(i, t.Egress); err != nil {
+				return nil, err
+			}
+		}
+	}
+	mk := func(c checked, e *exit) job {
+		return job{url: c.t.URL, shown: c.shown, host: c.key, exit: e}
+	}
+	if s.Matrix {
+		if len(p.exits) == 0 {
+			directExit()
+		}
+		if n := len(cs) * len(p.exits); n > MaxProbes {
+			return nil, fmt.Errorf("%w: %d targets x %d egresses = %d (limit %d)", ErrTooManyProbes, len(cs), len(p.exits), n, MaxProbes)
+		}
+		for _, c := range cs {
+			for _, e := range p.exits {
+				p.jobs = append(p.jobs, mk(c, e))
+			}
+		}
+		return p, nil
+	}
+	if len(cs) > MaxProbes {
+		return nil, fmt.Errorf("%w: %d targets (limit %d)", ErrTooManyProbes, len(cs), MaxProbes)
+	}
+	next := 0
+	for _, c := range cs {
+		e := c.exit
+		switch {
+		case e != nil:
+		case len(pool) > 0:
+			e = pool[next%len(pool)]
+			next++
+		default:
+			e = directExit()
+		}
+		p.jobs = append(p.jobs, mk(c, e))
+	}
+	return p, nil
+}
+
+// newExit validates a proxy URL ("direct", or "" for an Endpoint, meaning
+// no proxy, as in package egress).
+func newExit(id, raw string) (*exit, error) {
+	if raw == "" && id != "" {
+		raw = direct
+	}
+	u, err := parseProxyURL(raw)
+	if err != nil {
+		return nil, err
+	}
+	e := &exit{id: id, raw: raw, proxy: u}
+	if u == nil {
+		e.raw = direct
+	}
+	if u != nil {
+		e.shown = redactURL(u)
+	}
+	return e, nil
+}

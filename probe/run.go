@@ -1,0 +1,273 @@
+package probe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptrace"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/egresskit/egresskit/classify"
+	"github.com/egresskit/egresskit/egress"
+)
+
+// ErrCanceled is returned by Run, with the partial report, when ctx was
+// cancelled before the run was over.
+var ErrCanceled = errors.New("probe: run cancelled")
+
+// Run probes every target, each through its egress (or, with
+// Options.Matrix, through every egress), at most Options.Concurrency at a
+// time, and diagnoses the results. Probes go through the classifier and
+// the egress's own transport, never through retries or breakers: a probe
+// measures, it does not heal.
+//
+// Run returns by the deadline (Options.Deadline from its start, or ctx's
+// deadline when earlier) plus the time it takes to unwind the probes in
+// flight, a few milliseconds, whatever the endpoints do: each probe's
+// context ends at the deadline, and closing the egress pool then ends the
+// dials and TLS handshakes that net/http keeps running for a connection
+// no request waits for any more. Probes still running then are reported with outcome
+// "deadline", probes not yet started likewise with stage "queued": the
+// report always holds one result per probe. Every goroutine Run starts has
+// ended when it returns.
+//
+// Run returns an error before sending any request when the input is
+// invalid: ErrNoTargets, ErrTooManyProbes, a *TargetError, a *ProxyError,
+// an error wrapping ErrInvalidOption, or an *egress.ConfigError. When ctx is cancelled (rather
+// than reaching its deadline) Run returns the partial report and an error
+// wrapping ErrCanceled and ctx's cause.
+func Run(ctx context.Context, targets []Target, opts Options) (*Report, error) {
+	s, err := opts.resolve()
+	if err != nil {
+		return nil, err
+	}
+	p, err := newPlan(targets, s)
+	if err != nil {
+		return nil, err
+	}
+	started := s.Now()
+	deadline := time.Now().Add(s.Deadline)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+
+	r, err := newRunner(ctx, s, p, deadline)
+	if err != nil {
+		return nil, err
+	}
+	defer r.close()
+	// The caller's cancellation reaches the probes through one callback,
+	// not through a context that every probe would share: a thousand
+	// children of one context contend for its lock when it ends.
+	stop := context.AfterFunc(ctx, r.cancelAll)
+	defer stop()
+
+	rep := &Report{Started: started, Results: make([]Result, len(p.jobs))}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(s.Concurrency, len(p.jobs)) {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(p.jobs) {
+					return
+				}
+				rep.Results[i] = r.probe(&p.jobs[i])
+				r.progress(rep.Results[i])
+			}
+		})
+	}
+	wg.Wait()
+	stop()
+	r.close()
+	rep.Finished = s.Now()
+	rep.Diagnosis = Diagnose(rep.Results, s.Thresholds)
+	if r.canceled.Load() && ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return rep, fmt.Errorf("%w: %w", ErrCanceled, context.Cause(ctx))
+	}
+	return rep, nil
+}
+
+// runner holds what every probe of a Run shares.
+type runner struct {
+	settings
+	base     context.Context // the caller's values, without its cancellation
+	deadline time.Time
+	scrub    *scrubber
+	total    int
+	pool     *egress.Pool
+	clients  map[*exit]*http.Client
+	closed   sync.Once
+
+	done     atomic.Int64 // probes finished
+	canceled atomic.Bool  // the caller cancelled the run
+
+	mu     sync.Mutex                  // guards active
+	active map[*job]context.CancelFunc // contexts of the probes in flight
+}
+
+// newRunner builds the Run's egress pool: one endpoint per exit, each
+// probe sent through its endpoint's own transport (Pool.Transport), which
+// reports proxy failures as *egress.ProxyError. The pool's timeouts are
+// the Run's deadline: the probes' contexts bound everything sooner.
+func newRunner(ctx context.Context, s settings, p *plan, deadline time.Time) (*runner, error) {
+	eps := make([]egress.Endpoint, len(p.exits))
+	for i, e := range p.exits {
+		eps[i] = egress.Endpoint{ID: e.id, Proxy: e.raw}
+	}
+	pool, err := egress.New(egress.Config{
+		Endpoints:             eps,
+		DialTimeout:           s.Deadline,
+		TLSHandshakeTimeout:   s.Deadline,
+		ResponseHeaderTimeout: -1,
+		TLSClientConfig:       s.TLSClientConfig,
+		ProxyTLSConfig:        s.ProxyTLSConfig,
+	})
+	if err != nil {
+		return nil, err
+	}
+	r := &runner{
+		settings: s,
+		base:     context.WithoutCancel(ctx),
+		deadline: deadline,
+		scrub:    &p.scrub,
+		total:    len(p.jobs),
+		pool:     pool,
+		clients:  make(map[*exit]*http.Client, len(p.exits)),
+		active:   map[*job]context.CancelFunc{},
+	}
+	for _, e := range p.exits {
+		rt, ok := pool.Transport(e.id)
+		if !ok { // every exit is an endpoint of the pool
+			pool.Close()
+			return nil, &ProxyError{ID: e.id, Err: egress.ErrUnknownEndpoint}
+		}
+		r.clients[e] = &http.Client{
+			Transport:     classify.NewTransport(rt, s.Classifier),
+			CheckRedirect: checkRedirect(s.maxRedirects),
+		}
+	}
+	return r, nil
+}
+
+// close cancels what is left and closes the pool, which ends the dials and
+// TLS handshakes still in flight and closes every connection. It is
+// idempotent.
+func (r *runner) close() {
+	r.closed.Do(func() {
+		r.cancelAll()
+		r.pool.Close()
+	})
+}
+
+// cancelAll cancels every probe in flight; probes not yet started will not
+// start.
+func (r *runner) cancelAll() {
+	r.canceled.Store(true)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, cancel := range r.active {
+		cancel() // a context's cancel: quick, and never calls back into r
+	}
+}
+
+// start gives job j a context of its own, bound to the Run's deadline, and
+// registers it for cancelAll; ok is false when the run is over.
+func (r *runner) start(j *job) (ctx context.Context, done func(), ok bool) {
+	ctx, cancel := context.WithDeadline(r.base, r.deadline)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.canceled.Load() || ctx.Err() != nil {
+		cancel()
+		return nil, nil, false
+	}
+	r.active[j] = cancel
+	return ctx, func() {
+		r.mu.Lock()
+		delete(r.active, j)
+		r.mu.Unlock()
+		cancel()
+	}, true
+}
+
+// cut reports why the run ended early: "deadline", "canceled", or "" while
+// it runs.
+func (r *runner) cut(ctx context.Context) string {
+	switch {
+	case ctx != nil && errors.Is(ctx.Err(), context.DeadlineExceeded), !time.Now().Before(r.deadline):
+		return "deadline"
+	case r.canceled.Load(), ctx != nil && ctx.Err() != nil:
+		return "canceled"
+	}
+	return ""
+}
+
+func checkRedirect(limit int) func(*http.Request, []*http.Request) error {
+	return func(_ *http.Request, via []*http.Request) error {
+		if len(via) > limit {
+			return classify.ErrTooManyRedirects
+		}
+		return nil
+	}
+}
+
+func (r *runner) progress(res Result) {
+	n := r.done.Add(1)
+	if r.Progress != nil {
+		r.Progress(Progress{Done: int(n), Total: r.total, Result: res})
+	}
+}
+
+// probe sends one probe and classifies it.
+func (r *runner) probe(j *job) Result {
+	res := Result{URL: j.shown, Host: j.host, Egress: j.exit.id, Proxy: j.exit.shown}
+	runCtx, done, ok := r.start(j)
+	if !ok {
+		cut := r.cut(nil)
+		res.Outcome, res.Deadline, res.Err, res.Reason, res.Stage = classify.Canceled, cut == "deadline", cut, cut, StageQueued
+		return res
+	}
+	defer done()
+	ctx := runCtx
+	if r.PerRequestTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = classify.WithAttemptTimeout(ctx, r.PerRequestTimeout)
+		defer cancel()
+	}
+	rec := newRecorder(r.Now)
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, rec.trace()), r.Method, j.url, nil)
+	if err != nil { // the URL was validated; this is not expected
+		res.Stage, res.Outcome, res.Err, res.Reason = StageDNS, classify.Permanent, "invalid request", "invalid request"
+		return res
+	}
+	req.Header.Set("User-Agent", r.UserAgent)
+
+	resp, err := r.clients[j.exit].Do(req)
+	res.Latency = r.Now().Sub(rec.start)
+	res.Stage, res.Phases, res.Reused = rec.freeze()
+	if resp != nil {
+		defer resp.Body.Close()
+	}
+	// A cut comes first, and costs nothing more: at the deadline a
+	// thousand probes may be unwinding at once.
+	if cut := r.cut(runCtx); cut != "" && (err != nil || ctx.Err() != nil) {
+		res.Outcome, res.Deadline, res.Err, res.Reason = classify.Canceled, cut == "deadline", cut, cut
+		return res
+	}
+	cr := classify.Of(resp, err)
+	res.Status, res.Outcome, res.Markers, res.RetryAfter, res.Reason =
+		cr.Status, cr.Outcome, cr.Markers, cr.RetryAfter, cr.Reason
+	switch {
+	case errors.Is(context.Cause(ctx), classify.ErrAttemptTimeout) && (err != nil || cr.Outcome != classify.OK):
+		res.Status, res.Outcome, res.TimedOut, res.Err, res.Reason = 0, classify.Transient, true, "timeout", "timeout"
+	case err != nil:
+		res.Status, res.Err = 0, r.scrub.scrub(err)
+	case !res.Success():
+		res.Err = "HTTP status " + strconv.Itoa(res.Status)
+	}
+	return res
+}
