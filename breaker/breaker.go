@@ -4,7 +4,8 @@
 // hostkey). Before an attempt the chain calls Allow: a halted host is
 // refused with *HaltError, an open circuit with *OpenError, and otherwise the
 // attempt is admitted with a Ticket. After the attempt the chain passes the
-// ticket and the attempt's classify.Result to Done:
+// ticket and the attempt's classify.Result to Done, which reports the
+// Effect:
 //
 //   - OK counts as a success: it resets the consecutive-failure count, and in
 //     the half-open state HalfOpenProbes consecutive successes close the
@@ -17,8 +18,9 @@
 //     frees its half-open slot for the next attempt.
 //
 // Outcomes of attempts admitted before the circuit last changed state are
-// ignored, as in gobreaker. Halt, Resume and Halted manage halts, which a
-// Refused outcome triggers in the chain; a halt lasts until Resume.
+// ignored, as in gobreaker. A Refused outcome also halts the host, in the
+// same step: Allow then refuses it with *HaltError until Resume. Halt
+// halts a host by hand.
 //
 // State is kept small (a few hundred bytes per host) and a host idle for
 // IdleTTL is forgotten, except that an open circuit is kept until its open
@@ -235,32 +237,48 @@ func (s *Set) Allow(host string) (Ticket, error) {
 	return t, err
 }
 
-// Done records the outcome of an attempt admitted by Allow and returns the
-// host's circuit state before and after. A ticket from an older generation,
-// a zero ticket, or a host whose state was evicted changes nothing.
-func (s *Set) Done(host string, t Ticket, r classify.Result) (from, to State) {
+// Effect is what Done changed.
+type Effect struct {
+	// From and To are the circuit states before and after.
+	From, To State
+	// Halted is true when this Done halted the host (a Refused outcome on a
+	// host not yet halted): the caller escalates exactly when it is true.
+	Halted bool
+}
+
+// Done records the outcome of an attempt admitted by Allow and reports the
+// change. A Refused outcome also halts the host, in the same step, whatever
+// the ticket. Otherwise a ticket from an older generation, a zero ticket, or
+// a host whose state was evicted changes nothing.
+func (s *Set) Done(host string, t Ticket, r classify.Result) Effect {
 	now := time.Now()
 	sh := s.shard(host)
 	var buf [2]StateChange
 	sh.mu.Lock()
 	e := sh.m[host]
 	if e == nil {
-		sh.mu.Unlock()
-		return Closed, Closed
+		if r.Outcome != classify.Refused {
+			sh.mu.Unlock()
+			return Effect{}
+		}
+		e = sh.entry(s, host, now)
 	}
 	e.used = now
 	if e.state == Open {
 		e.cb.State() // notice a lapsed open period
 	}
-	from = e.state
+	eff := Effect{From: e.state}
 	if t.Generation == e.gen && e.done != nil {
 		e.done(outcomeErr(r))
 	}
-	to = e.state
+	eff.To = e.state
+	if r.Outcome == classify.Refused && e.halted.IsZero() {
+		e.halted, eff.Halted = now, true
+	}
 	changes := sh.take(buf[:0])
 	sh.mu.Unlock()
 	s.deliver(changes)
-	return from, to
+	return eff
 }
 
 // Status returns a snapshot of host. A host with no state is closed.

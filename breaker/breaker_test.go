@@ -23,7 +23,7 @@ func result(o classify.Outcome) classify.Result { return classify.Result{Outcome
 
 // attempt admits one attempt to host and records o; it fails the test when
 // the attempt is refused.
-func attempt(t *testing.T, s *breaker.Set, host string, o classify.Outcome) (from, to breaker.State) {
+func attempt(t *testing.T, s *breaker.Set, host string, o classify.Outcome) breaker.Effect {
 	t.Helper()
 	tk, err := s.Allow(host)
 	if err != nil {
@@ -36,7 +36,6 @@ func TestTrip(t *testing.T) {
 	const (
 		T = classify.Transient
 		H = classify.Throttled
-		R = classify.Refused
 		P = classify.Permanent
 		C = classify.Canceled
 		K = classify.OK
@@ -65,8 +64,7 @@ func TestTrip(t *testing.T) {
 		{"8 transient open", breaker.Config{}, rep(T, 8), breaker.Open, 0},
 		{"7 transient stay closed", breaker.Config{}, rep(T, 7), breaker.Closed, 7},
 		{"8 throttled open", breaker.Config{}, rep(H, 8), breaker.Open, 0},
-		{"8 refused open", breaker.Config{}, rep(R, 8), breaker.Open, 0},
-		{"mixed failures open", breaker.Config{}, []classify.Outcome{T, H, R, T, H, R, T, H}, breaker.Open, 0},
+		{"mixed failures open", breaker.Config{}, []classify.Outcome{T, H, T, H, T, H, T, H}, breaker.Open, 0},
 		{"ok resets", breaker.Config{}, cat(rep(T, 7), []classify.Outcome{K}, rep(T, 7)), breaker.Closed, 7},
 		{"permanent and canceled neutral", breaker.Config{}, cat(rep(T, 7), []classify.Outcome{P, C, P}, rep(T, 1)), breaker.Open, 0},
 		{"unknown outcome neutral", breaker.Config{}, cat(rep(T, 7), []classify.Outcome{classify.Outcome(99)}), breaker.Closed, 7},
@@ -92,13 +90,13 @@ func TestOpenRefuses(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := breaker.New(breaker.Config{})
 		for i := range 8 {
-			from, to := attempt(t, s, host, classify.Transient)
-			want := breaker.Closed
+			eff := attempt(t, s, host, classify.Transient)
+			want := breaker.Effect{From: breaker.Closed, To: breaker.Closed}
 			if i == 7 {
-				want = breaker.Open
+				want.To = breaker.Open
 			}
-			if from != breaker.Closed || to != want {
-				t.Errorf("failure %d: Done = %v→%v, want closed→%v", i+1, from, to, want)
+			if eff != want {
+				t.Errorf("failure %d: Done = %+v, want %+v", i+1, eff, want)
 			}
 		}
 		opened := time.Now()
@@ -150,9 +148,9 @@ func TestHalfOpen(t *testing.T) {
 				if !errors.As(err, &oe) || !oe.Until.IsZero() {
 					t.Fatalf("second Allow while probing = %v, want *OpenError with zero Until", err)
 				}
-				from, to := s.Done(host, probe, result(tt.probe))
-				if from != breaker.HalfOpen || to != tt.want {
-					t.Errorf("Done(probe, %v) = %v→%v, want half-open→%v", tt.probe, from, to, tt.want)
+				eff := s.Done(host, probe, result(tt.probe))
+				if eff.From != breaker.HalfOpen || eff.To != tt.want {
+					t.Errorf("Done(probe, %v) = %+v, want half-open→%v", tt.probe, eff, tt.want)
 				}
 				next, err := s.Allow(host)
 				switch tt.want {
@@ -161,7 +159,12 @@ func TestHalfOpen(t *testing.T) {
 						t.Errorf("Allow after close = %+v, %v, want admitted, not a probe", next, err)
 					}
 				case breaker.Open:
-					if !errors.As(err, &oe) || !oe.Until.Equal(time.Now().Add(300*time.Second)) {
+					if tt.probe == classify.Refused {
+						// Refused also halted the host, which Allow checks first.
+						if !errors.Is(err, breaker.ErrHalted) || s.Status(host).State != breaker.Open {
+							t.Errorf("Allow after a refused probe = %v, state %v; want ErrHalted, open", err, s.Status(host).State)
+						}
+					} else if !errors.As(err, &oe) || !oe.Until.Equal(time.Now().Add(300*time.Second)) {
 						t.Errorf("Allow after reopen = %v, want open until now+300s", err)
 					}
 				case breaker.HalfOpen:
@@ -185,11 +188,11 @@ func TestHalfOpenProbes(t *testing.T) {
 		if err1 != nil || err2 != nil || !errors.Is(err3, breaker.ErrOpen) {
 			t.Fatalf("three Allows while half-open = %v, %v, %v, want nil, nil, ErrOpen", err1, err2, err3)
 		}
-		if _, to := s.Done(host, p1, result(classify.OK)); to != breaker.HalfOpen {
-			t.Errorf("first probe success: state %v, want half-open", to)
+		if eff := s.Done(host, p1, result(classify.OK)); eff.To != breaker.HalfOpen {
+			t.Errorf("first probe success: state %v, want half-open", eff.To)
 		}
-		if _, to := s.Done(host, p2, result(classify.OK)); to != breaker.Closed {
-			t.Errorf("second probe success: state %v, want closed", to)
+		if eff := s.Done(host, p2, result(classify.OK)); eff.To != breaker.Closed {
+			t.Errorf("second probe success: state %v, want closed", eff.To)
 		}
 	})
 }
@@ -224,18 +227,18 @@ func TestStaleTicket(t *testing.T) {
 		old, _ := s.Allow(host) // in flight while the circuit opens
 		attempt(t, s, host, classify.Transient)
 		attempt(t, s, host, classify.Transient)
-		if from, to := s.Done(host, old, result(classify.OK)); from != breaker.Open || to != breaker.Open {
-			t.Errorf("Done(old ticket, OK) = %v→%v, want open→open (ignored)", from, to)
+		if eff := s.Done(host, old, result(classify.OK)); eff != (breaker.Effect{From: breaker.Open, To: breaker.Open}) {
+			t.Errorf("Done(old ticket, OK) = %+v, want open→open (ignored)", eff)
 		}
-		if from, to := s.Done(host, breaker.Ticket{}, result(classify.OK)); to != breaker.Open {
-			t.Errorf("Done(zero ticket, OK) = %v→%v, want unchanged", from, to)
+		if eff := s.Done(host, breaker.Ticket{}, result(classify.OK)); eff.To != breaker.Open {
+			t.Errorf("Done(zero ticket, OK) = %+v, want unchanged", eff)
 		}
 		time.Sleep(301 * time.Second)
 		probe, _ := s.Allow(host)
 		s.Done(host, probe, result(classify.OK))
 		// A ticket of the open or half-open generation no longer counts.
-		if _, to := s.Done(host, probe, result(classify.Transient)); to != breaker.Closed {
-			t.Errorf("Done(probe ticket again, Transient) moved to %v, want closed", to)
+		if eff := s.Done(host, probe, result(classify.Transient)); eff.To != breaker.Closed {
+			t.Errorf("Done(probe ticket again, Transient) moved to %v, want closed", eff.To)
 		}
 		if st := s.Status(host); st.ConsecutiveFailures != 0 {
 			t.Errorf("stale failure counted: %d failures", st.ConsecutiveFailures)
@@ -245,8 +248,8 @@ func TestStaleTicket(t *testing.T) {
 
 func TestDoneUnknownHost(t *testing.T) {
 	s := breaker.New(breaker.Config{})
-	if from, to := s.Done("never.example", breaker.Ticket{Generation: 1}, result(classify.Transient)); from != breaker.Closed || to != breaker.Closed {
-		t.Errorf("Done(unknown) = %v→%v, want closed→closed", from, to)
+	if eff := s.Done("never.example", breaker.Ticket{Generation: 1}, result(classify.Transient)); eff != (breaker.Effect{}) {
+		t.Errorf("Done(unknown) = %+v, want closed→closed", eff)
 	}
 	if n := s.Len(); n != 0 {
 		t.Errorf("Len() = %d after Done on an unknown host, want 0", n)
@@ -294,6 +297,36 @@ func TestHalt(t *testing.T) {
 		}
 		if s.Resume("never.example") {
 			t.Errorf("Resume(unknown) = true, want false")
+		}
+	})
+}
+
+func TestRefusedHalts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := breaker.New(breaker.Config{})
+		t1, _ := s.Allow(host)
+		t2, _ := s.Allow(host)
+		halted := time.Now()
+		want := breaker.Effect{From: breaker.Closed, To: breaker.Closed, Halted: true}
+		if eff := s.Done(host, t1, result(classify.Refused)); eff != want {
+			t.Errorf("first Refused: Done = %+v, want %+v", eff, want)
+		}
+		want.Halted = false
+		if eff := s.Done(host, t2, result(classify.Refused)); eff != want {
+			t.Errorf("second Refused: Done = %+v, want %+v", eff, want)
+		}
+		if since, ok := s.Halted(host); !ok || !since.Equal(halted) {
+			t.Errorf("Halted = %v, %v, want %v, true", since, ok, halted)
+		}
+		if st := s.Status(host); st.ConsecutiveFailures != 2 {
+			t.Errorf("Refused counted %d failures, want 2", st.ConsecutiveFailures)
+		}
+		// A Refused outcome halts even a host whose state was evicted.
+		if eff := s.Done("gone.example", breaker.Ticket{}, result(classify.Refused)); !eff.Halted {
+			t.Errorf("Refused on an unknown host: Done = %+v, want Halted", eff)
+		}
+		if _, err := s.Allow("gone.example"); !errors.Is(err, breaker.ErrHalted) {
+			t.Errorf("Allow after Refused on an unknown host = %v, want ErrHalted", err)
 		}
 	})
 }

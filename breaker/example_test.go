@@ -32,15 +32,16 @@ func Example() {
 	// {Closed:0 HalfOpen:0 Open:1 Halted:0}
 }
 
-func ExampleSet_Halt() {
+func ExampleSet_Done_refused() {
 	s := breaker.New(breaker.Config{})
-	// A Refused outcome (a 403 naming the crawler, a challenge page):
-	if s.Halt("example.com") {
-		fmt.Println("halted; escalate once")
-	}
-	if !s.Halt("example.com") {
-		fmt.Println("already halted; no second escalation")
-	}
+	t1, _ := s.Allow("example.com")
+	t2, _ := s.Allow("example.com")
+
+	// Both attempts are answered 403 naming the crawler: Refused.
+	refused := classify.Result{Outcome: classify.Refused, Status: 403}
+	fmt.Println("first halts:", s.Done("example.com", t1, refused).Halted)
+	fmt.Println("second halts:", s.Done("example.com", t2, refused).Halted)
+
 	_, err := s.Allow("example.com")
 	fmt.Println(errors.Is(err, breaker.ErrHalted))
 
@@ -48,8 +49,8 @@ func ExampleSet_Halt() {
 	_, err = s.Allow("example.com")
 	fmt.Println(err)
 	// Output:
-	// halted; escalate once
-	// already halted; no second escalation
+	// first halts: true
+	// second halts: false
 	// true
 	// <nil>
 }

@@ -2,10 +2,10 @@ package breaker
 
 import "time"
 
-// Halt halts host: Allow refuses it with *HaltError until Resume. It
-// reports whether this call halted the host (false when it was already
-// halted), so that the caller escalates exactly once per halt. A halted
-// host is never evicted.
+// Halt halts host by hand, as a Refused outcome given to Done does: Allow
+// refuses it with *HaltError until Resume. It reports whether this call
+// halted the host (false when it was already halted). A halted host is
+// never evicted.
 func (s *Set) Halt(host string) bool {
 	now := time.Now()
 	sh := s.shard(host)

@@ -63,16 +63,12 @@ func (m *Memory) Admit(ctx context.Context, host string) (Admission, error) {
 	return Admission{Wait: wait, Probe: t.Probe, Generation: t.Generation}, nil
 }
 
-// Record feeds r to the breaker and the limiter, and halts the host when r
-// is Refused; see Store. It never fails.
+// Record feeds r to the breaker, which also halts the host when r is
+// Refused, and to the limiter; see Store. It never fails.
 func (m *Memory) Record(_ context.Context, host string, a Admission, r classify.Result) (Effect, error) {
-	from, to := m.breakers.Done(host, breaker.Ticket{Generation: a.Generation, Probe: a.Probe}, r)
+	b := m.breakers.Done(host, breaker.Ticket{Generation: a.Generation, Probe: a.Probe}, r)
 	m.limits.Observe(host, r)
-	halted := false
-	if r.Outcome == classify.Refused {
-		halted = m.breakers.Halt(host)
-	}
-	return Effect{Halted: halted, From: BreakerState(from), To: BreakerState(to)}, nil
+	return Effect{Halted: b.Halted, From: BreakerState(b.From), To: BreakerState(b.To)}, nil
 }
 
 // Resume lifts a halt on host. It never fails.
