@@ -1,0 +1,182 @@
+package egress
+
+import (
+	"math"
+	"testing"
+	"time"
+)
+
+func defaultHealth(t *testing.T) HealthConfig {
+	t.Helper()
+	c, err := HealthConfig{}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
+
+func TestHealthScore(t *testing.T) {
+	c := defaultHealth(t)
+	t0 := time.Unix(1000, 0)
+	tests := []struct {
+		name       string
+		steps      string // s = success, f = failure, at t0
+		wantScore  float64
+		wantQuar   bool
+		wantDegrad bool
+	}{
+		{"untouched", "", 1, false, false},
+		{"successes keep it perfect", "sssss", 1, false, false},
+		{"one failure degrades", "f", 0.7, false, true},
+		{"two failures", "ff", 0.49, false, true},
+		{"three failures in a row quarantine", "fff", 0.343, true, true},
+		{"a success resets the run", "ffsf", 0.7 * (0.49 + 0.3*0.51), false, true},
+		{"the score alone can quarantine", "ffsff", 0.7 * 0.7 * (0.49 + 0.3*0.51), true, true},
+		{"recovery by successes", "fssss", 1 - 0.3*math.Pow(0.7, 4), false, false},
+	}
+	for _, tt := range tests {
+		h := newHealth()
+		for _, s := range tt.steps {
+			if s == 's' {
+				h.success(t0, false, &c)
+			} else {
+				h.failure(t0, false, &c)
+			}
+		}
+		if got := h.effective(t0, &c); !near(got, tt.wantScore) {
+			t.Errorf("%s: score = %v, want %v", tt.name, got, tt.wantScore)
+		}
+		if h.quarantined != tt.wantQuar || h.degraded(t0, &c) != tt.wantDegrad {
+			t.Errorf("%s: quarantined %v degraded %v, want %v %v", tt.name, h.quarantined, h.degraded(t0, &c), tt.wantQuar, tt.wantDegrad)
+		}
+	}
+}
+
+func TestHealthPenaltyFades(t *testing.T) {
+	c := defaultHealth(t)
+	t0 := time.Unix(1000, 0)
+	h := newHealth()
+	h.failure(t0, false, &c) // 0.7
+	tests := []struct {
+		after time.Duration
+		want  float64
+	}{
+		{0, 0.7},
+		{time.Minute, 0.85},
+		{2 * time.Minute, 0.925},
+		{-time.Minute, 0.7}, // a clock going back changes nothing
+	}
+	for _, tt := range tests {
+		if got := h.effective(t0.Add(tt.after), &c); !near(got, tt.want) {
+			t.Errorf("effective(+%v) = %v, want %v", tt.after, got, tt.want)
+		}
+	}
+}
+
+func TestHealthQuarantineSchedule(t *testing.T) {
+	c := defaultHealth(t)
+	now := time.Unix(1000, 0)
+	h := newHealth()
+	for range 3 {
+		h.failure(now, false, &c)
+	}
+	want := []time.Duration{15 * time.Second, 30 * time.Second, time.Minute, 2 * time.Minute,
+		4 * time.Minute, 8 * time.Minute, 10 * time.Minute, 10 * time.Minute}
+	for i, w := range want {
+		if got := h.until.Sub(now); got != w {
+			t.Fatalf("quarantine %d lasts %v, want %v", i+1, got, w)
+		}
+		if s := h.state(now.Add(w - 1)); s != stateQuarantined {
+			t.Fatalf("quarantine %d: state before its end = %v, want quarantined", i+1, s)
+		}
+		now = h.until
+		if s := h.state(now); s != stateHalfOpen {
+			t.Fatalf("quarantine %d: state at its end = %v, want half-open", i+1, s)
+		}
+		// Results of requests sent before the quarantine are ignored.
+		h.success(now, false, &c)
+		h.failure(now, false, &c)
+		if s := h.state(now); s != stateHalfOpen {
+			t.Fatalf("quarantine %d: state after non-probe results = %v, want half-open", i+1, s)
+		}
+		h.beginProbe()
+		if s := h.state(now); s != stateProbing {
+			t.Fatalf("state with the probe in flight = %v, want probing", s)
+		}
+		h.failure(now, true, &c)
+	}
+
+	// A neutral probe leaves the endpoint half-open; a successful one
+	// readmits it on probation.
+	now = h.until
+	h.beginProbe()
+	h.neutral(true)
+	if s := h.state(now); s != stateHalfOpen {
+		t.Fatalf("state after a neutral probe = %v, want half-open", s)
+	}
+	h.beginProbe()
+	h.success(now, true, &c)
+	if s := h.state(now); s != stateActive || !near(h.effective(now, &c), 0.7) {
+		t.Fatalf("after a successful probe: state %v score %v, want active, 0.7", s, h.effective(now, &c))
+	}
+
+	// Failing again soon continues the schedule; failing after a full
+	// recovery starts it afresh.
+	soon := now.Add(time.Second)
+	g := h
+	for range 3 {
+		g.failure(soon, false, &c)
+	}
+	if got := g.until.Sub(soon); got != 10*time.Minute {
+		t.Errorf("quarantine soon after readmission lasts %v, want 10m (continued)", got)
+	}
+	later := now.Add(10 * time.Minute) // the penalty has faded to ~0
+	for range 3 {
+		h.failure(later, false, &c)
+	}
+	if got := h.until.Sub(later); got != 15*time.Second {
+		t.Errorf("quarantine after a full recovery lasts %v, want 15s (afresh)", got)
+	}
+}
+
+func TestHealthSlowSetup(t *testing.T) {
+	c := defaultHealth(t)
+	t0 := time.Unix(1000, 0)
+	tests := []struct {
+		setup time.Duration
+		want  float64 // the score a long run of successes converges to
+	}{
+		{100 * time.Millisecond, 1},
+		{2 * time.Second, 1},
+		{4 * time.Second, 0.5},
+		{8 * time.Second, 0.25},
+	}
+	for _, tt := range tests {
+		h := newHealth()
+		for range 200 {
+			h.sampleSetup(tt.setup, &c)
+			h.success(t0, false, &c)
+		}
+		if got := h.effective(t0, &c); math.Abs(got-tt.want) > 1e-6 {
+			t.Errorf("setup %v: score converges to %v, want %v", tt.setup, got, tt.want)
+		}
+	}
+}
+
+func TestHealthConfigRejects(t *testing.T) {
+	for _, c := range []HealthConfig{
+		{Smoothing: -0.1},
+		{Smoothing: 1.5},
+		{QuarantineBelow: 1},
+		{QuarantineBelow: 0.5, DegradedBelow: 0.4},
+		{QuarantineAfter: -1},
+		{HalfLife: -time.Second},
+		{QuarantineBase: time.Hour, QuarantineMax: time.Minute},
+	} {
+		if _, err := c.withDefaults(); err == nil {
+			t.Errorf("withDefaults(%+v) = nil error, want one", c)
+		}
+	}
+}

@@ -1,0 +1,222 @@
+package egress
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+func TestParseProxyStatus(t *testing.T) {
+	tests := []struct {
+		lines     []string
+		wantName  string
+		wantError string
+		wantOK    bool
+	}{
+		{nil, "", "", false},
+		{[]string{"squid; error=dns_timeout"}, "squid", "dns_timeout", true},
+		{[]string{`squid; error=dns_timeout; details="no answer from 10.0.0.53"`}, "squid", "dns_timeout", true},
+		{[]string{`"Squid Proxy";error=connection_refused`}, "Squid Proxy", "connection_refused", true},
+		{[]string{"origin-cdn; error=http_response_timeout, our-proxy; received-status=504"}, "our-proxy", "", true},
+		{[]string{"origin-cdn; error=tls_alert_received", "our-proxy; error=proxy_internal_error"}, "our-proxy", "proxy_internal_error", true},
+		{[]string{"p; rcode=SERVFAIL; error=dns_error; info-code=23"}, "p", "dns_error", true},
+		{[]string{"p; received-status=503; next-hop=example.com; next-protocol=h2"}, "p", "", true},
+		{[]string{"p; error=\"dns_timeout\""}, "p", "", true}, // error must be a token
+		{[]string{"p; flag; error=proxy_loop_detected"}, "p", "proxy_loop_detected", true},
+		{[]string{"p; bytes=:AQID:; dec=-1.5; b=?1; error=connection_limit_reached"}, "p", "connection_limit_reached", true},
+		{[]string{"p; error=dns_timeout,"}, "", "", false},
+		{[]string{"p error=dns_timeout"}, "", "", false},
+		{[]string{`"unterminated; error=dns_timeout`}, "", "", false},
+		{[]string{"1proxy; error=dns_timeout"}, "", "", false},
+		{[]string{"p; Error=dns_timeout"}, "", "", false},
+	}
+	for _, tt := range tests {
+		got, ok := parseProxyStatus(tt.lines)
+		if ok != tt.wantOK || got.name != tt.wantName || got.error != tt.wantError {
+			t.Errorf("parseProxyStatus(%q) = {%q %q} %v, want {%q %q} %v", tt.lines, got.name, got.error, ok, tt.wantName, tt.wantError, tt.wantOK)
+		}
+	}
+}
+
+func FuzzParseProxyStatus(f *testing.F) {
+	for _, s := range []string{
+		"squid; error=dns_timeout",
+		`"x"; error=connection_refused; details="a \"b\""`,
+		"a, b; error=proxy_internal_error; received-status=502",
+		"p; x=:AAA=:; y=?0; z=-12.5",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		ps, ok := parseProxyStatus([]string{s})
+		if !ok && (ps.name != "" || ps.error != "") {
+			t.Fatalf("parseProxyStatus(%q) = %+v with ok false", s, ps)
+		}
+		if ps.error != "" {
+			if !strings.Contains(s, "error="+ps.error) {
+				t.Fatalf("parseProxyStatus(%q).error = %q, not in the input", s, ps.error)
+			}
+			proxyStatusKind(ps.error)
+		}
+	})
+}
+
+func TestSOCKSFailure(t *testing.T) {
+	tests := []struct {
+		seen []byte
+		want FailureKind
+	}{
+		{nil, KindHandshake},
+		{[]byte{4, 0}, KindHandshake},
+		{[]byte{5, 0xff}, KindAuth},
+		{[]byte{5, 2}, KindAuth},            // hung up on our credentials
+		{[]byte{5, 2, 1, 1}, KindAuth},      // credentials refused
+		{[]byte{5, 2, 1, 0}, KindHandshake}, // hung up after authentication
+		{[]byte{5, 2, 1, 0, 5, 4, 0, 1}, KindDestination},
+		{[]byte{5, 0, 5, 1, 0, 1}, KindProxy},
+		{[]byte{5, 0, 5, 2, 0, 1}, KindProxy},
+		{[]byte{5, 0, 5, 3, 0, 1}, KindProxy},
+		{[]byte{5, 0, 5, 5, 0, 1}, KindDestination},
+		{[]byte{5, 0, 5, 6, 0, 1}, KindDestination},
+		{[]byte{5, 0, 5, 7, 0, 1}, KindHandshake},
+		{[]byte{5, 0, 5, 0, 1, 9}, KindHandshake},
+	}
+	for _, tt := range tests {
+		if got := socksFailure(tt.seen); got != tt.want {
+			t.Errorf("socksFailure(%v) = %q, want %q", tt.seen, got, tt.want)
+		}
+	}
+}
+
+func FuzzSOCKSFailure(f *testing.F) {
+	f.Add([]byte{5, 2, 1, 0, 5, 4, 0, 1})
+	f.Add([]byte{5, 0xff})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		switch k := socksFailure(b); k {
+		case KindAuth, KindHandshake, KindProxy, KindDestination:
+		default:
+			t.Fatalf("socksFailure(%v) = %q", b, k)
+		}
+	})
+}
+
+func TestParseProxy(t *testing.T) {
+	tests := []struct {
+		raw          string
+		wantKind     proxyKind
+		wantAddr     string
+		wantRedacted string
+	}{
+		{"", kindDirect, "", "direct"},
+		{" Direct ", kindDirect, "", "direct"},
+		{"http://proxy.example", kindHTTP, "proxy.example:80", "http://proxy.example:80"},
+		{"HTTPS://u:p@proxy.example", kindHTTPS, "proxy.example:443", "https://proxy.example:443"},
+		{"socks5://u:p@10.0.0.1", kindSOCKS5, "10.0.0.1:1080", "socks5://10.0.0.1:1080"},
+		{"socks5h://[::1]:9050", kindSOCKS5H, "[::1]:9050", "socks5h://[::1]:9050"},
+	}
+	for _, tt := range tests {
+		got, err := parseProxy("id", tt.raw)
+		if err != nil || got.kind != tt.wantKind || got.addr != tt.wantAddr || got.redacted != tt.wantRedacted {
+			t.Errorf("parseProxy(%q) = {%v %q %q}, %v; want {%v %q %q}", tt.raw, got.kind, got.addr, got.redacted, err, tt.wantKind, tt.wantAddr, tt.wantRedacted)
+		}
+	}
+}
+
+// FuzzParseProxy checks that parsing never panics and that neither its
+// errors nor the String forms ever contain the password, wherever the
+// rest of the URL goes wrong.
+func FuzzParseProxy(f *testing.F) {
+	const marker = "Pw-Zx19-marker"
+	for _, s := range [][3]string{
+		{"http", "user", "proxy.example:3128"},
+		{"socks5h", "u", "[::1]:99999"},
+		{"ftp", "a", "c"},
+		{"http", "u", "h:x1/path?q#f"},
+		{"https", "", ""},
+		{"socks5", "", "h"},
+	} {
+		f.Add(s[0], s[1], s[2])
+	}
+	f.Fuzz(func(t *testing.T, scheme, user, rest string) {
+		if strings.Contains(scheme+user+rest, marker[:4]) {
+			return
+		}
+		raw := scheme + "://" + user + ":" + marker + "@" + rest
+		p, err := parseProxy("fuzz", raw)
+		text := p.redacted + redactProxy(raw) + Endpoint{ID: "fuzz", Proxy: raw}.String() +
+			fmt.Sprintf("%#v", Endpoint{ID: "fuzz", Proxy: raw})
+		if err != nil {
+			text += err.Error()
+		}
+		if strings.Contains(text, marker[:4]) {
+			t.Fatalf("parseProxy(%q) leaks the password: %q", raw, text)
+		}
+	})
+}
+
+// TestSubsetMovement measures, below the API, how subsets of size 2 move
+// when an endpoint joins twenty: a host's subset changes only by the new
+// endpoint taking one place, for about 2/21 of hosts, so about 1/21 of all
+// (host, place) assignments move.
+func TestSubsetMovement(t *testing.T) {
+	var members []*endpoint
+	for i := range 20 {
+		members = append(members, &endpoint{seed: endpointSeed(fmt.Sprintf("ep-%02d", i))})
+	}
+	added := &endpoint{seed: endpointSeed("ep-new")}
+	const hosts = 50000
+	changedHosts, movedPlaces := 0, 0
+	for i := range hosts {
+		hh := hostHash(fmt.Sprintf("site-%d.example", i))
+		before := topK(members, hh, 2)
+		after := topK(append(members[:20:20], added), hh, 2)
+		changed := false
+		for _, e := range after {
+			if !inSubset(before, e) {
+				if e != added {
+					t.Fatalf("host %d gained an old endpoint", i)
+				}
+				movedPlaces++
+				changed = true
+			}
+		}
+		if changed {
+			changedHosts++
+		}
+	}
+	hostFrac := float64(changedHosts) / hosts
+	placeFrac := float64(movedPlaces) / (2 * hosts)
+	t.Logf("subset size 2, 20→21 endpoints: %.4f of hosts changed subset (ideal 2/21 = %.4f), %.4f of assignments moved (ideal 1/21 = %.4f)",
+		hostFrac, 2.0/21, placeFrac, 1.0/21)
+	if placeFrac > 1.0/20+0.01 {
+		t.Errorf("%.4f of assignments moved, want ≤ %.4f", placeFrac, 1.0/20+0.01)
+	}
+	if hostFrac > 2.0/20+0.01 {
+		t.Errorf("%.4f of hosts changed subset, want ≤ %.4f", hostFrac, 2.0/20+0.01)
+	}
+}
+
+func TestTopKOrder(t *testing.T) {
+	var members []*endpoint
+	for i := range 100 {
+		members = append(members, &endpoint{seed: endpointSeed(fmt.Sprint(i))})
+	}
+	hh := hostHash("example.com")
+	for k := 0; k <= 101; k += 7 {
+		got := topK(members, hh, k)
+		if len(got) != min(k, 100) {
+			t.Fatalf("topK(k=%d) has %d members", k, len(got))
+		}
+		for i := 1; i < len(got); i++ {
+			if weight(hh, got[i-1].seed) < weight(hh, got[i].seed) {
+				t.Fatalf("topK(k=%d) not in descending weight order at %d", k, i)
+			}
+		}
+		// Nothing outside beats the last member.
+		for _, e := range members {
+			if len(got) > 0 && !inSubset(got, e) && weight(hh, e.seed) > weight(hh, got[len(got)-1].seed) {
+				t.Fatalf("topK(k=%d) misses a heavier member", k)
+			}
+		}
+	}
+}
