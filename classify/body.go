@@ -8,18 +8,23 @@ import (
 )
 
 // body is the response body the classifier attaches. It carries the Result
-// and hands out the peeked head before the rest of the original body, so the
-// caller receives every byte exactly once and in order.
+// and hands out the peeked head, if any, before the rest of the original
+// body, so the caller receives every byte exactly once and in order.
 //
 // Read and WriteTo are meant for one reader at a time, as with any body;
 // Close may be called concurrently with them.
 type body struct {
 	rc  io.ReadCloser // the original body; nil when there was none
 	res Result
+	p   *peek // the peeked head; nil when the body was not inspected
+}
+
+// peek is the state of an inspected body.
+type peek struct {
+	pool *sync.Pool // where buf goes back
 	// rcClosed is set before the body is published when the peek guard
 	// closed rc because the request's context ended; read-only afterwards.
 	rcClosed bool
-	pool     *sync.Pool // where buf goes back; nil when buf is nil
 
 	mu     sync.Mutex // guards buf, head, err and closed
 	buf    *[]byte    // pooled buffer backing head; nil once released
@@ -28,27 +33,48 @@ type body struct {
 	closed bool       // Close was called
 }
 
-var _ io.ReadCloser = (*body)(nil)
-var _ io.WriterTo = (*body)(nil)
+// peekedBody allocates a body and its peek state together.
+type peekedBody struct {
+	body
+	peek
+}
+
+// rwBody is the body of a 101 Switching Protocols response, which net/http
+// makes an io.ReadWriteCloser (the upgraded connection); it stays one.
+type rwBody struct {
+	body
+	w io.Writer
+}
+
+// Write writes to the upgraded connection.
+func (b *rwBody) Write(p []byte) (int, error) { return b.w.Write(p) }
+
+var (
+	_ io.ReadCloser      = (*body)(nil)
+	_ io.WriterTo        = (*body)(nil)
+	_ io.ReadWriteCloser = (*rwBody)(nil)
+)
 
 // Read hands out the peeked head, then reads the original body.
 func (b *body) Read(p []byte) (int, error) {
-	b.mu.Lock()
-	if len(b.head) > 0 {
-		n := copy(p, b.head)
-		b.head = b.head[n:]
-		var err error
-		if len(b.head) == 0 {
-			b.releaseLocked()
-			err = b.err
+	if pk := b.p; pk != nil {
+		pk.mu.Lock()
+		if len(pk.head) > 0 {
+			n := copy(p, pk.head)
+			pk.head = pk.head[n:]
+			var err error
+			if len(pk.head) == 0 {
+				pk.releaseLocked()
+				err = pk.err
+			}
+			pk.mu.Unlock()
+			return n, err
 		}
-		b.mu.Unlock()
-		return n, err
-	}
-	err := b.err
-	b.mu.Unlock()
-	if err != nil {
-		return 0, err
+		err := pk.err
+		pk.mu.Unlock()
+		if err != nil {
+			return 0, err
+		}
 	}
 	if b.rc == nil {
 		return 0, io.EOF
@@ -59,40 +85,43 @@ func (b *body) Read(p []byte) (int, error) {
 // WriteTo writes the peeked head and then copies the rest of the original
 // body to w, so io.Copy keeps any fast path the body or w has.
 func (b *body) WriteTo(w io.Writer) (int64, error) {
-	b.mu.Lock()
-	head, buf, err := b.head, b.buf, b.err
-	b.head, b.buf = nil, nil
-	b.mu.Unlock()
-
 	var n int64
-	if len(head) > 0 {
-		m, werr := w.Write(head)
-		n = int64(m)
-		if werr == nil && m < len(head) {
-			werr = io.ErrShortWrite
-		}
-		if werr != nil {
-			// Keep the unwritten bytes readable, as io.Copy's contract
-			// does not promise that a failed copy consumed them.
-			b.mu.Lock()
-			if !b.closed {
-				b.head, b.buf = head[m:], buf
-			} else if buf != nil {
-				b.pool.Put(buf)
+	if pk := b.p; pk != nil {
+		pk.mu.Lock()
+		head, buf, err := pk.head, pk.buf, pk.err
+		pk.head, pk.buf = nil, nil
+		pk.mu.Unlock()
+
+		if len(head) > 0 {
+			m, werr := w.Write(head)
+			n = int64(m)
+			if werr == nil && m < len(head) {
+				werr = io.ErrShortWrite
 			}
-			b.mu.Unlock()
-			return n, werr
+			if werr != nil {
+				// Keep the unwritten bytes readable: a failed copy
+				// must not lose them.
+				pk.mu.Lock()
+				if !pk.closed {
+					pk.head, pk.buf = head[m:], buf
+				} else if buf != nil {
+					pk.pool.Put(buf)
+				}
+				pk.mu.Unlock()
+				return n, werr
+			}
+		}
+		if buf != nil {
+			pk.pool.Put(buf)
+		}
+		switch {
+		case err == io.EOF:
+			return n, nil
+		case err != nil:
+			return n, err
 		}
 	}
-	if buf != nil {
-		b.pool.Put(buf)
-	}
-	switch {
-	case err == io.EOF:
-		return n, nil
-	case err != nil:
-		return n, err
-	case b.rc == nil:
+	if b.rc == nil {
 		return n, nil
 	}
 	m, err := io.Copy(w, b.rc)
@@ -101,41 +130,42 @@ func (b *body) WriteTo(w io.Writer) (int64, error) {
 
 // Close releases the peek buffer and closes the original body.
 func (b *body) Close() error {
-	b.mu.Lock()
-	b.head = nil
-	b.closed = true
-	b.releaseLocked()
-	b.mu.Unlock()
-	if b.rc == nil || b.rcClosed {
+	if pk := b.p; pk != nil {
+		pk.mu.Lock()
+		pk.head = nil
+		pk.closed = true
+		pk.releaseLocked()
+		pk.mu.Unlock()
+		if pk.rcClosed {
+			return nil
+		}
+	}
+	if b.rc == nil {
 		return nil
 	}
 	return b.rc.Close()
 }
 
-// releaseLocked returns the peek buffer to its pool. b.mu must be held.
-func (b *body) releaseLocked() {
-	if b.buf != nil {
-		b.pool.Put(b.buf)
-		b.buf = nil
+// releaseLocked returns the peek buffer to its pool. pk.mu must be held.
+func (pk *peek) releaseLocked() {
+	if pk.buf != nil {
+		pk.pool.Put(pk.buf)
+		pk.buf = nil
 	}
 }
 
-// WithResult returns body wrapped so that Of reports r for a response that
+// WithResult returns rc wrapped so that Of reports r for a response that
 // carries it. A layer that replaces a classified response's body (to
 // decompress it, count it, limit it) wraps its new body with
 // WithResult(newBody, Of(resp, nil)) to keep the classification visible.
-// A nil body reads as empty.
+// A nil rc reads as empty.
 //
 // Alternatively, a wrapping body may implement
 //
 //	Unwrap() io.ReadCloser
 //
 // returning the body it wraps; Of follows such chains (up to 16 deep).
-func WithResult(body io.ReadCloser, r Result) io.ReadCloser {
-	return newBody(body, r)
-}
-
-func newBody(rc io.ReadCloser, r Result) *body {
+func WithResult(rc io.ReadCloser, r Result) io.ReadCloser {
 	return &body{rc: rc, res: r}
 }
 
@@ -144,6 +174,11 @@ func attached(rc io.ReadCloser) (Result, bool) {
 	for range 16 {
 		switch b := rc.(type) {
 		case *body:
+			if b == nil {
+				return Result{}, false
+			}
+			return b.res, true
+		case *rwBody:
 			if b == nil {
 				return Result{}, false
 			}

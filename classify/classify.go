@@ -1,7 +1,6 @@
 package classify
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"net/http"
@@ -40,8 +39,10 @@ type Config struct {
 // A Classifier turns one attempt's response or error into a Result. It is
 // safe for concurrent use.
 type Classifier struct {
-	token    []byte // lower-cased agent token; nil when none
-	markers  []matcher
+	token    *needle   // lower-cased agent token; nil when none
+	headers  []matcher // markers without a body condition, in table order
+	bodies   []matcher // markers with a body condition, in table order
+	bodyAny  bool      // some body marker applies to every status
 	peekSize int
 	now      func() time.Time
 	heads    sync.Pool // *[]byte of peekSize: peeked heads handed to bodies
@@ -55,12 +56,19 @@ var defaultClassifier = New(Config{})
 // are ignored.
 func New(cfg Config) *Classifier {
 	c := &Classifier{
-		markers:  compile(append(DefaultMarkers(), cfg.Markers...)),
 		peekSize: cfg.PeekSize,
 		now:      cfg.Now,
 	}
+	for _, m := range compile(append(DefaultMarkers(), cfg.Markers...)) {
+		if m.body == nil {
+			c.headers = append(c.headers, m)
+			continue
+		}
+		c.bodies = append(c.bodies, m)
+		c.bodyAny = c.bodyAny || len(m.statuses) == 0
+	}
 	if t := strings.TrimSpace(cfg.AgentToken); t != "" {
-		c.token = needle(t)
+		c.token = newNeedle(t)
 	}
 	switch {
 	case c.peekSize == 0:
@@ -175,22 +183,38 @@ func (c *Classifier) classifyResponse(ctx context.Context, resp *http.Response, 
 	if !inspect {
 		return c.decide(ctx, resp, nil, nil, false)
 	}
-	b := newBody(resp.Body, Result{})
+	if resp.StatusCode == http.StatusSwitchingProtocols {
+		// net/http hands out the upgraded connection as an
+		// io.ReadWriteCloser body; keep it writable. 1xx is never peeked.
+		if rw, ok := resp.Body.(io.ReadWriteCloser); ok {
+			r := c.decide(ctx, resp, nil, nil, false)
+			resp.Body = &rwBody{body: body{rc: rw, res: r}, w: rw}
+			return r
+		}
+	}
 	var (
+		b        *body
 		folded   []byte // lower-cased body head; nil when not inspected
 		peekErr  error  // how a peek ended, when neither full nor at EOF
 		ctxEnded bool   // the request's context ended before or during the peek
 	)
-	if c.shouldPeek(resp, resp.StatusCode) {
-		if ctx != nil && ctx.Err() != nil {
-			ctxEnded = true
-		} else if fp := c.peekHead(ctx, b); fp != nil {
-			folded = (*fp)[:len(b.head)]
-			foldInto(folded, b.head)
+	switch {
+	case !c.shouldPeek(resp, resp.StatusCode):
+		b = &body{rc: resp.Body}
+	case ctx != nil && ctx.Err() != nil:
+		b = &body{rc: resp.Body}
+		ctxEnded = true
+	default:
+		pb := &peekedBody{}
+		b, pb.body.p, pb.peek.pool = &pb.body, &pb.peek, &c.heads
+		b.rc = resp.Body
+		if fp := c.peekHead(ctx, b.rc, b.p); fp != nil {
+			folded = (*fp)[:len(b.p.head)]
+			foldInto(folded, b.p.head)
 			defer c.folds.Put(fp)
 		}
-		if b.err != nil && b.err != io.EOF {
-			peekErr = b.err
+		if err := b.p.err; err != nil && err != io.EOF {
+			peekErr = err
 			ctxEnded = ctx != nil && ctx.Err() != nil
 		}
 	}
@@ -207,23 +231,37 @@ func (c *Classifier) decide(ctx context.Context, resp *http.Response, folded []b
 	r := Result{Status: status}
 	var names [4]string
 	matched := names[:0]
-	for i := range c.markers {
-		m := &c.markers[i]
-		if m.body != nil && folded == nil {
+	// Adjacent markers on the same header share one lookup.
+	var (
+		key  string
+		vals []string
+	)
+	for i := range c.headers {
+		m := &c.headers[i]
+		if !m.appliesTo(status) {
 			continue
 		}
-		if !m.appliesTo(status) || !m.matchHeader(resp.Header) || !m.matchBody(folded) {
-			continue
+		if m.header != key {
+			key, vals = m.header, resp.Header[m.header]
 		}
-		if !slices.Contains(matched, m.name) {
+		if len(vals) > 0 && m.matchValues(vals) && !slices.Contains(matched, m.name) {
 			matched = append(matched, m.name)
+		}
+	}
+	if folded != nil {
+		for i := range c.bodies {
+			m := &c.bodies[i]
+			if m.appliesTo(status) && m.matchHeader(resp.Header) && m.matchBody(folded) &&
+				!slices.Contains(matched, m.name) {
+				matched = append(matched, m.name)
+			}
 		}
 	}
 	switch {
 	case len(matched) > 0:
 		r.Outcome, r.Reason = Refused, "challenge marker"
 		r.Markers = slices.Clone(matched)
-	case (status == 401 || status == 403) && c.token != nil && bytes.Contains(folded, c.token):
+	case (status == 401 || status == 403) && c.token != nil && c.token.in(folded):
 		r.Outcome, r.Reason = Refused, "agent named"
 	case ctxEnded:
 		r.Outcome, r.Reason = contextOutcome(ctx)
@@ -244,7 +282,7 @@ func (c *Classifier) statusRules(h http.Header, r *Result) {
 		return
 	}
 	if status >= 400 && status < 600 {
-		d, src := parseWait(h, c.now(), status == 429 || status == 503)
+		d, src := parseWait(h, c.now, status == 429 || status == 503)
 		r.RetryAfter = d
 		switch {
 		case status == 429:
@@ -281,19 +319,17 @@ func (c *Classifier) shouldPeek(resp *http.Response, status int) bool {
 	if !c.bodyCanMatch(status) {
 		return false
 	}
+	switch {
+	case status == 202, status == 401, status == 403, status == 405, status == 429, status >= 500:
+	case !textual(resp.Header["Content-Type"]):
+		return false
+	}
 	for _, ce := range resp.Header["Content-Encoding"] {
 		if ce = trimOWS(ce); ce != "" && !strings.EqualFold(ce, "identity") {
 			return false
 		}
 	}
-	switch status {
-	case 202, 401, 403, 405, 429:
-		return true
-	}
-	if status >= 500 {
-		return true
-	}
-	return textual(resp.Header["Content-Type"])
+	return true
 }
 
 // bodyCanMatch reports whether a body marker or the agent token could match
@@ -302,8 +338,11 @@ func (c *Classifier) bodyCanMatch(status int) bool {
 	if c.token != nil && (status == 401 || status == 403) {
 		return true
 	}
-	for i := range c.markers {
-		if m := &c.markers[i]; m.body != nil && m.appliesTo(status) {
+	if c.bodyAny {
+		return true
+	}
+	for i := range c.bodies {
+		if c.bodies[i].appliesTo(status) {
 			return true
 		}
 	}
@@ -324,25 +363,23 @@ func textual(vs []string) bool {
 		strings.EqualFold(mt, "text/plain")
 }
 
-// peekHead reads the head of b.rc into a pooled buffer owned by b and
+// peekHead reads the head of rc into a pooled buffer owned by pk and
 // returns a pooled fold buffer of the same size for the caller to fill and
 // put back; nil when nothing was read.
-func (c *Classifier) peekHead(ctx context.Context, b *body) *[]byte {
+func (c *Classifier) peekHead(ctx context.Context, rc io.ReadCloser, pk *peek) *[]byte {
 	bp := c.heads.Get().(*[]byte)
-	n, err, closed := peekBody(ctx, b.rc, *bp)
-	b.rcClosed = closed
-	switch {
-	case closed && err != nil && err != io.EOF:
+	n, err, closed := peekBody(ctx, rc, *bp)
+	pk.rcClosed = closed
+	pk.err = err
+	if closed && err != nil && err != io.EOF {
 		// The guard closed the body; report why, not "read on closed body".
-		b.err = context.Cause(ctx)
-	default:
-		b.err = err
+		pk.err = context.Cause(ctx)
 	}
 	if n == 0 {
 		c.heads.Put(bp)
 		return nil
 	}
-	b.buf, b.head, b.pool = bp, (*bp)[:n], &c.heads
+	pk.buf, pk.head = bp, (*bp)[:n]
 	return c.folds.Get().(*[]byte)
 }
 

@@ -84,7 +84,9 @@ type classifyCase struct {
 }
 
 func classifyCases() []classifyCase {
-	html := func(kv ...string) http.Header { return hdr(append([]string{"Content-Type", "text/html; charset=utf-8"}, kv...)...) }
+	html := func(kv ...string) http.Header {
+		return hdr(append([]string{"Content-Type", "text/html; charset=utf-8"}, kv...)...)
+	}
 	big := "<html><head><title>Just a moment...</title><link href=\"/cdn-cgi/x\"></head>" + randomBody(1<<20, 1)
 	late := plainPage + strings.Repeat(" ", 5000) + cloudflarePage
 	return []classifyCase{
@@ -529,5 +531,33 @@ func TestDefaultMarkersCopy(t *testing.T) {
 	b := classify.DefaultMarkers()
 	if b[0].Name == "changed" || b[3].Statuses[0] == 200 {
 		t.Error("DefaultMarkers returned shared data")
+	}
+}
+
+// rwc is an upgraded connection.
+type rwc struct {
+	in  io.Reader
+	out bytes.Buffer
+}
+
+func (c *rwc) Read(p []byte) (int, error)  { return c.in.Read(p) }
+func (c *rwc) Write(p []byte) (int, error) { return c.out.Write(p) }
+func (*rwc) Close() error                  { return nil }
+
+// TestSwitchingProtocols: a 101 body stays an io.ReadWriteCloser.
+func TestSwitchingProtocols(t *testing.T) {
+	conn := &rwc{in: strings.NewReader("hello")}
+	resp := &http.Response{StatusCode: 101, Header: hdr("Upgrade", "websocket"), Body: conn}
+	r := classify.New(classify.Config{}).Classify(resp, nil)
+	if r.Outcome != classify.OK || classify.Of(resp, nil).Reason != "status 101" {
+		t.Errorf("Classify(101) = %v, want ok", r.Outcome)
+	}
+	rw, ok := resp.Body.(io.ReadWriteCloser)
+	if !ok {
+		t.Fatalf("101 body %T is not an io.ReadWriteCloser", resp.Body)
+	}
+	io.WriteString(rw, "ping")
+	if b, _ := io.ReadAll(rw); string(b) != "hello" || conn.out.String() != "ping" {
+		t.Errorf("upgraded connection: read %q, wrote %q; want %q, %q", b, conn.out.String(), "hello", "ping")
 	}
 }

@@ -2,9 +2,11 @@ package classify
 
 import (
 	"bytes"
+	"encoding/binary"
 	"net/http"
 	"net/textproto"
 	"slices"
+	"strings"
 )
 
 // A Marker recognises a bot-management challenge or block page. Markers are
@@ -84,10 +86,10 @@ func DefaultMarkers() []Marker {
 // matcher is a compiled Marker: canonical header name, lower-cased needles.
 type matcher struct {
 	name     string
-	header   string // canonical MIME header key; "" when no header condition
-	value    string // lower-cased
-	body     []byte // lower-cased; nil when no body condition
-	also     []byte // lower-cased; nil when no second condition
+	header   string  // canonical MIME header key; "" when no header condition
+	value    string  // lower-cased
+	body     *needle // nil when no body condition
+	also     *needle // nil when no second condition
 	statuses []int
 }
 
@@ -104,8 +106,8 @@ func compile(ms []Marker) []matcher {
 		mt := matcher{
 			name:     name,
 			value:    lowerASCII(m.Value),
-			body:     needle(m.Body),
-			also:     needle(m.AlsoBody),
+			body:     newNeedle(m.Body),
+			also:     newNeedle(m.AlsoBody),
 			statuses: slices.Clone(m.Statuses),
 		}
 		if m.Header != "" {
@@ -126,11 +128,13 @@ func (m *matcher) appliesTo(status int) bool {
 // matchHeader reports whether the header condition holds (true when there
 // is none).
 func (m *matcher) matchHeader(h http.Header) bool {
-	if m.header == "" {
-		return true
-	}
-	vs, ok := h[m.header]
-	if !ok {
+	return m.header == "" || m.matchValues(h[m.header])
+}
+
+// matchValues reports whether one of the header field's values satisfies
+// the marker (any value when the marker names none).
+func (m *matcher) matchValues(vs []string) bool {
+	if len(vs) == 0 {
 		return false
 	}
 	if m.value == "" {
@@ -150,10 +154,10 @@ func (m *matcher) matchBody(folded []byte) bool {
 	if m.body == nil {
 		return true
 	}
-	if !bytes.Contains(folded, m.body) {
+	if !m.body.in(folded) {
 		return false
 	}
-	return m.also == nil || bytes.Contains(folded, m.also)
+	return m.also == nil || m.also.in(folded)
 }
 
 // lowerASCII lower-cases the ASCII letters of s.
@@ -162,7 +166,7 @@ func lowerASCII(s string) string {
 		if c := s[i]; 'A' <= c && c <= 'Z' {
 			b := []byte(s)
 			for j := i; j < len(b); j++ {
-				b[j] = foldTable[b[j]]
+				b[j] = foldByte(b[j])
 			}
 			return string(b)
 		}
@@ -170,24 +174,33 @@ func lowerASCII(s string) string {
 	return s
 }
 
-// foldTable maps ASCII upper-case letters to lower case, other bytes to
-// themselves.
-var foldTable = func() (t [256]byte) {
-	for i := range t {
-		t[i] = byte(i)
-		if 'A' <= i && i <= 'Z' {
-			t[i] = byte(i + 'a' - 'A')
-		}
-	}
-	return t
-}()
-
-// foldInto writes the ASCII lower-case form of src into dst (same length).
+// foldInto writes the ASCII lower-case form of src into dst, which must
+// be at least as long. It folds eight bytes at a time.
 func foldInto(dst, src []byte) {
+	const (
+		ones = 0x0101010101010101
+		high = ones * 0x80
+	)
 	dst = dst[:len(src)]
-	for i, c := range src {
-		dst[i] = foldTable[c]
+	i := 0
+	for ; i+8 <= len(src); i += 8 {
+		w := binary.LittleEndian.Uint64(src[i:])
+		low := w &^ high                                   // each byte's low seven bits
+		geA := low + ones*(0x80-'A')                       // high bit set where low >= 'A'
+		gtZ := low + ones*(0x80-'Z'-1)                     // high bit set where low > 'Z'
+		upper := geA &^ gtZ &^ w & high                    // ASCII 'A'..'Z'
+		binary.LittleEndian.PutUint64(dst[i:], w|upper>>2) // +0x20
 	}
+	for ; i < len(src); i++ {
+		dst[i] = foldByte(src[i])
+	}
+}
+
+func foldByte(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
 }
 
 // containsFold reports whether s contains needle (already lower-case),
@@ -198,11 +211,11 @@ func containsFold(s, needle string) bool {
 		return true
 	}
 	for i := 0; i+n <= len(s); i++ {
-		if foldTable[s[i]] != needle[0] {
+		if foldByte(s[i]) != needle[0] {
 			continue
 		}
 		j := 1
-		for j < n && foldTable[s[i+j]] == needle[j] {
+		for j < n && foldByte(s[i+j]) == needle[j] {
 			j++
 		}
 		if j == n {
@@ -212,10 +225,61 @@ func containsFold(s, needle string) bool {
 	return false
 }
 
-// needle returns the lower-cased bytes of s, or nil when s is empty.
-func needle(s string) []byte {
+// commonness lists bytes from most to least frequent in HTML and English
+// text, roughly; bytes not listed count as rarest.
+const commonness = " etaoinsrhldcu<>=\"/p.mfgwy-b:v;k,x'j0123456789_#&q()z!?%@*+[]{}|\\^~`$"
+
+// A needle is a lower-cased substring to find in a folded body head. The
+// search jumps between occurrences of its rarest byte (the anchor) with
+// bytes.IndexByte, which is far cheaper on HTML than bytes.Index keyed on
+// the first byte.
+type needle struct {
+	b      []byte
+	anchor int // index in b of the rarest byte
+}
+
+// newNeedle returns the needle for s, or nil when s is empty.
+func newNeedle(s string) *needle {
 	if s == "" {
 		return nil
 	}
-	return []byte(lowerASCII(s))
+	n := &needle{b: []byte(lowerASCII(s))}
+	best := -1
+	for i, c := range n.b {
+		rank := strings.IndexByte(commonness, c)
+		if rank < 0 {
+			rank = len(commonness)
+		}
+		if rank > best {
+			best, n.anchor = rank, i
+		}
+	}
+	return n
+}
+
+// maxAnchorMisses bounds anchored verification before in falls back to
+// bytes.Index, so a hostile body full of anchor bytes costs no more than
+// the plain search.
+const maxAnchorMisses = 32
+
+// in reports whether the needle occurs in hay (already lower-case).
+func (n *needle) in(hay []byte) bool {
+	k, c := n.anchor, n.b[n.anchor]
+	end := len(hay) - (len(n.b) - 1 - k) // anchor positions are < end
+	misses := 0
+	for i := k; i < end; {
+		j := bytes.IndexByte(hay[i:end], c)
+		if j < 0 {
+			return false
+		}
+		start := i + j - k
+		if bytes.Equal(hay[start:start+len(n.b)], n.b) {
+			return true
+		}
+		if misses++; misses > maxAnchorMisses {
+			return bytes.Contains(hay[start+1:], n.b)
+		}
+		i += j + 1
+	}
+	return false
 }

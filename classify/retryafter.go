@@ -50,7 +50,7 @@ const (
 //
 // ParseRetryAfter does not allocate on success.
 func ParseRetryAfter(h http.Header, now time.Time) (time.Duration, bool) {
-	d, src := parseWait(h, now, false)
+	d, src := parseWait(h, func() time.Time { return now }, false)
 	return d, src != waitNone
 }
 
@@ -63,9 +63,10 @@ const (
 	waitRateLimit
 )
 
-// parseWait implements ParseRetryAfter. anyReset accepts a rate-limit reset
-// even when remaining is not known to be 0.
-func parseWait(h http.Header, now time.Time, anyReset bool) (time.Duration, waitSource) {
+// parseWait implements ParseRetryAfter. now is called only for the forms
+// that need the time. anyReset accepts a rate-limit reset even when
+// remaining is not known to be 0.
+func parseWait(h http.Header, now func() time.Time, anyReset bool) (time.Duration, waitSource) {
 	if vs := h[hRetryAfter]; len(vs) > 0 {
 		if d, ok := parseRetryAfterValue(vs[0], now); ok {
 			return d, waitRetryAfter
@@ -94,7 +95,7 @@ func parseWait(h http.Header, now time.Time, anyReset bool) (time.Duration, wait
 }
 
 // parseRetryAfterValue parses one Retry-After value.
-func parseRetryAfterValue(v string, now time.Time) (time.Duration, bool) {
+func parseRetryAfterValue(v string, now func() time.Time) (time.Duration, bool) {
 	v = trimOWS(v)
 	if v == "" {
 		return 0, false
@@ -110,12 +111,12 @@ func parseRetryAfterValue(v string, now time.Time) (time.Duration, bool) {
 	if err != nil {
 		return 0, false
 	}
-	return until(t, now)
+	return until(t, now())
 }
 
 // parseLegacyReset parses X-RateLimit-Reset: delay seconds, or a Unix time
 // above epochThreshold; a fraction rounds the wait up.
-func parseLegacyReset(v string, now time.Time) (time.Duration, bool) {
+func parseLegacyReset(v string, now func() time.Time) (time.Duration, bool) {
 	v = trimOWS(v)
 	n, i := 0, 0
 	for i < len(v) && isDigit(v[i]) {
@@ -140,7 +141,7 @@ func parseLegacyReset(v string, now time.Time) (time.Duration, bool) {
 		}
 	}
 	if n > epochThreshold {
-		return until(time.Unix(int64(n), 0), now)
+		return until(time.Unix(int64(n), 0), now())
 	}
 	return seconds(n)
 }

@@ -57,7 +57,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if resp == nil {
 		return nil, &Error{Result: noResponse, Err: ErrNoResponse}
 	}
-	if _, ok := resp.Body.(*body); ok {
+	if _, ok := attached(resp.Body); ok {
 		return resp, nil
 	}
 	c.classifyResponse(ctx, resp, true)
