@@ -1,0 +1,558 @@
+package egresskit_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/egresskit/egresskit"
+	"github.com/egresskit/egresskit/breaker"
+	"github.com/egresskit/egresskit/classify"
+	"github.com/egresskit/egresskit/egresstest"
+	"github.com/egresskit/egresskit/hoststate"
+	"github.com/egresskit/egresskit/ratelimit"
+	"github.com/egresskit/egresskit/retry"
+	"github.com/egresskit/egresskit/robots"
+)
+
+// site is an in-memory web of hosts for synctest scenarios: each host has a
+// handler, robots.txt is 404 unless set, and requests are counted per host
+// and path.
+type site struct {
+	mu      sync.Mutex // guards hosts, robots and counts
+	hosts   map[string]http.HandlerFunc
+	robots  map[string]string
+	counts  map[string]int // "host" and "host/robots.txt"
+	handler *egresstest.HandlerTransport
+}
+
+func newSite() *site {
+	s := &site{hosts: map[string]http.HandlerFunc{}, robots: map[string]string{}, counts: map[string]int{}}
+	s.handler = egresstest.NewHandlerTransport(http.HandlerFunc(s.serve))
+	return s
+}
+
+func (s *site) handle(host string, h http.HandlerFunc) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.hosts[host] = h
+}
+
+func (s *site) serve(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	host := r.URL.Host
+	if r.URL.Path == "/robots.txt" {
+		s.counts[host+"/robots.txt"]++
+		body, ok := s.robots[host]
+		s.mu.Unlock()
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		io.WriteString(w, body)
+		return
+	}
+	s.counts[host]++
+	h := s.hosts[host]
+	s.mu.Unlock()
+	if h == nil {
+		http.NotFound(w, r)
+		return
+	}
+	h(w, r)
+}
+
+// requests returns how many non-robots requests host received.
+func (s *site) requests(host string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.counts[host]
+}
+
+// get sends a GET through c and returns the status (0 on error) and error,
+// reading and closing the body.
+func get(c *http.Client, url string) (int, error) {
+	resp, err := c.Get(url)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		return resp.StatusCode, err
+	}
+	return resp.StatusCode, nil
+}
+
+// fastConfig is a Config over s with pacing that never binds, so that
+// scenarios measure only what they are about.
+func fastConfig(s *site) egresskit.Config {
+	return egresskit.Config{
+		Base:      s.handler,
+		UserAgent: "TestBot/1.0",
+		Retry:     retry.Policy{MaxRetries: 3, BaseDelay: 100 * time.Millisecond, MaxDelay: 30 * time.Second},
+		HostState: hoststate.Config{Limit: ratelimit.Config{PerMinute: 60000, Burst: 100}},
+	}
+}
+
+func TestTransientRecoversOnSecondAttempt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newSite()
+		var n atomic.Int32
+		s.handle("a.test", func(w http.ResponseWriter, r *http.Request) {
+			if n.Add(1) == 1 {
+				http.Error(w, "busy", http.StatusServiceUnavailable)
+				return
+			}
+			io.WriteString(w, "ok")
+		})
+		c := &http.Client{Transport: egresskit.New(fastConfig(s))}
+		status, err := get(c, "http://a.test/page")
+		if err != nil || status != 200 {
+			t.Fatalf("get = %d, %v; want 200, nil", status, err)
+		}
+		if got := s.requests("a.test"); got != 2 {
+			t.Errorf("server saw %d requests, want 2", got)
+		}
+	})
+}
+
+func TestThrottledWaitsRetryAfter(t *testing.T) {
+	tests := []struct {
+		name       string
+		retryAfter func(now time.Time) string
+		want       time.Duration
+	}{
+		{"seconds", func(time.Time) string { return "5" }, 5 * time.Second},
+		{"http-date", func(now time.Time) string { return now.Add(7 * time.Second).UTC().Format(http.TimeFormat) }, 7 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := newSite()
+				var first time.Time
+				var second time.Time
+				var n atomic.Int32
+				s.handle("a.test", func(w http.ResponseWriter, r *http.Request) {
+					if n.Add(1) == 1 {
+						first = time.Now()
+						w.Header().Set("Retry-After", tt.retryAfter(first))
+						http.Error(w, "slow down", http.StatusTooManyRequests)
+						return
+					}
+					second = time.Now()
+					io.WriteString(w, "ok")
+				})
+				c := &http.Client{Transport: egresskit.New(fastConfig(s))}
+				status, err := get(c, "http://a.test/")
+				if err != nil || status != 200 {
+					t.Fatalf("get = %d, %v; want 200, nil", status, err)
+				}
+				// An HTTP date has a resolution of one second.
+				if waited := second.Sub(first); waited < tt.want-time.Second || waited > tt.want+time.Second {
+					t.Errorf("waited %v between attempts, want about %v", waited, tt.want)
+				}
+			})
+		})
+	}
+}
+
+func TestRetryAfterPastCapReturnsResponseAndPausesHost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newSite()
+		s.handle("a.test", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Retry-After", "3600")
+			http.Error(w, "come back later", http.StatusTooManyRequests)
+		})
+		chain := egresskit.New(fastConfig(s))
+		c := &http.Client{Transport: chain}
+		status, err := get(c, "http://a.test/")
+		if err != nil || status != http.StatusTooManyRequests {
+			t.Fatalf("get = %d, %v; want the real 429", status, err)
+		}
+		if got := s.requests("a.test"); got != 1 {
+			t.Errorf("server saw %d requests, want 1 (no retry past the cap)", got)
+		}
+		st, err := chain.State(context.Background(), "a.test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if until := st.PausedUntil.Sub(time.Now()); until < 59*time.Minute {
+			t.Errorf("host paused for %v, want about 1h", until)
+		}
+	})
+}
+
+func TestNamedRefusalHaltsHost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newSite()
+		s.handle("blocked.test", func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(http.StatusForbidden)
+			io.WriteString(w, "<html>TestBot is not welcome here.</html>")
+		})
+		s.handle("fine.test", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+		var escalations []egresskit.Escalation
+		cfg := fastConfig(s)
+		cfg.OnEscalate = func(e egresskit.Escalation) { escalations = append(escalations, e) }
+		chain := egresskit.New(cfg)
+		c := &http.Client{Transport: chain}
+
+		resp, err := c.Get("http://blocked.test/a?token=s3cr3t")
+		if err != nil {
+			t.Fatalf("first request: %v, want the real 403", err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 403 || !egresskit.Halted(resp) || !strings.Contains(string(body), "not welcome") {
+			t.Errorf("first response = %d halted=%v body=%q; want the whole 403, halted", resp.StatusCode, egresskit.Halted(resp), body)
+		}
+		for i := range 3 {
+			_, err := get(c, fmt.Sprintf("http://blocked.test/%d", i))
+			if !errors.Is(err, breaker.ErrHalted) {
+				t.Errorf("request after halt: err = %v, want ErrHalted", err)
+			}
+		}
+		if got := s.requests("blocked.test"); got != 1 {
+			t.Errorf("blocked host saw %d requests, want exactly 1", got)
+		}
+		if status, err := get(c, "http://fine.test/"); err != nil || status != 200 {
+			t.Errorf("other host: %d, %v; want 200", status, err)
+		}
+		if len(escalations) != 1 {
+			t.Fatalf("escalations = %d, want 1", len(escalations))
+		}
+		e := escalations[0]
+		if e.Host != "blocked.test" || e.Status != 403 || !strings.Contains(string(e.BodyHead), "not welcome") {
+			t.Errorf("escalation = %+v", e)
+		}
+		if strings.Contains(e.URL, "s3cr3t") {
+			t.Errorf("escalation URL %q leaks a secret", e.URL)
+		}
+		if err := chain.Resume(context.Background(), "blocked.test"); err != nil {
+			t.Fatal(err)
+		}
+		s.handle("blocked.test", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "welcome back") })
+		if status, err := get(c, "http://blocked.test/again"); err != nil || status != 200 {
+			t.Errorf("after Resume: %d, %v; want 200", status, err)
+		}
+	})
+}
+
+func TestSlowHostCutByTimeouts(t *testing.T) {
+	tests := []struct {
+		name         string
+		policy       retry.Policy
+		wantAttempts int
+		maxElapsed   time.Duration
+	}{
+		{"attempt timeout", retry.Policy{MaxRetries: 2, BaseDelay: -1, AttemptTimeout: time.Second}, 3, 4 * time.Second},
+		{"overall deadline", retry.Policy{MaxRetries: 5, BaseDelay: -1, AttemptTimeout: 10 * time.Second, Deadline: 15 * time.Second}, 2, 16 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := newSite()
+				s.handle("slow.test", func(w http.ResponseWriter, r *http.Request) {
+					select {
+					case <-time.After(time.Minute):
+						io.WriteString(w, "late")
+					case <-r.Context().Done():
+					}
+				})
+				cfg := fastConfig(s)
+				cfg.Retry = tt.policy
+				c := &http.Client{Transport: egresskit.New(cfg)}
+				start := time.Now()
+				_, err := get(c, "http://slow.test/")
+				if err == nil {
+					t.Fatal("slow host answered, want a timeout")
+				}
+				if elapsed := time.Since(start); elapsed > tt.maxElapsed {
+					t.Errorf("took %v, want at most %v", elapsed, tt.maxElapsed)
+				}
+				if got := s.requests("slow.test"); got != tt.wantAttempts {
+					t.Errorf("server saw %d attempts, want %d", got, tt.wantAttempts)
+				}
+			})
+		})
+	}
+}
+
+func TestBreakerOpensAndRecovers(t *testing.T) {
+	for _, probeOK := range []bool{true, false} {
+		t.Run(fmt.Sprintf("probe ok=%v", probeOK), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := newSite()
+				var healthy atomic.Bool
+				s.handle("down.test", func(w http.ResponseWriter, r *http.Request) {
+					if healthy.Load() {
+						io.WriteString(w, "ok")
+						return
+					}
+					http.Error(w, "down", http.StatusBadGateway)
+				})
+				cfg := fastConfig(s)
+				cfg.Retry = retry.Policy{MaxRetries: -1}
+				cfg.HostState.Limit = ratelimit.Config{PerMinute: 60, Burst: 20}
+				chain := egresskit.New(cfg)
+				c := &http.Client{Transport: chain}
+				for i := range 8 {
+					if status, _ := get(c, "http://down.test/"); status != 502 {
+						t.Fatalf("request %d: status %d, want 502", i+1, status)
+					}
+				}
+				before, _ := chain.State(context.Background(), "down.test")
+				_, err := get(c, "http://down.test/")
+				var open *breaker.OpenError
+				if !errors.As(err, &open) || !errors.Is(err, breaker.ErrOpen) {
+					t.Fatalf("9th request: err = %v, want *breaker.OpenError", err)
+				}
+				if got := s.requests("down.test"); got != 8 {
+					t.Errorf("server saw %d requests, want 8 (the 9th never sent)", got)
+				}
+				after, _ := chain.State(context.Background(), "down.test")
+				if before.Breaker != hoststate.Closed && after.Breaker != hoststate.Open {
+					t.Errorf("breaker state %v, want open", after.Breaker)
+				}
+				// The refused request took no token: 12 more requests fit
+				// the remaining burst of 12 once the breaker closes.
+				time.Sleep(300 * time.Second)
+				healthy.Store(probeOK)
+				status, _ := get(c, "http://down.test/probe")
+				if got := s.requests("down.test"); got != 9 {
+					t.Errorf("after open time: server saw %d requests, want 9 (one probe)", got)
+				}
+				st, _ := chain.State(context.Background(), "down.test")
+				if probeOK {
+					if status != 200 || st.Breaker != hoststate.Closed {
+						t.Errorf("successful probe: status %d, breaker %v; want 200, closed", status, st.Breaker)
+					}
+				} else {
+					if st.Breaker != hoststate.Open {
+						t.Errorf("failed probe: breaker %v, want open", st.Breaker)
+					}
+					if _, err := get(c, "http://down.test/again"); !errors.Is(err, breaker.ErrOpen) {
+						t.Errorf("after failed probe: err = %v, want ErrOpen", err)
+					}
+				}
+			})
+		})
+	}
+}
+
+func TestOpenBreakerSpendsNoToken(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newSite()
+		s.handle("down.test", func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "down", http.StatusServiceUnavailable)
+		})
+		cfg := fastConfig(s)
+		cfg.Retry = retry.Policy{MaxRetries: -1}
+		cfg.HostState.Limit = ratelimit.Config{PerMinute: 60, Burst: 1}
+		chain := egresskit.New(cfg)
+		c := &http.Client{Transport: chain}
+		for range 8 {
+			get(c, "http://down.test/")
+		}
+		// Eight requests at 1/s took at least 7s of pacing.
+		for range 50 {
+			start := time.Now()
+			if _, err := get(c, "http://down.test/"); !errors.Is(err, breaker.ErrOpen) {
+				t.Fatalf("err = %v, want ErrOpen", err)
+			}
+			if waited := time.Since(start); waited != 0 {
+				t.Fatalf("refused request waited %v for a token, want 0", waited)
+			}
+		}
+	})
+}
+
+func Test429HalvesRateAndPauses(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newSite()
+		s.handle("busy.test", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Retry-After", "5")
+			http.Error(w, "slow down", http.StatusTooManyRequests)
+		})
+		cfg := fastConfig(s)
+		cfg.Retry = retry.Policy{MaxRetries: -1}
+		cfg.HostState.Limit = ratelimit.Config{PerMinute: 40}
+		chain := egresskit.New(cfg)
+		c := &http.Client{Transport: chain}
+		if status, _ := get(c, "http://busy.test/"); status != 429 {
+			t.Fatalf("status %d, want 429", status)
+		}
+		st, err := chain.State(context.Background(), "busy.test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.PerMinute != 20 {
+			t.Errorf("rate after 429 = %v/min, want 20 (halved, not reset)", st.PerMinute)
+		}
+		if paused := st.PausedUntil.Sub(time.Now()); paused < 5*time.Second {
+			t.Errorf("paused for %v, want >= 5s", paused)
+		}
+	})
+}
+
+func TestAlwaysThrottledHostGetsBoundedRequests(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newSite()
+		s.handle("busy.test", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "slow down", http.StatusTooManyRequests)
+		})
+		cfg := fastConfig(s)
+		cfg.Retry = retry.Policy{MaxRetries: 3, BaseDelay: 100 * time.Millisecond}
+		cfg.HostState.Limit = ratelimit.Config{PerMinute: 60}
+		chain := egresskit.New(cfg)
+		c := &http.Client{Transport: chain}
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		for ctx.Err() == nil {
+			req, _ := http.NewRequestWithContext(ctx, "GET", "http://busy.test/", nil)
+			if resp, err := c.Do(req); err == nil {
+				resp.Body.Close()
+			} else if errors.Is(err, breaker.ErrOpen) {
+				time.Sleep(time.Second)
+			}
+		}
+		// 60/min halves on each 429 (60, 30, 15, 7.5, ...) and every 429
+		// pauses the host for 1s; the breaker opens after 8 consecutive
+		// 429s for 300s, so over 60s of fake time the host sees exactly the
+		// 8 requests that open the breaker.
+		if got := s.requests("busy.test"); got != 8 {
+			t.Errorf("always-throttled host saw %d requests in 60s, want 8", got)
+		}
+	})
+}
+
+func TestRobotsDisallowNeverReachesBreakerOrLimiter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newSite()
+		s.robots["r.test"] = "User-agent: *\nDisallow: /private\n"
+		s.handle("r.test", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+		cfg := fastConfig(s)
+		cfg.HostState.Limit = ratelimit.Config{PerMinute: 60, Burst: 1}
+		chain := egresskit.New(cfg)
+		c := &http.Client{Transport: chain}
+		for range 20 {
+			start := time.Now()
+			_, err := get(c, "http://r.test/private/x")
+			if !errors.Is(err, robots.ErrDisallowed) {
+				t.Fatalf("err = %v, want robots.ErrDisallowed", err)
+			}
+			if time.Since(start) != 0 {
+				t.Fatal("a disallowed request waited for a token")
+			}
+		}
+		st, _ := chain.State(context.Background(), "r.test")
+		if st.Recent != (ratelimit.Outcomes{}) || st.ConsecutiveFailures != 0 {
+			t.Errorf("disallowed requests reached the host state: %+v", st)
+		}
+		if got := s.requests("r.test"); got != 0 {
+			t.Errorf("server saw %d requests, want 0", got)
+		}
+		if status, err := get(c, "http://r.test/public"); err != nil || status != 200 {
+			t.Errorf("allowed path: %d, %v", status, err)
+		}
+		s.mu.Lock()
+		fetches := s.counts["r.test/robots.txt"]
+		s.mu.Unlock()
+		if fetches != 1 {
+			t.Errorf("robots.txt fetched %d times, want 1", fetches)
+		}
+	})
+}
+
+func TestCrawlDelayBecomesCeiling(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newSite()
+		s.robots["slow.test"] = "User-agent: *\nCrawl-delay: 10\n"
+		s.handle("slow.test", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+		chain := egresskit.New(fastConfig(s))
+		c := &http.Client{Transport: chain}
+		if _, err := get(c, "http://slow.test/"); err != nil {
+			t.Fatal(err)
+		}
+		st, _ := chain.State(context.Background(), "slow.test")
+		if st.Ceiling != 6 || st.PerMinute > 6 {
+			t.Errorf("ceiling %v, rate %v; want 6/min from Crawl-delay 10", st.Ceiling, st.PerMinute)
+		}
+	})
+}
+
+func TestBadRequests(t *testing.T) {
+	chain := egresskit.New(egresskit.Config{Base: egresstest.NewScript(egresstest.Step{})})
+	tests := []struct {
+		name string
+		req  *http.Request
+	}{
+		{"nil", nil},
+		{"no url", &http.Request{Method: "GET", Header: http.Header{}}},
+		{"no host", mustRequest(t, "http:///path")},
+		{"ftp", mustRequest(t, "ftp://example.com/file")},
+		{"port only", mustRequest(t, "http://:8080/")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, err := chain.RoundTrip(tt.req)
+			if err == nil || resp != nil {
+				t.Fatalf("RoundTrip = %v, %v; want an error", resp, err)
+			}
+		})
+	}
+}
+
+func mustRequest(t *testing.T, url string) *http.Request {
+	t.Helper()
+	req, err := http.NewRequest("GET", url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return req
+}
+
+func TestScope(t *testing.T) {
+	s := newSite()
+	s.handle("in.test", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+	cfg := fastConfig(s)
+	cfg.Scope = egresskit.Scope{Allow: []string{".in.test"}, Deny: []string{"bad.in.test"}}
+	c := &http.Client{Transport: egresskit.New(cfg)}
+	if status, err := get(c, "http://in.test/"); err != nil || status != 200 {
+		t.Errorf("in scope: %d, %v", status, err)
+	}
+	for _, u := range []string{"http://out.test/", "http://bad.in.test/"} {
+		if _, err := get(c, u); !errors.Is(err, egresskit.ErrOutOfScope) {
+			t.Errorf("get(%s) err = %v, want ErrOutOfScope", u, err)
+		}
+	}
+}
+
+func TestNonReplayableBodyIsNotRetried(t *testing.T) {
+	script := egresstest.NewScript(egresstest.Step{Status: 503}, egresstest.Step{Status: 200})
+	cfg := egresskit.Config{Base: script, IgnoreRobots: true,
+		Retry:     retry.Policy{RetryNonIdempotent: true, BaseDelay: -1},
+		HostState: hoststate.Config{Limit: ratelimit.Config{PerMinute: 60000, Burst: 10}}}
+	chain := egresskit.New(cfg)
+	req, _ := http.NewRequest("POST", "http://a.test/form", io.NopCloser(strings.NewReader("x=1")))
+	req.GetBody = nil
+	resp, err := chain.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 503 || script.Requests() != 1 {
+		t.Errorf("status %d after %d requests; want the first 503 and no retry", resp.StatusCode, script.Requests())
+	}
+	if got := classify.Of(resp, nil).Outcome; got != classify.Transient {
+		t.Errorf("outcome %v, want transient", got)
+	}
+}
