@@ -209,8 +209,10 @@ func (a *Audit) Robots(host, path string, allowed bool) error {
 }
 
 // Record appends a line of the given kind with the given fields, in order.
-// String values, and the text of any other value, are redacted; durations
-// are written as Go duration strings and times in RFC 3339. It returns
+// String values, and the text of any other value, are redacted
+// (*url.URL as a URL, http.Header and url.Values as objects with their
+// secret values replaced); durations are written as Go duration strings
+// and times in RFC 3339. It returns
 // ErrReservedKey for a field named seq, time, kind, prev or hash,
 // ErrAuditClosed after Close, and the first write error ever met: after a
 // failed write the log accepts nothing more, since its chain's end is

@@ -355,9 +355,9 @@ func TestAuditFailsAtStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	paths := map[string]string{
-		"empty path":      "",
-		"missing dir":     filepath.Join(dir, "no", "such", "dir", "audit.jsonl"),
-		"directory":       dir,
+		"empty path":       "",
+		"missing dir":      filepath.Join(dir, "no", "such", "dir", "audit.jsonl"),
+		"directory":        dir,
 		"not an audit log": junk,
 	}
 	if _, err := os.Stat("/dev/full"); err == nil {

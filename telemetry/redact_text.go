@@ -219,8 +219,19 @@ func isUpper(c byte) bool { return 'A' <= c && c <= 'Z' }
 // or is compared as if it were.
 func indexFold(s, sub string) int {
 	n := len(sub)
+	if n == 0 {
+		return 0
+	}
+	c0 := sub[0]
+	if isUpper(c0) {
+		c0 += 'a' - 'A'
+	}
 	for i := 0; i+n <= len(s); i++ {
-		if hasPrefixFold(s[i:], sub) {
+		c := s[i]
+		if isUpper(c) {
+			c += 'a' - 'A'
+		}
+		if c == c0 && hasPrefixFold(s[i:], sub) {
 			return i
 		}
 	}
