@@ -210,25 +210,42 @@ func (c *Checker) Check(ctx context.Context, u *url.URL) (Decision, error) {
 				return Decision{}, fmt.Errorf("robots: waiting for robots.txt of %s: %w", t.host, ctx.Err())
 			}
 		}
-		done := make(chan struct{})
-		e.fetch = done
+		e.fetch = make(chan struct{})
 		c.mu.Unlock()
-
-		res, err := c.fetch(ctx, t)
-
-		c.mu.Lock()
-		e.fetch = nil
-		close(done)
-		if err == nil {
-			c.store(e, res, c.cfg.Now())
-		}
-		a := e.ans
-		c.mu.Unlock()
+		a, err := c.lead(ctx, e, t)
 		if err != nil {
 			return Decision{}, err
 		}
 		return c.decide(a, t, u)
 	}
+}
+
+// lead runs the fetch for e, which the caller has marked in flight, stores
+// its outcome and wakes the waiters. A fetch that ctx ends, or that panics,
+// stores nothing; the waiters then retry it.
+func (c *Checker) lead(ctx context.Context, e *entry, t target) (answer, error) {
+	finish := func() {
+		close(e.fetch)
+		e.fetch = nil
+	}
+	finished := false
+	defer func() {
+		if !finished {
+			c.mu.Lock()
+			finish()
+			c.mu.Unlock()
+		}
+	}()
+	res, err := c.fetch(ctx, t)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	finish()
+	finished = true
+	if err != nil {
+		return answer{}, err
+	}
+	c.store(e, res, c.cfg.Now())
+	return e.ans, nil
 }
 
 // target is what Check needs to know about a URL.

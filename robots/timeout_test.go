@@ -60,3 +60,32 @@ func TestCheckCallerDeadline(t *testing.T) {
 		}
 	})
 }
+
+// TestCheckTransportPanic: a transport that panics does not leave the host
+// marked as being fetched, which would block later checks.
+func TestCheckTransportPanic(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		calls := 0
+		c := robots.New(robots.Config{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			calls++
+			if calls == 1 {
+				panic("transport bug")
+			}
+			return &http.Response{StatusCode: 404, Header: http.Header{}, Body: http.NoBody}, nil
+		})})
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("Check did not pass on the transport's panic")
+				}
+			}()
+			check(t, c, "http://example.com/x")
+		}()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		d, err := c.Check(ctx, mustURL(t, "http://example.com/x"))
+		if !d.Allowed || d.Source != robots.Unavailable || err != nil || calls != 2 {
+			t.Errorf("Check after a panic = %+v, %v after %d calls; want a new fetch, allowed", d, err, calls)
+		}
+	})
+}
