@@ -35,7 +35,6 @@ package breaker
 import (
 	"errors"
 	"hash/maphash"
-	"sync"
 	"time"
 
 	"github.com/egresskit/egresskit/classify"
@@ -363,51 +362,4 @@ func (s *Set) deliver(changes []StateChange) {
 	for _, c := range changes {
 		s.cfg.OnStateChange(c)
 	}
-}
-
-// numShards spreads hosts over independently locked maps.
-const numShards = 64
-
-// shard is one part of a Set's hosts.
-type shard struct {
-	mu        sync.Mutex // guards the fields below and every entry in m
-	m         map[string]*entry
-	gen       uint64 // last generation handed out in this shard
-	peak      int    // largest len(m) since m was last rebuilt
-	lastSweep time.Time
-	pending   []StateChange // changes not yet delivered
-	_         [40]byte      // keep shards on separate cache lines
-}
-
-func (s *Set) shard(host string) *shard {
-	return &s.shards[maphash.String(s.seed, host)%numShards]
-}
-
-// entry returns host's entry, creating it. sh.mu must be held.
-func (sh *shard) entry(s *Set, host string, now time.Time) *entry {
-	if e := sh.m[host]; e != nil {
-		return e
-	}
-	if sh.m == nil {
-		sh.m = make(map[string]*entry)
-	}
-	st := s.settings
-	st.Name = host
-	sh.gen++
-	e := &entry{cb: gobreaker.NewTwoStepCircuitBreaker[struct{}](st), gen: sh.gen, used: now}
-	sh.m[host] = e
-	sh.peak = max(sh.peak, len(sh.m))
-	return e
-}
-
-// take appends the pending changes to dst and clears them. sh.mu must be
-// held.
-func (sh *shard) take(dst []StateChange) []StateChange {
-	if len(sh.pending) == 0 {
-		return dst
-	}
-	dst = append(dst, sh.pending...)
-	clear(sh.pending)
-	sh.pending = sh.pending[:0]
-	return dst
 }
