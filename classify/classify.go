@@ -90,14 +90,19 @@ func New(cfg Config) *Classifier {
 // For a response, Classify inspects the status, the headers and, when
 // useful, the first PeekSize bytes of the body, then replaces resp.Body with
 // a body that carries the Result (see Of) and yields the complete original
-// body, byte for byte. A body is inspected when a marker or the agent token
-// could match it and the response is a 202, 401, 403, 405, 429 or 5xx, or
-// has a text/html, application/xhtml+xml, text/plain or missing
-// Content-Type; never for HEAD requests, 1xx, 204, 3xx, a nil or http.NoBody body, or a
-// Content-Encoding other than identity (compressed bytes carry no readable
-// marker). So a 200 challenge page is caught while a large binary download
-// is not held up. Reading the head stops at PeekSize bytes, the end of the
-// body, or the end of resp.Request's context, whichever comes first.
+// body, byte for byte, whether it is read with Read or io.Copy. A body is
+// inspected when a marker or the agent token could match it and the
+// response is a 202, 401, 403, 405, 429 or 5xx, or has a text/html,
+// application/xhtml+xml, text/plain or missing Content-Type; never for HEAD
+// requests, 1xx, 204, 3xx, a nil or http.NoBody body, or a Content-Encoding
+// other than identity (compressed bytes carry no readable marker). So a 200
+// challenge page is caught while a large binary download is not held up.
+// Reading the head stops at PeekSize bytes, the end of the body, or the end
+// of resp.Request's context, whichever comes first; if the context ends
+// while the body is being read, the body is closed so that even a body
+// that ignores its context cannot hold the caller. Peek buffers are pooled
+// and go back to the pool once the head has been read or the body closed.
+// A 101 Switching Protocols body stays an io.ReadWriteCloser.
 //
 // The rules, first match wins:
 //
@@ -105,8 +110,8 @@ func New(cfg Config) *Classifier {
 //   - no response and no error: Transient, "no response";
 //   - a challenge marker, on any status: Refused, "challenge marker";
 //   - a 401 or 403 whose body head names the agent token: Refused;
-//   - the body head could not be read: Canceled or Transient, as for an
-//     error;
+//   - the body head was needed but could not be read: by the request's
+//     context (see Errors), else Transient, "body read error";
 //   - 1xx, 2xx, 3xx: OK (the client follows redirects; a 202 challenge was
 //     caught above);
 //   - 429: Throttled; any 4xx or 5xx with a usable Retry-After: Throttled;
@@ -121,19 +126,20 @@ func New(cfg Config) *Classifier {
 // ParseRetryAfter; a 429 or 503 also accepts a rate-limit reset without a
 // remaining count), whatever the outcome.
 //
-// Errors: the request's context decides first. When it has ended, the
-// attempt is Canceled ("canceled") unless its cause is ErrAttemptTimeout,
-// which makes it Transient ("attempt timeout"): a per-attempt timeout is the
-// host's failure, the caller's own deadline or cancellation is not. Without
-// a request (resp is nil), an error that is or wraps ErrAttemptTimeout is
-// Transient, and one whose chain holds context.Canceled or
-// context.DeadlineExceeded themselves (not merely an error that matches
-// them through an Is method, as net's i/o timeouts do) or http.Client's
-// Client.Timeout error is Canceled. Then: too many redirects (http.Client's
-// "stopped after N redirects", or ErrTooManyRedirects) and TLS certificate
-// errors are Permanent; an invalid request (ErrNilRequest, an unsupported
-// scheme, no host) is Permanent; everything else, timeouts included, is
-// Transient.
+// Errors: an error that wraps an *Error keeps its Result. Otherwise the
+// request's context decides first: when it has ended, the attempt is
+// Canceled ("canceled") unless its cause is ErrAttemptTimeout, which makes
+// it Transient ("attempt timeout"): a per-attempt timeout is the host's
+// failure, the caller's own deadline or cancellation is not. When the
+// request's context is unknown (resp or resp.Request is nil, as in Of), an
+// error wrapping ErrAttemptTimeout is Transient, and one whose chain holds
+// context.Canceled or context.DeadlineExceeded themselves (not merely an
+// error matching them through an Is method, as net's i/o timeouts do), or
+// http.Client's Client.Timeout error, is Canceled. Then: too many
+// redirects (http.Client's "stopped after N redirects", or
+// ErrTooManyRedirects) and TLS certificate errors are Permanent; so is an
+// invalid request (ErrNilRequest, an unsupported scheme, no host);
+// everything else, timeouts included, is Transient.
 //
 // A nil Classifier classifies as New(Config{}).
 func (c *Classifier) Classify(resp *http.Response, err error) Result {
@@ -371,8 +377,9 @@ func (c *Classifier) peekHead(ctx context.Context, rc io.ReadCloser, pk *peek) *
 	n, err, closed := peekBody(ctx, rc, *bp)
 	pk.rcClosed = closed
 	pk.err = err
-	if closed && err != nil && err != io.EOF {
-		// The guard closed the body; report why, not "read on closed body".
+	if closed && err != io.EOF {
+		// The guard closed the body: the rest is gone. Report why, not
+		// "read on closed body".
 		pk.err = context.Cause(ctx)
 	}
 	if n == 0 {

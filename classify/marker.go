@@ -21,7 +21,9 @@ import (
 //   - Statuses, when not empty, restricts the marker to those status codes.
 //
 // Matching is ASCII case-insensitive. A marker with neither Header nor Body
-// would match every response; New ignores it.
+// would match every response; New ignores it. Result.Markers names each
+// matching marker once: those without a body condition first, then the
+// others, each group in table order.
 type Marker struct {
 	// Name identifies the marker in Result.Markers, e.g. "cloudflare".
 	// Several entries may share a name; it is reported once. Empty means
@@ -47,7 +49,7 @@ type Marker struct {
 // (Server: cloudflare, CF-Ray, X-Sucuri-ID, X-DataDome) are deliberately
 // absent: they are on every normal response too.
 func DefaultMarkers() []Marker {
-	ms := []Marker{
+	return []Marker{
 		// Cloudflare: the header is set on every challenge response; the
 		// page texts are early in the challenge page's head.
 		{Name: "cloudflare", Header: "Cf-Mitigated", Value: "challenge"},
@@ -80,7 +82,6 @@ func DefaultMarkers() []Marker {
 		{Name: "akamai", Body: "Access Denied", AlsoBody: "Reference #"},
 		{Name: "akamai", Body: "Access Denied", AlsoBody: "Reference&#32;&#35;"},
 	}
-	return ms
 }
 
 // matcher is a compiled Marker: canonical header name, lower-cased needles.
@@ -257,9 +258,9 @@ func newNeedle(s string) *needle {
 	return n
 }
 
-// maxAnchorMisses bounds anchored verification before in falls back to
-// bytes.Index, so a hostile body full of anchor bytes costs no more than
-// the plain search.
+// maxAnchorMisses bounds the anchored verifications of needle.in before it
+// falls back to bytes.Contains, so a hostile body full of anchor bytes
+// costs no more than the plain search.
 const maxAnchorMisses = 32
 
 // in reports whether the needle occurs in hay (already lower-case).
