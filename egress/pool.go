@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -179,6 +180,12 @@ type Pool struct {
 	members []*endpoint          // endpoints open to selection: present, not draining
 	cache   hostCache            // host → subset of members
 	freed   chan struct{}        // closed when capacity may have appeared; nil if nobody waits
+
+	// blemished counts the present endpoints whose health depends on the
+	// time (quarantined, or a score below 1). While it is zero, selection
+	// needs no clock reading, which costs more than the rest of Select on
+	// some platforms. Written with mu held; read without it as a hint.
+	blemished atomic.Int64
 }
 
 var _ http.RoundTripper = (*Pool)(nil)
@@ -191,10 +198,43 @@ type endpoint struct {
 	rt    *http.Transport
 
 	// Guarded by Pool.mu.
-	h        health
-	inFlight int
-	draining bool
-	removed  bool
+	h         health
+	inFlight  int
+	draining  bool
+	removed   bool
+	blemished bool // counted in Pool.blemished
+}
+
+// noteHealthLocked keeps Pool.blemished up to date after e's health
+// changed.
+func (p *Pool) noteHealthLocked(e *endpoint) {
+	b := !e.removed && (e.h.quarantined || e.h.score < 1)
+	if b == e.blemished {
+		return
+	}
+	e.blemished = b
+	if b {
+		p.blemished.Add(1)
+	} else {
+		p.blemished.Add(-1)
+	}
+}
+
+// lockWithTime takes mu and returns the time selection needs: the clock
+// is read, before the lock as Config.Now must be, only when some endpoint
+// is blemished; otherwise time plays no part and the zero time is returned.
+func (p *Pool) lockWithTime() time.Time {
+	var now time.Time
+	if p.blemished.Load() > 0 {
+		now = p.now()
+	}
+	p.mu.Lock()
+	for now.IsZero() && p.blemished.Load() > 0 {
+		p.mu.Unlock()
+		now = p.now()
+		p.mu.Lock()
+	}
+	return now
 }
 
 // New validates cfg and builds a Pool. It returns a *ConfigError naming
@@ -340,6 +380,7 @@ func (p *Pool) Remove(id string) error {
 		}
 	}
 	e.removed = true
+	p.noteHealthLocked(e)
 	p.rebuildLocked()
 	idle := e.inFlight == 0
 	p.mu.Unlock()

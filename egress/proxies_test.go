@@ -38,7 +38,6 @@ type httpProxy struct {
 	maxInFlight int
 	failStatus  int    // scripted: answer every request with this status
 	failPS      string // scripted: Proxy-Status error type of that answer
-	hold        chan struct{}
 }
 
 type proxyOption func(*httpProxy)
@@ -277,6 +276,14 @@ func (p *socksProxy) URL(scheme, userinfo string) string {
 		userinfo += "@"
 	}
 	return scheme + "://" + userinfo + p.ln.Addr().String()
+}
+
+// script makes the proxy answer every CONNECT with reply (0 = normally)
+// after calling onReply (nil = nothing).
+func (p *socksProxy) script(reply byte, onReply func()) {
+	p.mu.Lock()
+	p.reply, p.onReply = reply, onReply
+	p.mu.Unlock()
 }
 
 func (p *socksProxy) Close() {

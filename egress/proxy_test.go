@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/egresskit/egresskit/egress"
 )
@@ -244,7 +245,7 @@ func TestProxyErrorsToldApart(t *testing.T) {
 			var proxyURL string
 			if tt.socksReply != 0 {
 				sp := newSOCKSProxy(t, "s", "", "")
-				sp.reply = tt.socksReply
+				sp.script(tt.socksReply, nil)
 				proxyURL = sp.URL("socks5h", "")
 			} else {
 				hp := newHTTPProxy(t, "p")
@@ -273,5 +274,41 @@ func TestProxyErrorsToldApart(t *testing.T) {
 				t.Errorf("score = %v, want untouched: %v", got, tt.wantScore1)
 			}
 		})
+	}
+}
+
+// TestSlowProxyLosesScore makes one SOCKS proxy take 8s (on the fake
+// clock) to set up each connection: its successes count for less, it is
+// degraded, and the host's requests go to the fast endpoint.
+func TestSlowProxyLosesScore(t *testing.T) {
+	target := newTarget(t, http.StatusOK, false)
+	clock := newFakeClock()
+	fast, slow := newSOCKSProxy(t, "fast", "", ""), newSOCKSProxy(t, "slow", "", "")
+	slow.script(0, func() { clock.Advance(8 * time.Second) })
+	pool := newPool(t, egress.Config{
+		Endpoints: []egress.Endpoint{{ID: "fast", Proxy: fast.URL("socks5h", "")}, {ID: "slow", Proxy: slow.URL("socks5h", "")}},
+		Now:       clock.Now,
+	})
+	ctx := context.Background()
+	for i := range 3 {
+		req, _ := http.NewRequestWithContext(egress.WithForced(ctx, "slow"), http.MethodGet, target.URL, nil)
+		req.Close = true // a new connection, so a new setup, each time
+		resp, err := pool.RoundTrip(req)
+		if err != nil {
+			t.Fatalf("request %d through the slow proxy: %v", i, err)
+		}
+		resp.Body.Close()
+	}
+	st := stateOf(t, pool, "slow")
+	if !st.Degraded || st.Quarantined || st.Score > 0.6 {
+		t.Errorf("slow endpoint: score %v degraded %v quarantined %v, want ≤ 0.6, degraded, not quarantined", st.Score, st.Degraded, st.Quarantined)
+	}
+	if st := stateOf(t, pool, "fast"); st.Score != 1 {
+		t.Errorf("fast endpoint score = %v, want 1", st.Score)
+	}
+	for _, h := range []string{"a.example", "b.example", "c.example", "d.example"} {
+		if c, err := pool.Select(ctx, h); err != nil || c.EndpointID != "fast" {
+			t.Errorf("Select(%q) = %v, %v; want the fast endpoint", h, c, err)
+		}
 	}
 }

@@ -57,8 +57,7 @@ func (p *Pool) acquire(ctx context.Context, host string) (decision, error) {
 	forced, bound := forcedFrom(ctx), bindingFrom(ctx)
 	key := hostKey(host)
 	for {
-		now := p.now()
-		p.mu.Lock()
+		now := p.lockWithTime()
 		if p.closed {
 			p.mu.Unlock()
 			return decision{}, ErrClosed
@@ -157,6 +156,7 @@ func (p *Pool) record(e *endpoint, o outcome, probe bool) {
 	default:
 		e.h.neutral(probe)
 	}
+	p.noteHealthLocked(e)
 	p.mu.Unlock()
 }
 

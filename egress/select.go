@@ -270,8 +270,7 @@ func inSubset(subset []*endpoint, e *endpoint) bool {
 func (p *Pool) Select(ctx context.Context, host string) (Choice, error) {
 	forced, bound := forcedFrom(ctx), bindingFrom(ctx)
 	key := hostKey(host)
-	now := p.now()
-	p.mu.Lock()
+	now := p.lockWithTime()
 	if p.closed {
 		p.mu.Unlock()
 		return Choice{}, ErrClosed
