@@ -58,13 +58,19 @@
 // The score is in [0, 1]. Each attempt moves it towards 1 (success, scaled
 // down when connection setup is slower than HealthConfig.SlowSetup) or 0
 // (failure) by HealthConfig.Smoothing, and past penalties fade with
-// HealthConfig.HalfLife so an endpoint that saw a bad minute is not shunned
-// forever. Below HealthConfig.QuarantineBelow the endpoint is quarantined
-// for QuarantineBase, doubled for every quarantine that follows without a
-// full recovery in between, capped at QuarantineMax. When the quarantine
-// ends, exactly one request is let through as a probe (ReasonProbe): success
-// readmits the endpoint on probation, failure quarantines it again for
-// longer. Direct endpoints have no proxy to judge and stay healthy.
+// HealthConfig.HalfLife so that an endpoint that saw a bad minute is not
+// shunned forever. One failure makes an endpoint degraded (below
+// DegradedBelow), so the host's next request — a retry, typically — goes
+// to a healthy peer. Below QuarantineBelow, or after QuarantineAfter
+// failures in a row, the endpoint is quarantined for QuarantineBase,
+// doubled for every quarantine that follows without a full recovery in
+// between, capped at QuarantineMax (15s, 30s, 1m, ... 10m by default).
+// When the quarantine ends, exactly one request of a host whose subset
+// holds the endpoint is let through as a probe (ReasonProbe): success
+// readmits it on probation (degraded until the penalty fades or successes
+// lift it), failure quarantines it again for longer. Results of requests
+// sent before a quarantine are ignored. Direct endpoints have no proxy to
+// judge and stay healthy.
 //
 // # Transports
 //
