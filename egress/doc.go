@@ -53,7 +53,10 @@
 // (Proxy-Status error=connection_refused, SOCKS "host unreachable") is not
 // held against the endpoint. The API accepts no status code, no outcome and
 // no target error, and the package imports no other package of its module:
-// egress structurally cannot learn to route around a block.
+// egress structurally cannot learn to route around a block. For the same
+// reason latency is measured on connection setup through the proxy, not on
+// the target's response: a target that answers slowly on purpose cannot
+// push its traffic to another address.
 //
 // The score is in [0, 1]. Each attempt moves it towards 1 (success, scaled
 // down when connection setup is slower than HealthConfig.SlowSetup) or 0
