@@ -1,6 +1,7 @@
 package egress
 
 import (
+	"fmt"
 	"math"
 	"time"
 )
@@ -42,7 +43,7 @@ type HealthConfig struct {
 // withDefaults fills zero fields and checks ranges.
 func (c HealthConfig) withDefaults() (HealthConfig, error) {
 	bad := func(field string, v any) (HealthConfig, error) {
-		return c, &ConfigError{Field: "Health." + field, Value: formatValue(v), Err: ErrBadSetting}
+		return c, &ConfigError{Field: "Health." + field, Value: fmt.Sprint(v), Err: ErrBadSetting}
 	}
 	if c.Smoothing == 0 {
 		c.Smoothing = 0.3

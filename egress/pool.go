@@ -1,167 +1,12 @@
 package egress
 
 import (
-	"crypto/tls"
 	"fmt"
-	"net"
 	"net/http"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 )
-
-// Config configures a Pool. Apart from Endpoints, the zero value of every
-// field selects the documented default.
-type Config struct {
-	// Endpoints are the pool's endpoints; at least one is required.
-	Endpoints []Endpoint
-
-	// SubsetSize is how many endpoints each host maps to. Default 2.
-	SubsetSize int
-	// FailWhenFull makes RoundTrip fail with ErrAtCapacity when every
-	// usable endpoint is at capacity, instead of waiting for a slot while
-	// the request's context allows (the default).
-	FailWhenFull bool
-	// HostCacheSize bounds the number of hosts whose subset is cached.
-	// Default 16384; negative disables the cache.
-	HostCacheSize int
-
-	// MaxConnsPerHost limits each endpoint's connections per target host
-	// (per proxy, for http:// targets sent through an HTTP proxy).
-	// Default 0: no limit beyond the endpoint's Capacity.
-	MaxConnsPerHost int
-	// MaxIdleConns limits each endpoint's idle keep-alive connections.
-	// Default 64.
-	MaxIdleConns int
-	// MaxIdleConnsPerHost limits each endpoint's idle keep-alive
-	// connections per target host. Default 4: a crawler touches many hosts.
-	MaxIdleConnsPerHost int
-	// IdleConnTimeout closes keep-alive connections idle for longer.
-	// Default 30s; negative means no limit.
-	IdleConnTimeout time.Duration
-	// DialTimeout bounds dialling a proxy (or the target, when direct).
-	// Default 10s; negative means no limit.
-	DialTimeout time.Duration
-	// KeepAlive is the TCP keep-alive period. Default 30s; negative
-	// disables keep-alive probes.
-	KeepAlive time.Duration
-	// TLSHandshakeTimeout bounds each TLS handshake, with the target or an
-	// https:// proxy. Default 10s; negative means no limit.
-	TLSHandshakeTimeout time.Duration
-	// ResponseHeaderTimeout bounds the wait for a response's headers once
-	// the request is written. Default 30s; negative means no limit.
-	ResponseHeaderTimeout time.Duration
-	// TLSClientConfig is the TLS configuration for targets. Nil means
-	// the crypto/tls defaults.
-	TLSClientConfig *tls.Config
-	// ProxyTLSConfig is the TLS configuration for https:// proxies. Nil
-	// means the crypto/tls defaults; ServerName defaults to the proxy's
-	// host.
-	ProxyTLSConfig *tls.Config
-	// Resolver resolves proxy names and, for socks5:// endpoints and
-	// direct ones, target names. Nil means net.DefaultResolver.
-	Resolver *net.Resolver
-
-	// Health tunes the health score and the quarantine.
-	Health HealthConfig
-
-	// Now returns the current time. Nil means time.Now. It is called
-	// without any lock held.
-	Now func() time.Time
-}
-
-// settings is a Config with its defaults applied.
-type settings struct {
-	subsetSize            int
-	failWhenFull          bool
-	cacheSize             int
-	maxConnsPerHost       int
-	maxIdleConns          int
-	maxIdleConnsPerHost   int
-	idleConnTimeout       time.Duration
-	dialTimeout           time.Duration
-	keepAlive             time.Duration
-	tlsHandshakeTimeout   time.Duration
-	responseHeaderTimeout time.Duration
-	tlsClientConfig       *tls.Config
-	proxyTLSConfig        *tls.Config
-	resolver              *net.Resolver
-	health                HealthConfig
-	now                   func() time.Time
-}
-
-// orDefault returns d for 0, 0 (no limit) for negative values, else v.
-func orDefault(v, d time.Duration) time.Duration {
-	switch {
-	case v == 0:
-		return d
-	case v < 0:
-		return 0
-	}
-	return v
-}
-
-func (c *Config) settings() (settings, error) {
-	s := settings{
-		subsetSize:            c.SubsetSize,
-		failWhenFull:          c.FailWhenFull,
-		cacheSize:             c.HostCacheSize,
-		maxConnsPerHost:       c.MaxConnsPerHost,
-		maxIdleConns:          c.MaxIdleConns,
-		maxIdleConnsPerHost:   c.MaxIdleConnsPerHost,
-		idleConnTimeout:       orDefault(c.IdleConnTimeout, 30*time.Second),
-		dialTimeout:           orDefault(c.DialTimeout, 10*time.Second),
-		keepAlive:             c.KeepAlive,
-		tlsHandshakeTimeout:   orDefault(c.TLSHandshakeTimeout, 10*time.Second),
-		responseHeaderTimeout: orDefault(c.ResponseHeaderTimeout, 30*time.Second),
-		tlsClientConfig:       c.TLSClientConfig,
-		proxyTLSConfig:        c.ProxyTLSConfig,
-		resolver:              c.Resolver,
-		now:                   c.Now,
-	}
-	bad := func(field string, v int) (settings, error) {
-		return s, &ConfigError{Field: field, Value: strconv.Itoa(v), Err: ErrBadSetting}
-	}
-	switch {
-	case s.subsetSize < 0:
-		return bad("SubsetSize", s.subsetSize)
-	case s.maxConnsPerHost < 0:
-		return bad("MaxConnsPerHost", s.maxConnsPerHost)
-	case s.maxIdleConns < 0:
-		return bad("MaxIdleConns", s.maxIdleConns)
-	case s.maxIdleConnsPerHost < 0:
-		return bad("MaxIdleConnsPerHost", s.maxIdleConnsPerHost)
-	}
-	if s.subsetSize == 0 {
-		s.subsetSize = 2
-	}
-	if s.cacheSize == 0 {
-		s.cacheSize = 16384
-	}
-	if s.maxIdleConns == 0 {
-		s.maxIdleConns = 64
-	}
-	if s.maxIdleConnsPerHost == 0 {
-		s.maxIdleConnsPerHost = 4
-	}
-	if s.keepAlive == 0 {
-		s.keepAlive = 30 * time.Second
-	}
-	if s.now == nil {
-		s.now = time.Now
-	}
-	h, err := c.Health.withDefaults()
-	if err != nil {
-		return s, err
-	}
-	s.health = h
-	return s, nil
-}
-
-func formatValue(v any) string {
-	return fmt.Sprint(v)
-}
 
 // Pool is a pool of egress endpoints and an http.RoundTripper that sends
 // each request through one of them. It is safe for concurrent use. A Pool
@@ -225,11 +70,13 @@ func (p *Pool) noteHealthLocked(e *endpoint) {
 // is blemished; otherwise time plays no part and the zero time is returned.
 func (p *Pool) lockWithTime() time.Time {
 	var now time.Time
-	if p.blemished.Load() > 0 {
+	timed := p.blemished.Load() > 0
+	if timed {
 		now = p.now()
 	}
 	p.mu.Lock()
-	for now.IsZero() && p.blemished.Load() > 0 {
+	if !timed && p.blemished.Load() > 0 {
+		// Health changed since the hint: read the clock after all.
 		p.mu.Unlock()
 		now = p.now()
 		p.mu.Lock()
