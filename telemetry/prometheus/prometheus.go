@@ -1,0 +1,314 @@
+// Package prometheus exports egresskit's telemetry as Prometheus metrics.
+//
+// A Collector is both a telemetry.Observer, counting every attempt event
+// the chain emits, and a prometheus.Collector, reading breaker and egress
+// state through callbacks when it is scraped. Register it and add it to the
+// chain's observers:
+//
+//	c := prometheus.New(prometheus.Config{BreakerCounts: ..., Endpoints: ...})
+//	registry.MustRegister(c)
+//	// egresskit.Config{Observers: telemetry.Fanout(c, ...)}
+//
+// Cardinality is bounded by design: no metric has a label per crawled host
+// except the breaker state of the hosts on the operator's watch list, and
+// the egress reason label keeps at most MaxReasons distinct values.
+//
+// The package lives in its own module so that importing egresskit does not
+// import the Prometheus client.
+package prometheus
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/egresskit/egresskit/telemetry"
+	prom "github.com/prometheus/client_golang/prometheus"
+)
+
+// Breaker states as reported by Config.BreakerCounts and Config.HostState.
+const (
+	StateClosed   = "closed"
+	StateHalfOpen = "half-open"
+	StateOpen     = "open"
+	StateHalted   = "halted"
+)
+
+// States lists the breaker states every state metric exports, in order.
+var states = [...]string{StateClosed, StateHalfOpen, StateOpen, StateHalted}
+
+// Endpoint is the state of one egress endpoint, as Config.Endpoints
+// reports it.
+type Endpoint struct {
+	// ID names the endpoint; it becomes the "endpoint" label.
+	ID string
+	// Score is the endpoint's current health score.
+	Score float64
+	// Quarantined is true while the endpoint is out of rotation.
+	Quarantined bool
+}
+
+// DefaultBuckets are the classic latency buckets, in seconds.
+func DefaultBuckets() []float64 {
+	return []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
+}
+
+// Config configures New. The zero value counts events and exports no
+// callback metrics.
+type Config struct {
+	// Namespace prefixes every metric name; "" means "egresskit".
+	Namespace string
+	// Buckets are the classic buckets of the latency and wait histograms,
+	// in seconds; nil means DefaultBuckets().
+	Buckets []float64
+	// NativeBucketFactor is the growth factor of the native (sparse)
+	// histograms kept alongside the classic buckets; zero means 1.1, a
+	// value of 1 or less disables native histograms.
+	NativeBucketFactor float64
+	// MaxReasons bounds the distinct values of the egress_reason label;
+	// later new values are counted as "other". Zero means 32.
+	MaxReasons int
+	// BreakerCounts returns how many hosts are in each breaker state
+	// (keys StateClosed, StateHalfOpen, StateOpen, StateHalted; missing
+	// keys count 0). It is called on every scrape, without locks held,
+	// and should be fast. Nil omits egresskit_breaker_hosts.
+	BreakerCounts func() map[string]int
+	// Watch lists the hosts whose own breaker state is exported
+	// (egresskit_host_breaker_state, one series per state and host). Nil
+	// exports none: never one series per crawled host by default.
+	Watch []string
+	// HostState returns a watched host's breaker state; it is called on
+	// every scrape for each watched host. Nil means the state seen in the
+	// host's latest event ("" until the first, exported as no series).
+	HostState func(host string) string
+	// Endpoints returns the egress endpoints; it is called on every
+	// scrape. Nil omits the egress endpoint metrics.
+	Endpoints func() []Endpoint
+}
+
+// Collector counts telemetry events and exports them, with breaker and
+// egress state, to Prometheus. It is safe for concurrent use.
+type Collector struct {
+	cfg Config
+
+	attempts  *prom.CounterVec
+	requests  *prom.CounterVec
+	retries   prom.Counter
+	latency   *prom.HistogramVec
+	wait      prom.Histogram
+	scrapeErr prom.Counter
+
+	breakerHosts  *prom.Desc
+	hostState     *prom.Desc
+	endpointScore *prom.Desc
+	endpointQuar  *prom.Desc
+
+	mu      sync.Mutex          // guards reasons and lastState
+	reasons map[string]struct{} // egress_reason values admitted so far
+	// lastState is the latest Breaker of each watched host (only watched
+	// hosts are keys).
+	lastState map[string]string
+}
+
+var (
+	_ telemetry.Observer = (*Collector)(nil)
+	_ prom.Collector     = (*Collector)(nil)
+)
+
+// New returns a Collector. Register it with a prom.Registerer and add it
+// to the chain's observers.
+func New(cfg Config) *Collector {
+	if cfg.Namespace == "" {
+		cfg.Namespace = "egresskit"
+	}
+	if cfg.Buckets == nil {
+		cfg.Buckets = DefaultBuckets()
+	}
+	if cfg.NativeBucketFactor == 0 {
+		cfg.NativeBucketFactor = 1.1
+	}
+	if cfg.NativeBucketFactor <= 1 {
+		cfg.NativeBucketFactor = 0
+	}
+	if cfg.MaxReasons <= 0 {
+		cfg.MaxReasons = 32
+	}
+	ns := cfg.Namespace
+	hist := func(name, help string) prom.HistogramOpts {
+		o := prom.HistogramOpts{Namespace: ns, Name: name, Help: help, Buckets: cfg.Buckets}
+		if cfg.NativeBucketFactor > 0 {
+			o.NativeHistogramBucketFactor = cfg.NativeBucketFactor
+			o.NativeHistogramMaxBucketNumber = 160
+			o.NativeHistogramMinResetDuration = time.Hour
+		}
+		return o
+	}
+	c := &Collector{
+		cfg: cfg,
+		attempts: prom.NewCounterVec(prom.CounterOpts{Namespace: ns, Name: "attempts_total",
+			Help: "Attempts (round trips) by outcome and egress reason."}, []string{"outcome", "egress_reason"}),
+		requests: prom.NewCounterVec(prom.CounterOpts{Namespace: ns, Name: "requests_total",
+			Help: "Requests by the outcome and egress reason of their final attempt."}, []string{"outcome", "egress_reason"}),
+		retries: prom.NewCounter(prom.CounterOpts{Namespace: ns, Name: "retries_total",
+			Help: "Attempts that retried an earlier attempt of the same request."}),
+		latency: prom.NewHistogramVec(hist("attempt_duration_seconds",
+			"Duration of attempts, excluding pacing waits, by outcome."), []string{"outcome"}),
+		wait: prom.NewHistogram(hist("token_wait_seconds",
+			"Time attempts waited for a per-host pacing token.")),
+		scrapeErr: prom.NewCounter(prom.CounterOpts{Namespace: ns, Name: "collector_callback_panics_total",
+			Help: "Panics recovered from state callbacks during scrapes."}),
+		breakerHosts: prom.NewDesc(prom.BuildFQName(ns, "", "breaker_hosts"),
+			"Hosts in each circuit-breaker state.", []string{"state"}, nil),
+		hostState: prom.NewDesc(prom.BuildFQName(ns, "", "host_breaker_state"),
+			"Breaker state of each watched host: 1 for its current state, 0 for the others.", []string{"host", "state"}, nil),
+		endpointScore: prom.NewDesc(prom.BuildFQName(ns, "", "egress_endpoint_score"),
+			"Health score of each egress endpoint.", []string{"endpoint"}, nil),
+		endpointQuar: prom.NewDesc(prom.BuildFQName(ns, "", "egress_endpoint_quarantined"),
+			"1 while an egress endpoint is quarantined, else 0.", []string{"endpoint"}, nil),
+		reasons:   make(map[string]struct{}),
+		lastState: make(map[string]string, len(cfg.Watch)),
+	}
+	for _, h := range cfg.Watch {
+		c.lastState[h] = ""
+	}
+	return c
+}
+
+// Observe counts one attempt event: attempts by outcome and egress
+// reason, requests (final events) likewise, retries (attempts after the
+// first), the attempt's duration (when it was sent) and its pacing wait.
+func (c *Collector) Observe(_ context.Context, e *telemetry.Event) {
+	outcome := e.Outcome.String()
+	reason := c.reason(e.EgressReason, e.Host, e.Breaker)
+	c.attempts.WithLabelValues(outcome, reason).Inc()
+	if e.Final {
+		c.requests.WithLabelValues(outcome, reason).Inc()
+	}
+	if e.Attempt > 1 {
+		c.retries.Inc()
+	}
+	if e.Duration > 0 { // an attempt never sent has no latency
+		c.latency.WithLabelValues(outcome).Observe(e.Duration.Seconds())
+	}
+	c.wait.Observe(e.Wait.Seconds())
+}
+
+// reason maps an egress reason to its label value, admitting at most
+// MaxReasons distinct values, and notes a watched host's breaker state.
+func (c *Collector) reason(r, host, breaker string) string {
+	if r == "" {
+		r = "none"
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, watched := c.lastState[host]; watched && breaker != "" {
+		c.lastState[host] = breaker
+	}
+	if _, ok := c.reasons[r]; ok {
+		return r
+	}
+	if len(c.reasons) >= c.cfg.MaxReasons {
+		return "other"
+	}
+	c.reasons[r] = struct{}{}
+	return r
+}
+
+// Describe sends the descriptors of every metric the Collector exports.
+func (c *Collector) Describe(ch chan<- *prom.Desc) {
+	c.attempts.Describe(ch)
+	c.requests.Describe(ch)
+	c.retries.Describe(ch)
+	c.latency.Describe(ch)
+	c.wait.Describe(ch)
+	c.scrapeErr.Describe(ch)
+	ch <- c.breakerHosts
+	ch <- c.hostState
+	ch <- c.endpointScore
+	ch <- c.endpointQuar
+}
+
+// Collect sends the current value of every metric, calling the state
+// callbacks. A panicking callback is recovered, counted in
+// egresskit_collector_callback_panics_total, and its metrics are left out.
+func (c *Collector) Collect(ch chan<- prom.Metric) {
+	c.attempts.Collect(ch)
+	c.requests.Collect(ch)
+	c.retries.Collect(ch)
+	c.latency.Collect(ch)
+	c.wait.Collect(ch)
+	c.guard(func() { c.collectBreakers(ch) })
+	c.guard(func() { c.collectWatched(ch) })
+	c.guard(func() { c.collectEndpoints(ch) })
+	c.scrapeErr.Collect(ch)
+}
+
+func (c *Collector) guard(f func()) {
+	defer func() {
+		if recover() != nil {
+			c.scrapeErr.Inc()
+		}
+	}()
+	f()
+}
+
+func (c *Collector) collectBreakers(ch chan<- prom.Metric) {
+	if c.cfg.BreakerCounts == nil {
+		return
+	}
+	counts := c.cfg.BreakerCounts()
+	for _, s := range states {
+		ch <- prom.MustNewConstMetric(c.breakerHosts, prom.GaugeValue, float64(counts[s]), s)
+	}
+}
+
+func (c *Collector) collectWatched(ch chan<- prom.Metric) {
+	if len(c.cfg.Watch) == 0 {
+		return
+	}
+	current := make(map[string]string, len(c.cfg.Watch))
+	if c.cfg.HostState == nil {
+		c.mu.Lock()
+		for h, s := range c.lastState {
+			current[h] = s
+		}
+		c.mu.Unlock()
+	} else {
+		for _, h := range c.cfg.Watch {
+			current[h] = c.cfg.HostState(h)
+		}
+	}
+	for _, h := range c.cfg.Watch {
+		cur, ok := current[h]
+		if !ok || cur == "" {
+			continue
+		}
+		delete(current, h) // a host listed twice is exported once
+		for _, s := range states {
+			v := 0.0
+			if s == cur {
+				v = 1
+			}
+			ch <- prom.MustNewConstMetric(c.hostState, prom.GaugeValue, v, h, s)
+		}
+	}
+}
+
+func (c *Collector) collectEndpoints(ch chan<- prom.Metric) {
+	if c.cfg.Endpoints == nil {
+		return
+	}
+	seen := make(map[string]bool)
+	for _, ep := range c.cfg.Endpoints() {
+		if seen[ep.ID] {
+			continue
+		}
+		seen[ep.ID] = true
+		q := 0.0
+		if ep.Quarantined {
+			q = 1
+		}
+		ch <- prom.MustNewConstMetric(c.endpointScore, prom.GaugeValue, ep.Score, ep.ID)
+		ch <- prom.MustNewConstMetric(c.endpointQuar, prom.GaugeValue, q, ep.ID)
+	}
+}
