@@ -311,3 +311,29 @@ func TestClosedPool(t *testing.T) {
 		t.Errorf("Add after Close = %v, want ErrClosed", err)
 	}
 }
+
+// TestBoundWaiterReleasedByDrain: a request bound to a full endpoint waits
+// for its slot, and fails with ErrBindingUnavailable when the endpoint is
+// drained — it is never moved to the free endpoint.
+func TestBoundWaiterReleasedByDrain(t *testing.T) {
+	target := newTarget(t, http.StatusOK, false)
+	pool := newPool(t, egress.Config{Endpoints: []egress.Endpoint{
+		{ID: "busy", Proxy: "direct", Capacity: 1},
+		{ID: "free", Proxy: "direct"},
+	}})
+	ctx := egress.WithBinding(context.Background(), "busy")
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, target.URL, nil)
+	resp, err := pool.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	done := make(chan result, 1)
+	go func() { done <- fetch(ctx, pool, target.URL) }()
+	if err := pool.Drain("busy"); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-done; !errors.Is(r.err, egress.ErrBindingUnavailable) {
+		t.Errorf("bound request to a drained, full endpoint = %v, %v; want ErrBindingUnavailable", r.choice, r.err)
+	}
+}

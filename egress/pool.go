@@ -203,6 +203,7 @@ func (p *Pool) Drain(id string) error {
 	if !e.draining {
 		e.draining = true
 		p.rebuildLocked()
+		p.wakeLocked() // requests bound to it stop waiting
 	}
 	p.mu.Unlock()
 	return nil
@@ -229,6 +230,7 @@ func (p *Pool) Remove(id string) error {
 	e.removed = true
 	p.noteHealthLocked(e)
 	p.rebuildLocked()
+	p.wakeLocked() // requests bound to it stop waiting
 	idle := e.inFlight == 0
 	p.mu.Unlock()
 	if idle {
