@@ -104,9 +104,6 @@ func (e *encoder) uint(tag, v uint64) {
 }
 
 func (e *encoder) time(tag uint64, t time.Time) {
-	if t.IsZero() {
-		return
-	}
 	var tmp [2 * binary.MaxVarintLen64]byte
 	b := binary.AppendVarint(tmp[:0], t.Unix())
 	b = binary.AppendUvarint(b, uint64(t.Nanosecond()))
@@ -135,7 +132,9 @@ func encodeEntry(c *entry) []byte {
 	if c.Persistent {
 		e.time(tagCookieExpires, c.Expires)
 	}
-	e.time(tagCookieCreation, c.Creation)
+	if !c.Creation.IsZero() {
+		e.time(tagCookieCreation, c.Creation)
+	}
 	if c.Seq != 0 {
 		e.uint(tagCookieSeq, c.Seq)
 	}
@@ -151,7 +150,9 @@ func encodeToken(t Token) []byte {
 	if t.Refresh != "" {
 		e.bytes(tagTokenRefresh, string(t.Refresh))
 	}
-	e.time(tagTokenExpires, t.Expires)
+	if !t.Expires.IsZero() {
+		e.time(tagTokenExpires, t.Expires)
+	}
 	return e.b
 }
 

@@ -89,10 +89,16 @@ func domainAndType(psl cookiejar.PublicSuffixList, host, domain string) (string,
 		}
 		return host, true, nil
 	}
-	domain = strings.ToLower(strings.TrimPrefix(domain, "."))
+	domain = strings.TrimPrefix(domain, ".")
 	if domain == "" || domain[0] == '.' || domain[len(domain)-1] == '.' {
 		return "", false, errCookieDomain
 	}
+	for i := 0; i < len(domain); i++ {
+		if domain[i] >= utf8.RuneSelf {
+			return "", false, errCookieDomain // as net/http/cookiejar
+		}
+	}
+	domain = strings.ToLower(domain)
 	if psl != nil {
 		if ps := psl.PublicSuffix(domain); ps != "" && !hasDotSuffix(domain, ps) {
 			if host == domain {

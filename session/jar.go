@@ -172,7 +172,8 @@ func (j *Jar) SetCookies(u *url.URL, cookies []*http.Cookie) {
 			continue
 		}
 		if old, ok := j.cache[f]; ok {
-			o.e.Creation = old.e.Creation // an update keeps its place in line
+			// An update keeps its place in line.
+			o.e.Creation, o.e.Seq = old.e.Creation, old.e.Seq
 		}
 		merge.Set = append(merge.Set, Field{Name: f})
 	}

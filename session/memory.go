@@ -302,3 +302,11 @@ func (s *MemoryStore) Release(ctx context.Context, l Lease) error {
 	}
 	return nil
 }
+
+// Len returns the number of records the store holds, expired ones not
+// yet dropped included.
+func (s *MemoryStore) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.recs)
+}

@@ -1,0 +1,121 @@
+package session_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/egresskit/egresskit/egress"
+	"github.com/egresskit/egresskit/session"
+)
+
+// TestSecretsNeverShown puts one unique secret in every place a session
+// keeps one — header, token, refresh token, cookie — then collects every
+// string the package can produce about the session: fmt output, slog
+// output, JSON, and every error along the failure paths. None may hold it.
+func TestSecretsNeverShown(t *testing.T) {
+	const secret = "S3cr3t-9f2c4e1a"
+	ctx := context.Background()
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	var hooked []session.ErrorInfo
+	store := session.NewMemoryStore(session.MemoryConfig{Now: func() time.Time { return now }})
+	m := session.New(session.Config{
+		Store: store,
+		Now:   func() time.Time { return now },
+		Refresh: func(context.Context, session.RefreshRequest) (session.Token, error) {
+			return session.Token{}, errors.New("token endpoint said no")
+		},
+		OnError: func(e session.ErrorInfo) { hooked = append(hooked, e) },
+	})
+	s, err := m.Create(ctx, "s1", session.CreateOptions{
+		Endpoint: "ep-1",
+		Header:   http.Header{"Authorization": {"Basic " + secret}, "Cookie": {"c=" + secret}},
+		Token:    session.Token{Type: "Bearer", Value: secret, Refresh: secret, Expires: now.Add(-time.Second)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := m.Jar(ctx, "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, _ := url.Parse("https://example.com/")
+	j.SetCookies(u, []*http.Cookie{{Name: "sid", Value: secret}})
+	if s, err = m.Get(ctx, "s1"); err != nil {
+		t.Fatal(err)
+	}
+
+	var out []string
+	add := func(what string, v any) { out = append(out, fmt.Sprintf("%s: %v", what, v)) }
+	for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q", "%x"} {
+		add("session "+verb, fmt.Sprintf(verb, s))
+		add("*session "+verb, fmt.Sprintf(verb, *s))
+		add("token "+verb, fmt.Sprintf(verb, s.Token))
+		add("secret "+verb, fmt.Sprintf(verb, s.Token.Value))
+	}
+	var logged bytes.Buffer
+	logger := slog.New(slog.NewJSONHandler(&logged, nil))
+	logger.Info("session", "s", s, "token", s.Token, "value", s.Token.Value)
+	logger.Info("session value", "s", *s)
+	add("slog", logged.String())
+	js, _ := json.Marshal(s.Token)
+	add("json token", string(js))
+	add("transport", m.Transport(nil, "s1"))
+
+	// Failure paths.
+	next := &recorder{}
+	req, _ := http.NewRequest(http.MethodGet, "https://example.com/", nil)
+	_, err = m.Transport(next, "s1").RoundTrip(req)
+	if !errors.As(err, new(*session.RefreshError)) {
+		t.Errorf("RoundTrip with an expired token = %v, want *RefreshError", err)
+	}
+	add("refresh error", err)
+	if err := m.SetToken(ctx, "s1", session.Token{Value: secret}); err != nil {
+		t.Fatal(err)
+	}
+	next.err = egress.ErrBindingUnavailable
+	_, err = m.Transport(next, "s1").RoundTrip(req)
+	add("egress lost", err)
+	l1, _ := m.Acquire(ctx, "s1", time.Second)
+	_, err = m.Acquire(ctx, "s1", time.Second)
+	add("lease held", err)
+	now = now.Add(2 * time.Second)
+	m.Acquire(ctx, "s1", time.Second)
+	add("stale lease", m.SetHeader(session.WithLease(ctx, l1), "s1", "Authorization", secret))
+	stale, _ := m.Jar(session.WithLease(ctx, l1), "s1")
+	stale.SetCookies(u, []*http.Cookie{{Name: "sid", Value: secret}})
+	add("stale jar", stale.Err())
+	add("bad header", m.SetHeader(ctx, "s1", "X-Bad", secret+"\r\n"))
+	raw, _ := store.Get(ctx, "s1", session.PartAll)
+	for name, v := range raw.Cookies {
+		bad := bytes.Clone(v)
+		bad[len(bad)/2] ^= 1
+		store.MergeCookies(ctx, "s1", 0, session.CookieMerge{Set: []session.Field{{Name: name, Value: bad}}})
+	}
+	_, err = m.Get(ctx, "s1")
+	add("tampered", err)
+	j.Cookies(u)
+	add("tampered jar", j.Err())
+	add("jar stats", j.Stats())
+	for _, h := range hooked {
+		add("hook", h.Err)
+	}
+	if len(hooked) < 2 {
+		t.Errorf("OnError received %d errors, want at least 2", len(hooked))
+	}
+
+	for _, line := range out {
+		t.Log(line)
+		if strings.Contains(line, secret) {
+			t.Errorf("secret shown in %s", line)
+		}
+	}
+}
