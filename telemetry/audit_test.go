@@ -420,3 +420,53 @@ func FuzzVerify(f *testing.F) {
 		}
 	})
 }
+
+func TestAuditLongLines(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	a := newAudit(t, telemetry.AuditConfig{Path: path})
+	big := strings.Repeat("x", 200<<10)
+	if err := a.Record("note", slog.String("big", big)); err != nil {
+		t.Fatal(err)
+	}
+	a.Close()
+	// Reopening reads the long last-but-one line back.
+	a = newAudit(t, telemetry.AuditConfig{Path: path})
+	if err := a.Record("note", slog.String("big", big)); err != nil {
+		t.Fatal(err)
+	}
+	a.Close()
+	if err := telemetry.VerifyFiles(path); err != nil {
+		t.Errorf("VerifyFiles = %v", err)
+	}
+}
+
+func TestAuditConcurrentWriters(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	a := newAudit(t, telemetry.AuditConfig{Path: path, Now: time.Now})
+	done := make(chan struct{})
+	for w := range 8 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for i := range 200 {
+				if i%2 == 0 {
+					a.Observe(context.Background(), sampleEvent())
+				} else if err := a.Robots("example.com", "/"+strconv.Itoa(w), true); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	for range 8 {
+		<-done
+	}
+	if err := a.Err(); err != nil {
+		t.Errorf("Err() = %v", err)
+	}
+	a.Close()
+	if err := telemetry.VerifyFiles(path); err != nil {
+		t.Errorf("VerifyFiles = %v", err)
+	}
+	if got := len(readLines(t, path)); got != 8*200+2 {
+		t.Errorf("lines = %d, want %d", got, 8*200+2)
+	}
+}

@@ -22,7 +22,8 @@ type VerifyError struct {
 	// File names the file, when verifying files; "" for a reader.
 	File string
 	// Line is the 1-based line number within the file (or reader). For a
-	// log that ends before its anchor, it is the line after the last.
+	// log that ends before its anchor, it is the line after the last; 0
+	// when NewAudit found the last line of an existing file damaged.
 	Line int
 	// Reason says what is wrong, e.g. "hash mismatch: the line was
 	// edited".
@@ -33,6 +34,9 @@ type VerifyError struct {
 }
 
 func (e *VerifyError) Error() string {
+	if e.Line == 0 {
+		return fmt.Sprintf("telemetry: audit log %s: %s", e.File, e.Reason)
+	}
 	if e.File != "" {
 		return fmt.Sprintf("telemetry: audit log %s line %d: %s", e.File, e.Line, e.Reason)
 	}
