@@ -171,13 +171,15 @@ type Diagnosis struct {
 	RateLimited int
 	// Blocked counts results that are not rate-limited and were refused
 	// (outcome Refused: a challenge page or a refusal naming the agent),
-	// or had status 403 or 503, or got no response at all for any reason
-	// but the caller's cancellation: connection failures, timeouts and
-	// deadline cut-offs. The seed's blocked_count.
+	// or had status 403 or 503, or got no response because the connection
+	// failed (ConnectionFailures), timed out (Timeouts) or was cut by the
+	// deadline. The seed's blocked_count. Failures without a response that
+	// are the URL's own (Permanent: a redirect loop, a certificate error)
+	// and the caller's cancellation do not count.
 	Blocked int
-	// ConnectionFailures counts results without a response that failed on
-	// their own (refused or reset connections, TLS or proxy failures), not
-	// by a timeout, the deadline or cancellation.
+	// ConnectionFailures counts Transient results without a response that
+	// were not timeouts: refused or reset connections, failed TLS
+	// handshakes, proxy failures.
 	ConnectionFailures int
 	// Timeouts counts results that ran out of PerRequestTimeout.
 	Timeouts int
@@ -210,7 +212,7 @@ func isBlocked(r Result) bool {
 		return false
 	}
 	return r.Deadline || r.Outcome == classify.Refused || r.Status == 403 || r.Status == 503 ||
-		(r.Status == 0 && r.Outcome != classify.Canceled)
+		(r.Status == 0 && r.Outcome == classify.Transient)
 }
 
 func isCallerCanceled(r Result) bool { return r.Outcome == classify.Canceled && !r.Deadline }
@@ -266,7 +268,7 @@ func Diagnose(results []Result, th Thresholds) Diagnosis {
 		if isBlocked(r) {
 			d.Blocked++
 		}
-		if r.Status == 0 && !r.Deadline && !r.TimedOut && r.Outcome != classify.Canceled {
+		if r.Status == 0 && r.Outcome == classify.Transient && !r.TimedOut {
 			d.ConnectionFailures++
 		}
 		if r.TimedOut {

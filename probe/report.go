@@ -159,7 +159,7 @@ func nonNilMap(m map[string]float64) map[string]float64 {
 }
 
 func (c Counts) wire() wireCounts {
-	return wireCounts{c.OK, c.Transient, c.Throttled, c.Refused, c.Permanent, c.Canceled, c.Deadline}
+	return wireCounts(c)
 }
 
 func (r Result) wire() wireResult {

@@ -120,7 +120,12 @@ func newRunner(ctx context.Context, s settings, p *plan, deadline time.Time) (*r
 		eps[i] = egress.Endpoint{ID: e.id, Proxy: e.raw}
 	}
 	pool, err := egress.New(egress.Config{
-		Endpoints:             eps,
+		Endpoints: eps,
+		// Probes to one host reuse up to Concurrency connections rather
+		// than opening one each: polite, and the phases of a fresh
+		// connection are still measured by the first probes.
+		MaxIdleConns:          s.Concurrency,
+		MaxIdleConnsPerHost:   s.Concurrency,
 		DialTimeout:           s.Deadline,
 		TLSHandshakeTimeout:   s.Deadline,
 		ResponseHeaderTimeout: -1,
@@ -194,13 +199,13 @@ func (r *runner) start(j *job) (ctx context.Context, done func(), ok bool) {
 	}, true
 }
 
-// cut reports why the run ended early: "deadline", "canceled", or "" while
-// it runs.
+// cut reports why the run ended early, judging by the probe's context:
+// "deadline", "canceled", or "" while it runs.
 func (r *runner) cut(ctx context.Context) string {
 	switch {
-	case ctx != nil && errors.Is(ctx.Err(), context.DeadlineExceeded), !time.Now().Before(r.deadline):
+	case errors.Is(ctx.Err(), context.DeadlineExceeded), !time.Now().Before(r.deadline):
 		return "deadline"
-	case r.canceled.Load(), ctx != nil && ctx.Err() != nil:
+	case r.canceled.Load(), ctx.Err() != nil:
 		return "canceled"
 	}
 	return ""
@@ -227,7 +232,7 @@ func (r *runner) probe(j *job) Result {
 	res := Result{URL: j.shown, Host: j.host, Egress: j.exit.id, Proxy: j.exit.shown}
 	runCtx, done, ok := r.start(j)
 	if !ok {
-		cut := r.cut(nil)
+		cut := r.cut(r.base)
 		res.Outcome, res.Deadline, res.Err, res.Reason, res.Stage = classify.Canceled, cut == "deadline", cut, cut, StageQueued
 		return res
 	}

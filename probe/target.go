@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/egresskit/egresskit/egress"
 	"github.com/egresskit/egresskit/hostkey"
 )
 
@@ -296,4 +297,63 @@ func showURL(s string) string {
 		return ""
 	}
 	return redactURL(u)
+}
+
+// ErrNoProxies: a proxy list is empty.
+var ErrNoProxies = errors.New("probe: no proxies")
+
+// ParseProxies reads a proxy list: one endpoint per line, "PROXY-URL" or
+// "ID PROXY-URL", where PROXY-URL is an http, https, socks5 or socks5h URL
+// (credentials allowed) or "direct". Blank lines and lines starting with
+// '#' are skipped. An endpoint without an ID is named by its URL without
+// credentials. The URLs are validated as package egress validates them.
+//
+// Errors name the 1-based line: a *ProxyError wrapping ErrTooLong,
+// ErrSyntax (too many fields, a duplicate ID), ErrMalformedURL,
+// ErrUnsupportedScheme, ErrMissingHost or ErrBadPort; ErrNoProxies when
+// there is none.
+func ParseProxies(r io.Reader) ([]egress.Endpoint, error) {
+	var eps []egress.Endpoint
+	seen := map[string]bool{}
+	err := lines(r, func(n int, f []string) error {
+		var id, raw string
+		switch len(f) {
+		case 1:
+			raw = f[0]
+		case 2:
+			id, raw = f[0], f[1]
+		default:
+			return &ProxyError{Line: n, Err: fmt.Errorf("%w: %d fields (want [ID] PROXY-URL)", ErrSyntax, len(f))}
+		}
+		e, err := newExit(id, raw)
+		if err != nil {
+			return &ProxyError{ID: id, Line: n, Err: err}
+		}
+		if id == "" {
+			id = e.shown
+			if e.proxy == nil {
+				id = direct
+			}
+		}
+		if seen[id] {
+			return &ProxyError{ID: id, Line: n, Err: fmt.Errorf("%w: duplicate ID", ErrSyntax)}
+		}
+		if len(eps) == MaxProbes {
+			return fmt.Errorf("%w: more than %d proxies", ErrTooManyProbes, MaxProbes)
+		}
+		seen[id] = true
+		eps = append(eps, egress.Endpoint{ID: id, Proxy: raw})
+		return nil
+	})
+	var le *lineError
+	if errors.As(err, &le) {
+		return nil, &ProxyError{Line: le.line, Err: le.err}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(eps) == 0 {
+		return nil, ErrNoProxies
+	}
+	return eps, nil
 }

@@ -1,0 +1,255 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"time"
+
+	"github.com/egresskit/egresskit/egress"
+	"github.com/egresskit/egresskit/probe"
+)
+
+// Exit statuses; see the package documentation.
+const (
+	exitHealthy     = 0
+	exitDegraded    = 1
+	exitCritical    = 2
+	exitUsage       = 64
+	exitSoftware    = 70
+	exitInterrupted = 130
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, isTerminal(os.Stderr))
+	stop()
+	os.Exit(code)
+}
+
+// isTerminal reports whether f is a character device, such as a terminal.
+func isTerminal(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// proxyFlags collects repeated -proxy flags.
+type proxyFlags []string
+
+func (p *proxyFlags) String() string { return fmt.Sprintf("%d proxies", len(*p)) }
+
+func (p *proxyFlags) Set(v string) error {
+	*p = append(*p, v)
+	return nil
+}
+
+// config is the parsed command line.
+type config struct {
+	targetsFile string
+	proxies     proxyFlags
+	proxiesFile string
+	timeout     time.Duration
+	perRequest  time.Duration
+	concurrency int
+	matrix      bool
+	method      string
+	format      string
+	exitZero    bool
+	userAgent   string
+	args        []string
+}
+
+// usageError is an error the user can fix; it exits with status 64.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usagef(format string, args ...any) error {
+	return usageError{fmt.Errorf(format, args...)}
+}
+
+func newFlagSet(cfg *config, out io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("preflight", flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.StringVar(&cfg.targetsFile, "targets", "", "read targets from `FILE` (- for standard input)")
+	fs.Var(&cfg.proxies, "proxy", "probe through the proxy `URL` (http, https, socks5, socks5h or direct; repeatable)")
+	fs.StringVar(&cfg.proxiesFile, "proxies", "", "read proxies from `FILE`, one \"[ID] URL\" per line")
+	fs.DurationVar(&cfg.timeout, "timeout", probe.DefaultDeadline, "global deadline of the whole run")
+	fs.DurationVar(&cfg.perRequest, "per-request-timeout", 0, "deadline of each probe (default: the global deadline)")
+	fs.IntVar(&cfg.concurrency, "concurrency", probe.DefaultConcurrency, "probes in flight at once")
+	fs.BoolVar(&cfg.matrix, "matrix", false, "probe every target through every proxy")
+	fs.StringVar(&cfg.method, "method", "GET", "request method, GET or HEAD")
+	fs.StringVar(&cfg.format, "format", "json", "output format on standard output, json or text")
+	fs.BoolVar(&cfg.exitZero, "exit-zero", false, "exit 0 whatever the status (usage errors still exit 64)")
+	fs.StringVar(&cfg.userAgent, "user-agent", probe.DefaultUserAgent, "User-Agent of the probes")
+	fs.Usage = func() {} // run prints the usage itself, on standard output
+	return fs
+}
+
+// printUsage writes the help text of fs to w.
+func printUsage(fs *flag.FlagSet, w io.Writer) {
+	fs.SetOutput(w)
+	fmt.Fprint(w, `Usage: preflight [flags] [URL ...]
+
+Probe targets (and proxies) within a time budget and print a JSON diagnosis
+on standard output: status HEALTHY, DEGRADED or CRITICAL, success rate,
+latencies, rate-limited and blocked counts, and a recommended backoff.
+
+Targets: URL arguments, -targets FILE, or - for standard input; one per line,
+"URL" or "URL EGRESS", '#' comments allowed.
+
+Flags:
+`)
+	fs.PrintDefaults()
+	fmt.Fprint(w, `
+Exit status: 0 HEALTHY, 1 DEGRADED, 2 CRITICAL (0 for all with -exit-zero),
+64 usage error, 70 internal error, 130 interrupted.
+
+Example:
+  preflight -timeout 10s -proxy http://user:pass@10.0.0.5:3128 -matrix \
+      https://example.com/ https://example.org/robots.txt
+  preflight -targets fleet.txt -format text
+`)
+}
+
+// run is the command; it returns the exit status.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, tty bool) int {
+	var cfg config
+	fs := newFlagSet(&cfg, stderr)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			printUsage(fs, stdout)
+			return exitHealthy
+		}
+		// The flag package has printed the error.
+		fmt.Fprintln(stderr, "Run 'preflight -help' for usage.")
+		return exitUsage
+	}
+	cfg.args = fs.Args()
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+
+	targets, opts, err := prepare(&cfg, set, stdin)
+	if err != nil {
+		fmt.Fprintf(stderr, "preflight: %v\n", err)
+		var ue usageError
+		if errors.As(err, &ue) {
+			fmt.Fprintln(stderr, "Run 'preflight -help' for usage.")
+			return exitUsage
+		}
+		return exitSoftware
+	}
+
+	var prog *progress
+	if tty {
+		prog = startProgress(stderr)
+		opts.Progress = prog.update
+	}
+	rep, err := probe.Run(ctx, targets, opts)
+	if prog != nil {
+		prog.stop()
+	}
+	interrupted := errors.Is(err, probe.ErrCanceled)
+	if err != nil && !interrupted {
+		fmt.Fprintf(stderr, "preflight: %v\n", err)
+		if isInputError(err) {
+			return exitUsage
+		}
+		return exitSoftware
+	}
+
+	if err := write(stdout, rep, cfg.format); err != nil {
+		fmt.Fprintf(stderr, "preflight: writing the report: %v\n", err)
+		return exitSoftware
+	}
+	if tty {
+		writeSummary(stderr, rep)
+	}
+	switch {
+	case interrupted:
+		fmt.Fprintln(stderr, "preflight: interrupted; the report is partial")
+		return exitInterrupted
+	case cfg.exitZero:
+		return exitHealthy
+	}
+	switch rep.Status {
+	case probe.Healthy:
+		return exitHealthy
+	case probe.Degraded:
+		return exitDegraded
+	default:
+		return exitCritical
+	}
+}
+
+// isInputError reports whether Run rejected its input (it checks all
+// input before sending anything).
+func isInputError(err error) bool {
+	var te *probe.TargetError
+	var pe *probe.ProxyError
+	var ce *egress.ConfigError
+	return errors.As(err, &te) || errors.As(err, &pe) || errors.As(err, &ce) ||
+		errors.Is(err, probe.ErrNoTargets) || errors.Is(err, probe.ErrTooManyProbes) ||
+		errors.Is(err, probe.ErrInvalidOption)
+}
+
+// prepare validates the flags and reads the targets and proxies; every
+// error it returns is a usage error, except read failures.
+func prepare(cfg *config, set map[string]bool, stdin io.Reader) ([]probe.Target, probe.Options, error) {
+	var opts probe.Options
+	if cfg.timeout <= 0 {
+		return nil, opts, usagef("-timeout %v: must be positive", cfg.timeout)
+	}
+	if set["per-request-timeout"] && cfg.perRequest <= 0 {
+		return nil, opts, usagef("-per-request-timeout %v: must be positive", cfg.perRequest)
+	}
+	if cfg.concurrency <= 0 {
+		return nil, opts, usagef("-concurrency %d: must be positive", cfg.concurrency)
+	}
+	method := strings.ToUpper(cfg.method)
+	if method != "GET" && method != "HEAD" {
+		return nil, opts, usagef("-method %q: want GET or HEAD", cfg.method)
+	}
+	if cfg.format != "json" && cfg.format != "text" {
+		return nil, opts, usagef("-format %q: want json or text", cfg.format)
+	}
+	targets, err := readTargets(cfg, stdin)
+	if err != nil {
+		return nil, opts, err
+	}
+	proxies, err := readProxies(cfg)
+	if err != nil {
+		return nil, opts, err
+	}
+	opts = probe.Options{
+		Matrix:            cfg.matrix,
+		Proxies:           proxies,
+		Deadline:          cfg.timeout,
+		PerRequestTimeout: cfg.perRequest,
+		Concurrency:       cfg.concurrency,
+		Method:            method,
+		UserAgent:         cfg.userAgent,
+	}
+	return targets, opts, nil
+}
+
+// write prints the report on w as JSON (indented, one document) or text.
+func write(w io.Writer, rep *probe.Report, format string) error {
+	if format == "text" {
+		return writeText(w, rep)
+	}
+	b, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	_, err = w.Write(b)
+	return err
+}
