@@ -78,31 +78,37 @@ func matchHost(pattern, host string) bool {
 }
 
 // ceilingCache remembers the robots.txt Crawl-delay last applied per host so
-// that the state store is told only when it changes. It is bounded: when it
-// is full it is cleared, which costs at most one repeated SetCeiling per
-// host.
+// that the state store is told only when it changes, and again after
+// ceilingRefresh, so that a host whose state was evicted while idle gets its
+// ceiling back. It is bounded: when it is full it is cleared, which costs at
+// most one repeated SetCeiling per host.
 type ceilingCache struct {
 	mu sync.Mutex // guards m
-	m  map[string]time.Duration
+	m  map[string]ceiling
 }
 
-const maxCeilings = 1 << 16
+type ceiling struct {
+	delay   time.Duration
+	applied time.Time
+}
+
+const (
+	maxCeilings    = 1 << 16
+	ceilingRefresh = time.Minute
+)
 
 func (c *ceilingCache) apply(ctx context.Context, s hoststate.Store, host string, delay time.Duration) error {
+	now := time.Now()
 	c.mu.Lock()
 	prev, seen := c.m[host]
-	if seen && prev == delay {
-		c.mu.Unlock()
-		return nil
-	}
-	if !seen && delay <= 0 {
+	if (seen && prev.delay == delay && now.Sub(prev.applied) < ceilingRefresh) || (!seen && delay <= 0) {
 		c.mu.Unlock()
 		return nil
 	}
 	if c.m == nil || len(c.m) >= maxCeilings {
-		c.m = make(map[string]time.Duration)
+		c.m = make(map[string]ceiling)
 	}
-	c.m[host] = delay
+	c.m[host] = ceiling{delay: delay, applied: now}
 	c.mu.Unlock()
 	perMinute := 0.0
 	if delay > 0 {
