@@ -56,6 +56,7 @@ const (
 	tagTokenValue
 	tagTokenRefresh
 	tagTokenExpires
+	tagTokenRefreshAt
 )
 
 // Header and binding tags.
@@ -142,7 +143,7 @@ func encodeEntry(c *entry) []byte {
 }
 
 func encodeToken(t Token) []byte {
-	e := newEncoder(kindToken, len(t.Type)+len(t.Value)+len(t.Refresh)+24)
+	e := newEncoder(kindToken, len(t.Type)+len(t.Value)+len(t.Refresh)+40)
 	if t.Type != "" {
 		e.bytes(tagTokenType, t.Type)
 	}
@@ -152,6 +153,9 @@ func encodeToken(t Token) []byte {
 	}
 	if !t.Expires.IsZero() {
 		e.time(tagTokenExpires, t.Expires)
+	}
+	if !t.refreshAt.IsZero() {
+		e.time(tagTokenRefreshAt, t.refreshAt)
 	}
 	return e.b
 }
@@ -331,6 +335,10 @@ func decodeToken(b []byte) (Token, error) {
 			t.Refresh = Secret(v)
 		case tagTokenExpires:
 			if t.Expires, err = decodeTime(tag, v); err != nil {
+				return Token{}, err
+			}
+		case tagTokenRefreshAt:
+			if t.refreshAt, err = decodeTime(tag, v); err != nil {
 				return Token{}, err
 			}
 		}

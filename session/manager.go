@@ -62,8 +62,8 @@ type Config struct {
 	// bounded by RefreshLease. If nil, tokens are never refreshed and an
 	// expired token fails requests with ErrNoRefresher.
 	Refresh func(ctx context.Context, r RefreshRequest) (Token, error)
-	// RefreshSkew is how long before its expiry a token is refreshed.
-	// If zero, 30 seconds.
+	// RefreshSkew is how long before its expiry a token is refreshed,
+	// at most half the life it had left when stored. If zero, 30 seconds.
 	RefreshSkew time.Duration
 	// RefreshLease is the lease TTL taken to refresh a token, and so the
 	// longest a Refresh call may take. If zero, 30 seconds.
@@ -195,7 +195,8 @@ func fence(ctx context.Context, id string) uint64 {
 }
 
 // Create creates session id with o's contents. It fails with ErrInvalidID,
-// with ErrExists when a live session holds id, or with a Store error.
+// an invalid header, ErrExists when a live session holds id, or a Store
+// error.
 func (m *Manager) Create(ctx context.Context, id string, o CreateOptions) (*Session, error) {
 	if err := ValidateID(id); err != nil {
 		return nil, err
@@ -210,13 +211,16 @@ func (m *Manager) Create(ctx context.Context, id string, o CreateOptions) (*Sess
 		r.Fields[fieldBinding] = m.keys.Seal(id, fieldBinding, encodeBinding(o.Endpoint))
 	}
 	for k, vs := range o.Header {
+		if err := checkHeader(k, vs); err != nil {
+			return nil, err
+		}
 		if len(vs) > 0 {
 			f := headerPrefix + http.CanonicalHeaderKey(k)
 			r.Fields[f] = m.keys.Seal(id, f, encodeHeader(vs))
 		}
 	}
 	if o.Token.Value != "" {
-		r.Fields[fieldToken] = m.keys.Seal(id, fieldToken, encodeToken(o.Token))
+		r.Fields[fieldToken] = m.sealToken(id, o.Token, now)
 	}
 	if err := m.store.Create(ctx, r); err != nil {
 		return nil, err
@@ -247,8 +251,8 @@ func (m *Manager) Delete(ctx context.Context, id string) error {
 	return m.store.Delete(ctx, id, fence(ctx, id))
 }
 
-// Extend makes session id expire ttl from now. It fails with ErrInvalidID,
-// ErrNotFound, ErrStaleLease, or a Store error.
+// Extend makes session id expire ttl from now; a ttl <= 0 ends it. It
+// fails with ErrInvalidID, ErrNotFound, ErrStaleLease, or a Store error.
 func (m *Manager) Extend(ctx context.Context, id string, ttl time.Duration) error {
 	if err := ValidateID(id); err != nil {
 		return err
@@ -263,13 +267,8 @@ func (m *Manager) SetHeader(ctx context.Context, id, key string, values ...strin
 	if err := ValidateID(id); err != nil {
 		return err
 	}
-	if !validHeaderName(key) {
-		return fmt.Errorf("session: invalid header name %q", key)
-	}
-	for i, v := range values {
-		if strings.ContainsAny(v, "\r\n\x00") {
-			return fmt.Errorf("session: header %q: value %d holds a control character", key, i)
-		}
+	if err := checkHeader(key, values); err != nil {
+		return err
 	}
 	f := headerPrefix + http.CanonicalHeaderKey(key)
 	w := FieldWrite{Delete: []string{f}}
@@ -288,7 +287,7 @@ func (m *Manager) SetToken(ctx context.Context, id string, t Token) error {
 	}
 	w := FieldWrite{Delete: []string{fieldToken}}
 	if t.Value != "" {
-		w = FieldWrite{Set: []Field{{fieldToken, m.keys.Seal(id, fieldToken, encodeToken(t))}}}
+		w = FieldWrite{Set: []Field{{fieldToken, m.sealToken(id, t, m.cfg.Now())}}}
 	}
 	return m.store.SetFields(ctx, id, fence(ctx, id), w)
 }
@@ -458,6 +457,20 @@ func sortEntries(es []*entry) {
 		}
 		return strings.Compare(a.Name, b.Name)
 	})
+}
+
+// checkHeader rejects a header that net/http would refuse to send. The
+// error never repeats a value.
+func checkHeader(key string, values []string) error {
+	if !validHeaderName(key) {
+		return fmt.Errorf("session: invalid header name %q", key)
+	}
+	for i, v := range values {
+		if strings.ContainsAny(v, "\r\n\x00") {
+			return fmt.Errorf("session: header %q: value %d holds a control character", key, i)
+		}
+	}
+	return nil
 }
 
 // validHeaderName reports whether k is an RFC 9110 token.

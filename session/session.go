@@ -45,6 +45,10 @@ type Token struct {
 	Refresh Secret
 	// Expires is when Value stops being valid; zero means never.
 	Expires time.Time
+
+	// refreshAt is when a refresh falls due; set when the token is
+	// stored (see Manager.sealToken).
+	refreshAt time.Time
 }
 
 // Valid reports whether t holds a value that has not expired at now.

@@ -58,7 +58,29 @@ func (m *Manager) storedToken(r Record) (Token, error) {
 
 // fresh reports whether t needs no refresh at now.
 func (m *Manager) fresh(t Token, now time.Time) bool {
-	return t.Value != "" && (t.Expires.IsZero() || now.Before(t.Expires.Add(-m.cfg.RefreshSkew)))
+	if t.Value == "" {
+		return false
+	}
+	if !t.refreshAt.IsZero() {
+		return now.Before(t.refreshAt)
+	}
+	return t.Expires.IsZero() || now.Before(t.Expires.Add(-m.cfg.RefreshSkew))
+}
+
+// sealToken seals t, stored at now. Its refresh falls due RefreshSkew
+// before it expires, or halfway through its remaining life if that is
+// shorter — so a token that lives less than the skew is not refreshed on
+// every request.
+func (m *Manager) sealToken(id string, t Token, now time.Time) []byte {
+	t.refreshAt = time.Time{}
+	if !t.Expires.IsZero() {
+		skew := m.cfg.RefreshSkew
+		if left := t.Expires.Sub(now); left > 0 && left/2 < skew {
+			skew = left / 2
+		}
+		t.refreshAt = t.Expires.Add(-skew)
+	}
+	return m.keys.Seal(id, fieldToken, encodeToken(t))
 }
 
 // token returns cur if it is fresh, or a refreshed token (see TokenSource).
@@ -185,7 +207,7 @@ func (m *Manager) refreshUnder(ctx context.Context, id string, cur Token, fence 
 	if !tok.Valid(m.cfg.Now()) {
 		return Token{}, &RefreshError{ID: id, Err: errors.New("session: refresher returned an empty or expired token")}
 	}
-	w := FieldWrite{Set: []Field{{fieldToken, m.keys.Seal(id, fieldToken, encodeToken(tok))}}}
+	w := FieldWrite{Set: []Field{{fieldToken, m.sealToken(id, tok, m.cfg.Now())}}}
 	if err := m.store.SetFields(ctx, id, fence, w); err != nil {
 		return Token{}, &RefreshError{ID: id, Err: err}
 	}

@@ -29,8 +29,9 @@ var managerScenarios = []scenario{
 	{"Manager/CookieBound", managerCookieBound},
 	{"Manager/BadCookies", managerBadCookies},
 	{"Manager/Bind", managerBind},
-	{"Manager/TokenRefreshOnceNearExpiry", func(t *testing.T, e env) { managerTokenRefreshOnce(t, e, 10*time.Second) }},
-	{"Manager/TokenRefreshOnceExpired", func(t *testing.T, e env) { managerTokenRefreshOnce(t, e, -time.Second) }},
+	{"Manager/TokenRefreshOnceNearExpiry", func(t *testing.T, e env) { managerTokenRefreshOnce(t, e, 25*time.Second) }},
+	{"Manager/TokenRefreshOnceExpired", func(t *testing.T, e env) { managerTokenRefreshOnce(t, e, 41*time.Second) }},
+	{"Manager/ShortTokenNotRefreshedEachRequest", managerShortToken},
 	{"Manager/TokenRefreshedMeanwhile", managerTokenRefreshedMeanwhile},
 	{"Manager/TokenRefreshFailure", managerTokenRefreshFailure},
 }
@@ -658,21 +659,23 @@ func readAll(resp *http.Response) string {
 	return b.String()
 }
 
-// managerTokenRefreshOnce sends 32 concurrent requests through two
-// Managers with a token expiring in left (negative: already expired).
-func managerTokenRefreshOnce(t *testing.T, e env, left time.Duration) {
+// managerTokenRefreshOnce stores a token valid for 40s (due for refresh
+// after 20s with the default skew), lets elapsed pass, and sends 32
+// concurrent requests through two Managers.
+func managerTokenRefreshOnce(t *testing.T, e env, elapsed time.Duration) {
 	ts := newTokenServer("initial")
 	defer ts.Close()
-	if left < 0 {
-		ts.valid["initial"] = false // an expired token is refused
-	}
 	ms := managers(t, e, 2, func(c *session.Config) {
 		c.Refresh = ts.refresher(e.clock.Now)
 		c.PollInterval = time.Millisecond
 	})
 	id := newSession(t, ms[0], session.CreateOptions{
-		Token: session.Token{Type: "Bearer", Value: "initial", Expires: e.clock.Now().Add(left)},
+		Token: session.Token{Type: "Bearer", Value: "initial", Expires: e.clock.Now().Add(40 * time.Second)},
 	})
+	e.clock.Advance(elapsed)
+	if elapsed >= 40*time.Second {
+		ts.valid["initial"] = false // an expired token is refused
+	}
 
 	const n = 32
 	var wg sync.WaitGroup
@@ -705,6 +708,41 @@ func managerTokenRefreshOnce(t *testing.T, e env, left time.Duration) {
 	s, err := ms[1].Get(context.Background(), id)
 	if err != nil || s.Token.Value != "issued-1" || s.Lease != (session.Lease{}) {
 		t.Errorf("stored token %v, lease %+v, %v; want issued-1 and the refresh lease released", s.Token, s.Lease, err)
+	}
+}
+
+// managerShortToken: a token that lives less than the refresh skew is
+// refreshed halfway through its life, not on every request.
+func managerShortToken(t *testing.T, e env) {
+	ts := newTokenServer("initial")
+	defer ts.Close()
+	m := managers(t, e, 1, func(c *session.Config) {
+		c.Refresh = func(ctx context.Context, r session.RefreshRequest) (session.Token, error) {
+			tok, err := ts.refresher(e.clock.Now)(ctx, r)
+			tok.Expires = e.clock.Now().Add(10 * time.Second) // shorter than the 30s skew
+			return tok, err
+		}
+	})[0]
+	id := newSession(t, m, session.CreateOptions{
+		Token: session.Token{Type: "Bearer", Value: "initial", Expires: e.clock.Now().Add(10 * time.Second)},
+	})
+	client := &http.Client{Transport: m.Transport(ts.Client().Transport, id)}
+	// Requests at 0s, 3s, 6s, 9s and 12s; the first token is due at 5s,
+	// the one refreshed at 6s (expiring at 16s) is due at 11s.
+	for range 5 {
+		for range 3 {
+			resp, err := client.Get(ts.URL + "/api")
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+		}
+		e.clock.Advance(3 * time.Second)
+	}
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if ts.issued != 2 || ts.served != 15 {
+		t.Errorf("refreshes %d, served %d; want 2, 15", ts.issued, ts.served)
 	}
 }
 

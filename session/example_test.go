@@ -1,0 +1,127 @@
+package session_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"time"
+
+	"github.com/egresskit/egresskit/session"
+)
+
+// Two workers share one session: the first logs in, the second carries on
+// with the cookie the first received. Workers in separate processes would
+// share a Redis store and the same Keyring the same way.
+func Example() {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/login":
+			http.SetCookie(w, &http.Cookie{Name: "sid", Value: "alice", Path: "/", HttpOnly: true})
+			fmt.Fprint(w, "logged in")
+		case "/orders":
+			if c, err := r.Cookie("sid"); err == nil {
+				fmt.Fprintf(w, "orders of %s", c.Value)
+				return
+			}
+			http.Error(w, "log in first", http.StatusUnauthorized)
+		}
+	}))
+	defer srv.Close()
+
+	keys, _ := session.NewKeyring(session.GenerateKey(1))
+	store := session.NewMemoryStore(session.MemoryConfig{})
+	workerA := session.New(session.Config{Store: store, Keyring: keys})
+	workerB := session.New(session.Config{Store: store, Keyring: keys})
+
+	ctx := context.Background()
+	id := "crawl-42"
+	if _, err := workerA.Create(ctx, id, session.CreateOptions{TTL: time.Hour}); err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	get := func(m *session.Manager, path string) {
+		jar, err := m.Jar(ctx, id)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		resp, err := (&http.Client{Jar: jar}).Get(srv.URL + path)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		fmt.Printf("%s: %d %s\n", path, resp.StatusCode, body)
+	}
+	get(workerA, "/login")
+	get(workerB, "/orders")
+	// Output:
+	// /login: 200 logged in
+	// /orders: 200 orders of alice
+}
+
+// A Transport sends the session's token, refreshed when due, and never an
+// expired one.
+func ExampleManager_Transport() {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, r.Header.Get("Authorization"))
+	}))
+	defer srv.Close()
+
+	refreshes := 0
+	m := session.New(session.Config{
+		RefreshSkew: time.Minute,
+		Refresh: func(ctx context.Context, r session.RefreshRequest) (session.Token, error) {
+			refreshes++ // a real refresher would call the site's token endpoint
+			return session.Token{Type: "Bearer", Value: "fresh", Expires: time.Now().Add(time.Hour)}, nil
+		},
+	})
+	ctx := context.Background()
+	if _, err := m.Create(ctx, "s1", session.CreateOptions{
+		Token: session.Token{Type: "Bearer", Value: "expired", Expires: time.Now().Add(-time.Second)},
+	}); err != nil {
+		fmt.Println(err)
+		return
+	}
+	client := &http.Client{Transport: m.Transport(srv.Client().Transport, "s1")}
+	for range 3 {
+		resp, err := client.Get(srv.URL)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		fmt.Printf("sent %q\n", body)
+	}
+	fmt.Println("refreshes:", refreshes)
+	// Output:
+	// sent "Bearer fresh"
+	// sent "Bearer fresh"
+	// sent "Bearer fresh"
+	// refreshes: 1
+}
+
+// Rotating keys: a ring with the new key appended still opens what the
+// old key sealed, and seals new values under the new key.
+func ExampleNewKeyring() {
+	k1, k2 := session.GenerateKey(1), session.GenerateKey(2)
+	old, _ := session.NewKeyring(k1)
+	rotated, _ := session.NewKeyring(k1, k2)
+
+	blob := old.Seal("s1", "tok", []byte("value"))
+	pt, err := rotated.Open("s1", "tok", blob)
+	fmt.Printf("%s %v\n", pt, err)
+	_, err = rotated.Open("s2", "tok", blob) // moved to another session
+	fmt.Println(errors.Is(err, session.ErrTampered))
+	fmt.Println(rotated.Primary())
+	// Output:
+	// value <nil>
+	// true
+	// 2
+}
