@@ -63,6 +63,7 @@ type LeaseHeldError struct {
 	Expires time.Time
 }
 
+// Error describes the error without secrets.
 func (e *LeaseHeldError) Error() string {
 	return fmt.Sprintf("session: lease on %q held until %s", e.ID, e.Expires.UTC().Format(time.RFC3339Nano))
 }
@@ -80,6 +81,7 @@ type RefreshError struct {
 	Err error
 }
 
+// Error describes the error without secrets.
 func (e *RefreshError) Error() string {
 	return fmt.Sprintf("session: token refresh for %q: %v", e.ID, e.Err)
 }
@@ -97,6 +99,7 @@ type EgressLostError struct {
 	Err error
 }
 
+// Error describes the error without secrets.
 func (e *EgressLostError) Error() string {
 	return fmt.Sprintf("session: %q is bound to egress endpoint %q, which is unavailable: %v", e.ID, e.Endpoint, e.Err)
 }

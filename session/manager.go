@@ -2,12 +2,10 @@ package session
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/http/cookiejar"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -169,31 +167,6 @@ func New(c Config) *Manager {
 	return &Manager{cfg: c, store: c.Store, keys: c.Keyring, holder: NewID()[:11], flights: make(map[string]*flight)}
 }
 
-type leaseKey struct{}
-
-// WithLease returns a context carrying l. Manager methods given it fence
-// their writes to session l.ID with l.Token, so they fail with
-// ErrStaleLease once another worker holds a newer lease; a Jar made with
-// it fences its cookie writes; a Transport refreshes tokens under it
-// instead of taking a lease of its own.
-func WithLease(ctx context.Context, l Lease) context.Context {
-	return context.WithValue(ctx, leaseKey{}, l)
-}
-
-// LeaseFrom returns the lease ctx carries, if any.
-func LeaseFrom(ctx context.Context) (Lease, bool) {
-	l, ok := ctx.Value(leaseKey{}).(Lease)
-	return l, ok
-}
-
-// fence returns the fencing token ctx carries for session id, or 0.
-func fence(ctx context.Context, id string) uint64 {
-	if l, ok := LeaseFrom(ctx); ok && l.ID == id {
-		return l.Token
-	}
-	return 0
-}
-
 // Create creates session id with o's contents. It fails with ErrInvalidID,
 // an invalid header, ErrExists when a live session holds id, or a Store
 // error.
@@ -258,107 +231,6 @@ func (m *Manager) Extend(ctx context.Context, id string, ttl time.Duration) erro
 		return err
 	}
 	return m.store.SetExpiry(ctx, id, fence(ctx, id), m.cfg.Now().Add(ttl))
-}
-
-// SetHeader sets the values of the header key sent with every request of
-// session id; no values deletes it. It fails with ErrInvalidID, an invalid
-// header name, ErrNotFound, ErrStaleLease, or a Store error.
-func (m *Manager) SetHeader(ctx context.Context, id, key string, values ...string) error {
-	if err := ValidateID(id); err != nil {
-		return err
-	}
-	if err := checkHeader(key, values); err != nil {
-		return err
-	}
-	f := headerPrefix + http.CanonicalHeaderKey(key)
-	w := FieldWrite{Delete: []string{f}}
-	if len(values) > 0 {
-		w = FieldWrite{Set: []Field{{f, m.keys.Seal(id, f, encodeHeader(values))}}}
-	}
-	return m.store.SetFields(ctx, id, fence(ctx, id), w)
-}
-
-// SetToken stores t as session id's token; a t without Value deletes the
-// token. It fails with ErrInvalidID, ErrNotFound, ErrStaleLease, or a
-// Store error.
-func (m *Manager) SetToken(ctx context.Context, id string, t Token) error {
-	if err := ValidateID(id); err != nil {
-		return err
-	}
-	w := FieldWrite{Delete: []string{fieldToken}}
-	if t.Value != "" {
-		w = FieldWrite{Set: []Field{{fieldToken, m.sealToken(id, t, m.cfg.Now())}}}
-	}
-	return m.store.SetFields(ctx, id, fence(ctx, id), w)
-}
-
-// Bind binds session id to the egress endpoint. Binding is set once: it
-// succeeds when the session is unbound or already bound to endpoint, and
-// fails with ErrAlreadyBound when bound to another one — two workers
-// racing to bind agree on the first. It also fails with ErrInvalidID,
-// ErrNotFound, ErrStaleLease, ErrTampered, or a Store error.
-func (m *Manager) Bind(ctx context.Context, id, endpoint string) error {
-	if err := ValidateID(id); err != nil {
-		return err
-	}
-	if endpoint == "" {
-		return errors.New("session: bind to an empty endpoint")
-	}
-	w := FieldWrite{Set: []Field{{fieldBinding, m.keys.Seal(id, fieldBinding, encodeBinding(endpoint))}}, IfAbsent: true}
-	err := m.store.SetFields(ctx, id, fence(ctx, id), w)
-	if !errors.Is(err, ErrConflict) {
-		return err
-	}
-	s, err := m.Get(ctx, id)
-	if err != nil {
-		return err
-	}
-	if s.Endpoint != endpoint {
-		return fmt.Errorf("%w: %q is bound to %q", ErrAlreadyBound, id, s.Endpoint)
-	}
-	return nil
-}
-
-// Rebind moves session id to the egress endpoint, or unbinds it when
-// endpoint is empty. It is the caller's explicit choice after
-// ErrEgressLost: a site may tie a login to the address it came from. It
-// fails with ErrInvalidID, ErrNotFound, ErrStaleLease, or a Store error.
-func (m *Manager) Rebind(ctx context.Context, id, endpoint string) error {
-	if err := ValidateID(id); err != nil {
-		return err
-	}
-	w := FieldWrite{Delete: []string{fieldBinding}}
-	if endpoint != "" {
-		w = FieldWrite{Set: []Field{{fieldBinding, m.keys.Seal(id, fieldBinding, encodeBinding(endpoint))}}}
-	}
-	return m.store.SetFields(ctx, id, fence(ctx, id), w)
-}
-
-// Acquire takes the lease on session id for ttl under a holder name unique
-// to this call. It fails with ErrInvalidID, ErrNotFound, a *LeaseHeldError
-// (errors.Is ErrLeaseHeld), or a Store error.
-func (m *Manager) Acquire(ctx context.Context, id string, ttl time.Duration) (Lease, error) {
-	if err := ValidateID(id); err != nil {
-		return Lease{}, err
-	}
-	return m.store.Acquire(ctx, id, m.newHolder(), ttl)
-}
-
-// Renew extends l by ttl from now. If l expired and no one took the lease
-// meanwhile, Renew grants l's holder a new lease with a new Token: fence
-// later writes with the returned Lease. It fails like Acquire.
-func (m *Manager) Renew(ctx context.Context, l Lease, ttl time.Duration) (Lease, error) {
-	return m.store.Acquire(ctx, l.ID, l.Holder, ttl)
-}
-
-// Release ends l. It fails with ErrStaleLease when a newer lease was
-// granted, ErrNotFound, or a Store error.
-func (m *Manager) Release(ctx context.Context, l Lease) error {
-	return m.store.Release(ctx, l)
-}
-
-func (m *Manager) newHolder() string {
-	return m.holder + "/" + strconv.FormatUint(m.seq.Add(1), 10)
 }
 
 func (m *Manager) report(id, op string, err error) {
@@ -457,32 +329,4 @@ func sortEntries(es []*entry) {
 		}
 		return strings.Compare(a.Name, b.Name)
 	})
-}
-
-// checkHeader rejects a header that net/http would refuse to send. The
-// error never repeats a value.
-func checkHeader(key string, values []string) error {
-	if !validHeaderName(key) {
-		return fmt.Errorf("session: invalid header name %q", key)
-	}
-	for i, v := range values {
-		if strings.ContainsAny(v, "\r\n\x00") {
-			return fmt.Errorf("session: header %q: value %d holds a control character", key, i)
-		}
-	}
-	return nil
-}
-
-// validHeaderName reports whether k is an RFC 9110 token.
-func validHeaderName(k string) bool {
-	if k == "" {
-		return false
-	}
-	for i := 0; i < len(k); i++ {
-		c := k[i]
-		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
-			return false
-		}
-	}
-	return true
 }

@@ -35,7 +35,7 @@ func TestSecretsNeverShown(t *testing.T) {
 		},
 		OnError: func(e session.ErrorInfo) { hooked = append(hooked, e) },
 	})
-	s, err := m.Create(ctx, "s1", session.CreateOptions{
+	created, err := m.Create(ctx, "s1", session.CreateOptions{
 		Endpoint: "ep-1",
 		Header:   http.Header{"Authorization": {"Basic " + secret}, "Cookie": {"c=" + secret}},
 		Token:    session.Token{Type: "Bearer", Value: secret, Refresh: secret, Expires: now.Add(-time.Second)},
@@ -49,12 +49,14 @@ func TestSecretsNeverShown(t *testing.T) {
 	}
 	u, _ := url.Parse("https://example.com/")
 	j.SetCookies(u, []*http.Cookie{{Name: "sid", Value: secret}})
-	if s, err = m.Get(ctx, "s1"); err != nil {
+	s, err := m.Get(ctx, "s1")
+	if err != nil {
 		t.Fatal(err)
 	}
 
 	var out []string
 	add := func(what string, v any) { out = append(out, fmt.Sprintf("%s: %v", what, v)) }
+	add("created", created)
 	for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q", "%x"} {
 		add("session "+verb, fmt.Sprintf(verb, s))
 		add("*session "+verb, fmt.Sprintf(verb, *s))
