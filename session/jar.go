@@ -59,7 +59,8 @@ type cached struct {
 type JarStats struct {
 	// Stored counts cookies written to the store.
 	Stored uint64
-	// Deleted counts cookies deleted by a Max-Age < 0 or a past Expires.
+	// Deleted counts deletions asked for by a Max-Age < 0 or a past
+	// Expires.
 	Deleted uint64
 	// Evicted counts cookies the store evicted to keep Config.MaxCookies.
 	Evicted uint64

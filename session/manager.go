@@ -57,8 +57,11 @@ type Config struct {
 	// Refresh obtains a new token for a session whose token is about to
 	// expire. It runs at most once at a time per session across every
 	// Manager sharing the Store, under the session's lease, with a context
-	// bounded by RefreshLease. If nil, tokens are never refreshed and an
-	// expired token fails requests with ErrNoRefresher.
+	// bounded by RefreshLease. It may send its requests through the
+	// session's own Transport (to keep its cookies and egress endpoint):
+	// given its context, they go without the token. If nil, tokens are
+	// never refreshed and an expired token fails requests with
+	// ErrNoRefresher.
 	Refresh func(ctx context.Context, r RefreshRequest) (Token, error)
 	// RefreshSkew is how long before its expiry a token is refreshed,
 	// at most half the life it had left when stored. If zero, 30 seconds.

@@ -30,7 +30,8 @@ import (
 // a holder whose lease merely expired, with no successor, may still write.
 //
 // Versions. Each record has a Version, 1 after Create, increased by one by
-// every method call that changes the record's fields, cookies or expiry.
+// every successful SetFields, MergeCookies and SetExpiry call, even one
+// that happens to change nothing; Acquire and Release leave it alone.
 //
 // IDs have passed ValidateID; implementations may check them again and
 // must fail with ErrInvalidID rather than use an invalid one. Byte slices

@@ -196,9 +196,19 @@ func (m *Manager) refreshLeased(ctx context.Context, id string, l Lease) (Token,
 	return m.refreshUnder(ctx, id, cur, l.Token)
 }
 
+type refreshingKey struct{}
+
+// refreshing reports whether ctx belongs to the refresh of session id's
+// token: requests the refresher sends through the session's Transport go
+// without the token rather than wait for the refresh they are part of.
+func refreshing(ctx context.Context, id string) bool {
+	s, _ := ctx.Value(refreshingKey{}).(string)
+	return s == id
+}
+
 // refreshUnder calls Config.Refresh and stores its token fenced by fence.
 func (m *Manager) refreshUnder(ctx context.Context, id string, cur Token, fence uint64) (Token, error) {
-	rctx, cancel := context.WithTimeout(ctx, m.cfg.RefreshLease)
+	rctx, cancel := context.WithTimeout(context.WithValue(ctx, refreshingKey{}, id), m.cfg.RefreshLease)
 	tok, err := m.cfg.Refresh(rctx, RefreshRequest{ID: id, Current: cur})
 	cancel()
 	if err != nil {

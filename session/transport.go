@@ -86,6 +86,9 @@ func (t *Transport) prepare(req *http.Request) (*Session, Token, error) {
 	if err != nil {
 		return nil, Token{}, err
 	}
+	if refreshing(ctx, t.id) {
+		return s, Token{}, nil
+	}
 	tok, err := m.token(ctx, t.id, s.Token)
 	if err != nil {
 		return nil, Token{}, err

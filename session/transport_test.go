@@ -197,3 +197,39 @@ func TestRefreshWaitHonoursContext(t *testing.T) {
 		}
 	})
 }
+
+// TestRefreshThroughOwnTransport: a refresher that calls the token
+// endpoint through the session's own client (its cookies, its egress
+// endpoint) neither deadlocks nor sends the expired token.
+func TestRefreshThroughOwnTransport(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		next := &recorder{}
+		var m *session.Manager
+		var tokenCallAuth string
+		m = session.New(session.Config{
+			Refresh: func(ctx context.Context, r session.RefreshRequest) (session.Token, error) {
+				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "https://example.com/token", strings.NewReader("refresh="+string(r.Current.Refresh)))
+				resp, err := m.Transport(next, r.ID).RoundTrip(req)
+				if err != nil {
+					return session.Token{}, err
+				}
+				resp.Body.Close()
+				tokenCallAuth = next.last.Load().Header.Get("Authorization")
+				return session.Token{Value: "new", Expires: time.Now().Add(time.Hour)}, nil
+			},
+		})
+		if _, err := m.Create(ctx, "s1", session.CreateOptions{Endpoint: "ep-1", Token: session.Token{Value: "old", Refresh: "r", Expires: time.Now().Add(-time.Second)}}); err != nil {
+			t.Fatal(err)
+		}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "https://example.com/api", nil)
+		resp, err := m.Transport(next, "s1").RoundTrip(req)
+		if err != nil {
+			t.Fatalf("RoundTrip = %v", err)
+		}
+		resp.Body.Close()
+		if got := next.last.Load().Header.Get("Authorization"); tokenCallAuth != "" || got != "new" {
+			t.Errorf("token call sent Authorization %q, API call %q; want none, new", tokenCallAuth, got)
+		}
+	})
+}
