@@ -1,0 +1,231 @@
+package redisstore
+
+import (
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/egresskit/egresskit/breaker"
+	"github.com/egresskit/egresskit/hoststate"
+	"github.com/egresskit/egresskit/ratelimit"
+)
+
+// Policy says what a State does when Redis cannot be reached or does not
+// answer within Config.Timeout.
+type Policy uint8
+
+// The policies.
+const (
+	// FailOpen (the default) falls back to in-process state
+	// (hoststate.Memory) with a Warning, and goes back to Redis when it
+	// answers again: see State for what happens then.
+	FailOpen Policy = iota
+	// FailClosed fails the operation with an *UnavailableError
+	// (errors.Is ErrUnavailable); Admit failing means the attempt is not
+	// sent.
+	FailClosed
+)
+
+// String returns "fail-open" or "fail-closed".
+func (p Policy) String() string {
+	switch p {
+	case FailOpen:
+		return "fail-open"
+	case FailClosed:
+		return "fail-closed"
+	}
+	return "unknown"
+}
+
+// Config configures a State. The zero value uses every default.
+type Config struct {
+	// Prefix starts every key ("PREFIX:{host}:s"). It must not contain
+	// spaces, control characters or braces. Default (""): "egresskit".
+	Prefix string
+
+	// HostState configures breakers, halts and pacing, with the defaults
+	// and meaning it has for hoststate.Memory. HostState.Limit.Now is not
+	// used; see Now.
+	HostState hoststate.Config
+
+	// OnRedisError is the policy when Redis is unreachable or slow.
+	// Default (zero): FailOpen.
+	OnRedisError Policy
+
+	// OnWarning, if not nil, receives a Warning when a FailOpen State falls
+	// back to local state and when it returns to Redis. It is called
+	// outside any lock of the State, on the goroutine of the operation
+	// that noticed, possibly concurrently.
+	OnWarning func(Warning)
+
+	// Timeout bounds each Redis call; no operation waits longer for Redis
+	// (the client must honour context deadlines: see New). Default (<= 0):
+	// 50ms.
+	Timeout time.Duration
+
+	// RetryInterval is how often a FailOpen State that fell back to local
+	// state tries Redis again; in between, operations do not touch Redis.
+	// Default (<= 0): 1s.
+	RetryInterval time.Duration
+
+	// ProbeLease is how long a half-open probe slot stays taken when the
+	// probe's outcome is never recorded (its worker died, or Redis was
+	// unreachable for the record); then a new probe is admitted. Default
+	// (<= 0): HostState.Breaker.OpenTimeout.
+	ProbeLease time.Duration
+
+	// Now is the clock. Nil (the default, and the only sensible setting
+	// for a fleet) takes time from the Redis server (TIME, inside every
+	// script), so workers with skewed clocks agree. Tests set it to a fake
+	// clock, which is then passed to every script.
+	Now func() time.Time
+}
+
+// minPerMinute is ratelimit's lowest rate (one request a day).
+const minPerMinute = 1.0 / (24 * 60)
+
+func positive(f float64) bool { return f > 0 && !math.IsInf(f, 1) }
+
+// settings is a Config with every default applied, as breaker and
+// ratelimit apply them, and the script arguments it implies.
+type settings struct {
+	cfg       Config
+	br        breaker.Config
+	lim       ratelimit.Config
+	conf      string            // the configured rate, formatted
+	overrides map[string]string // per-host configured rates, formatted
+	// base holds ARGV[2..14] of every script; conf (ARGV[7]) is replaced
+	// per host.
+	base [13]any
+}
+
+func newSettings(cfg Config) settings {
+	s := settings{cfg: cfg}
+	if s.cfg.Prefix == "" {
+		s.cfg.Prefix = DefaultPrefix
+	}
+	if s.cfg.Timeout <= 0 {
+		s.cfg.Timeout = 50 * time.Millisecond
+	}
+	if s.cfg.RetryInterval <= 0 {
+		s.cfg.RetryInterval = time.Second
+	}
+
+	bd := breaker.DefaultConfig()
+	b := cfg.HostState.Breaker
+	if b.FailureThreshold <= 0 {
+		b.FailureThreshold = bd.FailureThreshold
+	}
+	b.FailureThreshold = min(b.FailureThreshold, 1<<31)
+	if b.OpenTimeout <= 0 {
+		b.OpenTimeout = bd.OpenTimeout
+	}
+	if b.HalfOpenProbes <= 0 {
+		b.HalfOpenProbes = bd.HalfOpenProbes
+	}
+	b.HalfOpenProbes = min(b.HalfOpenProbes, 1<<31)
+	if b.IdleTTL == 0 {
+		b.IdleTTL = bd.IdleTTL
+	}
+	s.br = b
+	if s.cfg.ProbeLease <= 0 {
+		s.cfg.ProbeLease = b.OpenTimeout
+	}
+
+	ld := ratelimit.DefaultConfig()
+	l := cfg.HostState.Limit
+	if !positive(l.PerMinute) {
+		l.PerMinute = ld.PerMinute
+	}
+	l.PerMinute = max(l.PerMinute, minPerMinute)
+	if l.Burst <= 0 {
+		l.Burst = ld.Burst
+	}
+	if !positive(l.Floor) {
+		l.Floor = ld.Floor
+	}
+	l.Floor = max(l.Floor, minPerMinute)
+	if l.RecoverAfter <= 0 {
+		l.RecoverAfter = ld.RecoverAfter
+	}
+	if !positive(l.RecoverStep) {
+		l.RecoverStep = 0
+	}
+	if l.MaxPause <= 0 {
+		l.MaxPause = ld.MaxPause
+	}
+	if l.Window <= 0 {
+		l.Window = ld.Window
+	}
+	if l.IdleTTL == 0 {
+		l.IdleTTL = ld.IdleTTL
+	}
+	l.Now = nil
+	s.overrides = make(map[string]string, len(l.Overrides))
+	for host, pm := range l.Overrides {
+		if positive(pm) {
+			s.overrides[host] = ftoa(max(pm, minPerMinute))
+		}
+	}
+	l.Overrides = nil
+	s.lim = l
+	s.conf = ftoa(l.PerMinute)
+
+	s.base = [13]any{
+		itoa(int64(b.FailureThreshold)),
+		usec(b.OpenTimeout),
+		itoa(int64(b.HalfOpenProbes)),
+		idle(b.IdleTTL),
+		usec(s.cfg.ProbeLease),
+		s.conf,
+		itoa(int64(l.Burst)),
+		ftoa(l.Floor),
+		itoa(int64(l.RecoverAfter)),
+		ftoa(l.RecoverStep),
+		usec(l.MaxPause),
+		usec(l.Window),
+		idle(l.IdleTTL),
+	}
+	return s
+}
+
+// memoryConfig is the Config of the local fallback state.
+func (s *settings) memoryConfig() hoststate.Config {
+	c := s.cfg.HostState
+	c.Limit.Now = s.cfg.Now
+	return c
+}
+
+// args returns the ARGV of a script for host: the clock, the
+// configuration, then extra.
+func (s *settings) args(host string, now string, extra ...any) []any {
+	a := make([]any, 0, 14+len(extra))
+	a = append(a, now)
+	a = append(a, s.base[:]...)
+	if pm, ok := s.overrides[host]; ok {
+		a[6] = pm
+	}
+	return append(a, extra...)
+}
+
+func itoa(n int64) string   { return strconv.FormatInt(n, 10) }
+func ftoa(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
+
+// usec formats d in microseconds, the scripts' unit.
+func usec(d time.Duration) string { return itoa(d.Microseconds()) }
+
+// idle formats an IdleTTL: negative means never forget.
+func idle(d time.Duration) string {
+	if d < 0 {
+		return "-1"
+	}
+	return usec(d)
+}
+
+// micros converts a script time to a time.Time; 0 is the zero time.
+func micros(us int64) time.Time {
+	if us <= 0 {
+		return time.Time{}
+	}
+	return time.UnixMicro(us)
+}

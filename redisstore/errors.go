@@ -1,0 +1,152 @@
+package redisstore
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Sentinel errors; match them with errors.Is. The errors the package
+// returns are the struct types below, which wrap these.
+var (
+	// ErrUnavailable: Redis could not be reached or did not answer within
+	// Config.Timeout, and the policy is FailClosed (or the operation,
+	// Resume, needs Redis whatever the policy).
+	ErrUnavailable = errors.New("redisstore: redis unavailable")
+	// ErrCorrupt: a key of ours holds a value this package did not write
+	// (another type, or fields that do not parse). Nothing is changed; an
+	// operator must delete or fix the key.
+	ErrCorrupt = errors.New("redisstore: corrupt state in redis")
+	// ErrScript: a script failed on the server for a reason other than the
+	// ones above (a server without scripting, or a bug).
+	ErrScript = errors.New("redisstore: script failed")
+	// ErrInvalidPrefix: Config.Prefix cannot be used in keys.
+	ErrInvalidPrefix = errors.New("redisstore: invalid prefix")
+	// ErrInvalidHost: a host key cannot be used in a key.
+	ErrInvalidHost = errors.New("redisstore: invalid host")
+	// ErrClientTimeouts: the client does not bound its socket I/O by the
+	// context deadline, so Config.Timeout could not bound a call.
+	ErrClientTimeouts = errors.New("redisstore: client ignores context deadlines")
+)
+
+// UnavailableError reports an operation that could not reach Redis.
+// errors.Is(err, ErrUnavailable) is true. It does not unwrap to its cause
+// (a Redis timeout is not the caller's context.DeadlineExceeded); read
+// Cause for it.
+type UnavailableError struct {
+	// Op is the operation: "admit", "record", "resume", "ceiling",
+	// "state" or "halt".
+	Op string
+	// Cause is the error of the Redis client.
+	Cause error
+}
+
+// Error returns "redisstore: redis unavailable (OP): CAUSE".
+func (e *UnavailableError) Error() string {
+	return "redisstore: redis unavailable (" + e.Op + "): " + e.Cause.Error()
+}
+
+// Unwrap returns ErrUnavailable.
+func (e *UnavailableError) Unwrap() error { return ErrUnavailable }
+
+// CorruptError reports a key holding a value this package did not write.
+// errors.Is(err, ErrCorrupt) is true.
+type CorruptError struct {
+	// Key is the Redis key.
+	Key string
+	// Reason is "wrongtype" (another type of value), "value" (a halt that
+	// is not a time), "incomplete" (fields missing), or the name of the
+	// field that does not parse.
+	Reason string
+}
+
+// Error returns "redisstore: corrupt state in redis: key KEY: REASON".
+func (e *CorruptError) Error() string {
+	return "redisstore: corrupt state in redis: key " + strconv.Quote(e.Key) + ": " + e.Reason
+}
+
+// Unwrap returns ErrCorrupt.
+func (e *CorruptError) Unwrap() error { return ErrCorrupt }
+
+// ScriptError reports a script that failed on the server.
+// errors.Is(err, ErrScript) is true.
+type ScriptError struct {
+	// Op is the operation, as in UnavailableError.
+	Op string
+	// Msg is the server's error message.
+	Msg string
+}
+
+// Error returns "redisstore: script failed (OP): MSG".
+func (e *ScriptError) Error() string {
+	return "redisstore: script failed (" + e.Op + "): " + e.Msg
+}
+
+// Unwrap returns ErrScript.
+func (e *ScriptError) Unwrap() error { return ErrScript }
+
+// PrefixError reports an unusable Config.Prefix.
+// errors.Is(err, ErrInvalidPrefix) is true.
+type PrefixError struct {
+	Prefix string
+	// Reason says what is wrong, e.g. "contains a brace".
+	Reason string
+}
+
+// Error returns "redisstore: invalid prefix "P": REASON".
+func (e *PrefixError) Error() string {
+	return "redisstore: invalid prefix " + strconv.Quote(e.Prefix) + ": " + e.Reason
+}
+
+// Unwrap returns ErrInvalidPrefix.
+func (e *PrefixError) Unwrap() error { return ErrInvalidPrefix }
+
+// HostError reports a host key that cannot be part of a Redis key.
+// errors.Is(err, ErrInvalidHost) is true.
+type HostError struct {
+	Host string
+	// Reason says what is wrong, e.g. "contains a brace".
+	Reason string
+}
+
+// Error returns "redisstore: invalid host "H": REASON".
+func (e *HostError) Error() string {
+	return "redisstore: invalid host " + strconv.Quote(e.Host) + ": " + e.Reason
+}
+
+// Unwrap returns ErrInvalidHost.
+func (e *HostError) Unwrap() error { return ErrInvalidHost }
+
+// corruptPrefix starts the error replies of the scripts' corrupt().
+const corruptPrefix = "EGRESSKIT_CORRUPT "
+
+// redisError sorts an error of a script run into *CorruptError,
+// *ScriptError or nil (anything else: Redis is unavailable).
+func redisError(op string, k keys, err error) error {
+	var re redis.Error
+	if !errors.As(err, &re) {
+		return nil
+	}
+	msg := re.Error()
+	if rest, ok := strings.CutPrefix(msg, corruptPrefix); ok {
+		which, reason, _ := strings.Cut(rest, " ")
+		reason, _, _ = strings.Cut(reason, " ")
+		key := k.state
+		if which == "halt" {
+			key = k.halt
+		}
+		return &CorruptError{Key: key, Reason: reason}
+	}
+	switch {
+	case strings.HasPrefix(msg, "WRONGTYPE"):
+		return &CorruptError{Key: k.state, Reason: "wrongtype"}
+	case strings.HasPrefix(msg, "ERR") && strings.Contains(msg, "script"),
+		strings.HasPrefix(msg, "NOSCRIPT"), strings.HasPrefix(msg, "ERR unknown command"):
+		return &ScriptError{Op: op, Msg: msg}
+	}
+	// LOADING, BUSY, MASTERDOWN, READONLY, CLUSTERDOWN, TRYAGAIN, OOM,
+	// NOAUTH, ...: the server cannot serve us now.
+	return nil
+}

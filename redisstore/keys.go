@@ -1,0 +1,84 @@
+package redisstore
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// DefaultPrefix is the key prefix when Config.Prefix is empty.
+const DefaultPrefix = "egresskit"
+
+// Limits on the parts of a key.
+const (
+	maxPrefix = 128
+	maxHost   = 1024
+)
+
+// checkPrefix reports why prefix cannot start our keys: it must be valid
+// UTF-8 without spaces, control characters or braces (a brace would move
+// the Cluster hash tag off the host).
+func checkPrefix(prefix string) error {
+	bad := func(reason string) error { return &PrefixError{Prefix: prefix, Reason: reason} }
+	switch {
+	case len(prefix) > maxPrefix:
+		return bad("longer than 128 bytes")
+	case !utf8.ValidString(prefix):
+		return bad("not valid UTF-8")
+	}
+	for _, r := range prefix {
+		switch {
+		case r == '{' || r == '}':
+			return bad("contains a brace")
+		case unicode.IsSpace(r):
+			return bad("contains a space")
+		case unicode.IsControl(r):
+			return bad("contains a control character")
+		}
+	}
+	return nil
+}
+
+// keys are the Redis keys of one host. Both carry the host as their hash
+// tag, so a script that touches them touches one Cluster slot.
+type keys struct {
+	state string // hash: breaker and pacing
+	halt  string // string: when the halt began; no TTL
+}
+
+// keysOf returns host's keys, PREFIX:{HOST}:s and PREFIX:{HOST}:halt. A
+// host that is empty, too long, or contains a brace or a control
+// character is rejected with a *HostError: with a brace the hash tag would
+// not be exactly the host.
+func (s *State) keysOf(host string) (keys, error) {
+	if err := checkHost(host); err != nil {
+		return keys{}, err
+	}
+	var b strings.Builder
+	b.Grow(len(s.prefix) + len(host) + 4)
+	b.WriteString(s.prefix)
+	b.WriteString(":{")
+	b.WriteString(host)
+	b.WriteString("}:")
+	base := b.String()
+	return keys{state: base + "s", halt: base + "halt"}, nil
+}
+
+func checkHost(host string) error {
+	bad := func(reason string) error { return &HostError{Host: host, Reason: reason} }
+	if host == "" {
+		return bad("empty")
+	}
+	if len(host) > maxHost {
+		return bad("longer than 1024 bytes")
+	}
+	for i := 0; i < len(host); i++ {
+		switch c := host[i]; {
+		case c == '{' || c == '}':
+			return bad("contains a brace")
+		case c < 0x20 || c == 0x7f:
+			return bad("contains a control character")
+		}
+	}
+	return nil
+}

@@ -1,0 +1,63 @@
+-- admit: may one attempt be sent to the host now, and take a token.
+-- In order: the halt, the breaker (noticing a lapsed open period, counting
+-- half-open probes), then a pacing token; an open or halted host spends no
+-- token, and a wait past the caller's deadline takes nothing.
+--
+-- ARGV[15] the caller's remaining time budget (negative: no deadline)
+--
+-- Returns {0, wait, probe, generation} when admitted, {1, since} when
+-- halted, {2, until} when open (until 0: half-open, every probe slot
+-- taken), {3, wait} when the wait would pass the deadline.
+
+local BUDGET = tonumber(ARGV[15])
+
+if halted then
+  return {1, halted}
+end
+
+if b == nil then b = newBreaker() end
+b.u = now
+lapse()
+if b.s == OPENED then
+  save()
+  return {2, b.o}
+end
+if b.s == HALFOPEN and b.q - b.x >= PROBES then
+  if b.p > 0 and now - b.p >= LEASE then
+    -- The probes in flight were admitted a lease ago and never recorded
+    -- (a worker died): start a new half-open generation.
+    setState(HALFOPEN)
+  else
+    save()
+    return {2, 0}
+  end
+end
+
+if l == nil then l = newLimiter() end
+l.u = now
+local at = now
+if l.p > at then at = l.p end
+at = clock(at)
+local tok = tokensAt(at)
+if BUDGET >= 0 then
+  local wait = at - now
+  if tok < 1 then wait = wait + delay(1 - tok) end
+  if wait > BUDGET then
+    save()
+    return {3, math.floor(wait)}
+  end
+end
+
+tok = tok - 1
+l.t, l.tf, l.a = tok, 1, at
+local act = at
+if tok < 0 then act = at + delay(-tok) end
+
+local probe = 0
+b.q = b.q + 1
+if b.s == HALFOPEN then
+  probe = 1
+  b.p = now
+end
+save()
+return {0, math.floor(act - now), probe, b.g}

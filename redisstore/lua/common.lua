@@ -1,0 +1,236 @@
+-- Shared prelude of every redisstore script: the clock, the configuration,
+-- loading and validating a host's keys, breaker and limiter arithmetic, and
+-- saving with the right expiry. Times are integer microseconds since the
+-- Unix epoch, durations integer microseconds.
+--
+-- KEYS[1] is the host's state hash, KEYS[2] its halt key; both carry the
+-- {host} hash tag, so a script touches one Cluster slot.
+--
+-- ARGV[1]   now (empty: the Redis server's TIME)
+-- ARGV[2]   breaker FailureThreshold
+-- ARGV[3]   breaker OpenTimeout
+-- ARGV[4]   breaker HalfOpenProbes
+-- ARGV[5]   breaker IdleTTL (negative: never forget)
+-- ARGV[6]   probe lease
+-- ARGV[7]   the host's configured rate, per minute
+-- ARGV[8]   Burst
+-- ARGV[9]   Floor, per minute
+-- ARGV[10]  RecoverAfter
+-- ARGV[11]  RecoverStep, per minute (0: a tenth of the configured rate)
+-- ARGV[12]  MaxPause
+-- ARGV[13]  Window
+-- ARGV[14]  limiter IdleTTL (negative: never forget)
+-- ARGV[15…] the operation's own arguments
+
+local S, H = KEYS[1], KEYS[2]
+local now
+if ARGV[1] == '' then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+else
+  now = tonumber(ARGV[1])
+end
+local THRESHOLD = tonumber(ARGV[2])
+local OPEN = tonumber(ARGV[3])
+local PROBES = tonumber(ARGV[4])
+local BIDLE = tonumber(ARGV[5])
+local LEASE = tonumber(ARGV[6])
+local CONF = tonumber(ARGV[7])
+local BURST = tonumber(ARGV[8])
+local FLOOR = tonumber(ARGV[9])
+local RAFTER = tonumber(ARGV[10])
+local RSTEP = tonumber(ARGV[11])
+local MAXPAUSE = tonumber(ARGV[12])
+local WINDOW = tonumber(ARGV[13])
+local LIDLE = tonumber(ARGV[14])
+
+local OK, TRANSIENT, THROTTLED, REFUSED = 0, 1, 2, 3
+local CLOSED, HALFOPEN, OPENED = 0, 1, 2
+
+-- corrupt aborts the script with an error the Go side maps to
+-- *CorruptError: which key ("s" or "halt") and a one-word reason.
+local function corrupt(which, why)
+  error({err = 'EGRESSKIT_CORRUPT ' .. which .. ' ' .. why})
+end
+
+local function int(x) return string.format('%d', x) end
+local function flt(x) return string.format('%.17g', x) end
+
+-- The halt: false, or the time it began.
+local halted = false
+do
+  local v = redis.pcall('GET', H)
+  if type(v) == 'table' and v.err then corrupt('halt', 'wrongtype') end
+  if v then
+    local n = tonumber(v)
+    if n == nil or n ~= n or n < 0 or n >= 1e18 or n ~= math.floor(n) then corrupt('halt', 'value') end
+    halted = n
+  end
+end
+
+-- A Refused outcome halts the host before the state hash is read, so
+-- that not even a corrupt hash loses the halt.
+local newhalt = 0
+if OP == 'record' and tonumber(ARGV[15]) == REFUSED and not halted then
+  redis.call('SET', H, int(now))
+  halted, newhalt = now, 1
+end
+
+-- The state hash's fields.
+local f = {}
+do
+  local raw = redis.pcall('HGETALL', S)
+  if raw.err then corrupt('s', 'wrongtype') end
+  for i = 1, #raw, 2 do f[raw[i]] = raw[i + 1] end
+end
+
+-- field parses one field: nil when absent; kind 'i' is an integer >= 0,
+-- 'f' any finite number, 'p' a finite number > 0, 'z' one >= 0.
+local function field(name, kind)
+  local v = f[name]
+  if v == nil then return nil end
+  local n = tonumber(v)
+  if n == nil or n ~= n or n == math.huge or n == -math.huge then corrupt('s', name) end
+  if kind == 'i' and (n < 0 or n ~= math.floor(n) or n >= 1e18) then corrupt('s', name) end
+  if kind == 'p' and n <= 0 then corrupt('s', name) end
+  if kind == 'z' and n < 0 then corrupt('s', name) end
+  return n
+end
+
+local function need(t, names)
+  for _, k in ipairs(names) do
+    if t[k] == nil then corrupt('s', 'incomplete') end
+  end
+end
+
+-- dropped is set when a part of the hash was forgotten, so that save
+-- rewrites the hash from scratch.
+local dropped = false
+
+-- The breaker part: state s, generation g, requests q, exclusions x,
+-- consecutive successes k and failures fl, open-until o, last use u, last
+-- probe admission p.
+local b = nil
+local lastgen = field('bg', 'i')
+if f.bu ~= nil then
+  b = {s = field('bs', 'i'), g = lastgen, q = field('bq', 'i'), x = field('bx', 'i'), k = field('bk', 'i'),
+       fl = field('bf', 'i'), o = field('bo', 'i'), u = field('bu', 'i'), p = field('bp', 'i')}
+  need(b, {'s', 'g', 'q', 'x', 'k', 'fl', 'o', 'u', 'p'})
+  if b.s > OPENED then corrupt('s', 'bs') end
+  -- Idle hosts are forgotten, except halted ones and open circuits still
+  -- in their open period.
+  if not halted and BIDLE >= 0 and now - b.u >= BIDLE and not (b.s == OPENED and now < b.o) then
+    b, dropped = nil, true
+  end
+end
+
+local function newBreaker()
+  -- Generations start at the clock so that an admission from a forgotten
+  -- breaker never matches a new one.
+  local g = now
+  if lastgen ~= nil and lastgen + 1 > g then g = lastgen + 1 end
+  return {s = CLOSED, g = g, q = 0, x = 0, k = 0, fl = 0, o = 0, u = now, p = 0}
+end
+
+-- setState moves to a new state and generation with cleared counts.
+local function setState(st)
+  b.s, b.g = st, b.g + 1
+  b.q, b.x, b.k, b.fl, b.p = 0, 0, 0, 0, 0
+  if st == OPENED then b.o = now + OPEN else b.o = 0 end
+end
+
+-- lapse turns an open circuit whose open period has ended half-open.
+local function lapse()
+  if b.s == OPENED and b.o < now then setState(HALFOPEN) end
+end
+
+-- The limiter part: rate r, configured rate c, ceiling x (0: none),
+-- paused-until p, tokens t (valid when tf is 1, else the bucket is full)
+-- as of time a (the latest time given to the bucket), OK run k, outcome
+-- counts n since w, last use u.
+local l = nil
+if f.lu ~= nil then
+  l = {r = field('lr', 'p'), c = field('lc', 'p'), x = field('lx', 'z'), p = field('lp', 'i'),
+       t = field('lt', 'f'), tf = field('lf', 'i'), a = field('la', 'i'), k = field('lk', 'i'),
+       w = field('lw', 'i'), u = field('lu', 'i'),
+       n = {field('n0', 'i'), field('n1', 'i'), field('n2', 'i'), field('n3', 'i'), field('n4', 'i'), field('n5', 'i')}}
+  need(l, {'r', 'c', 'x', 'p', 't', 'tf', 'a', 'k', 'w', 'u'})
+  need(l.n, {1, 2, 3, 4, 5, 6})
+  -- Idle hosts are forgotten unless still paused.
+  if LIDLE >= 0 and now - l.u >= LIDLE and now >= l.p then
+    l, dropped = nil, true
+  end
+end
+
+local function newLimiter()
+  return {r = CONF, c = CONF, x = 0, p = 0, t = 0, tf = 0, a = now, k = 0, w = now, u = now, n = {0, 0, 0, 0, 0, 0}}
+end
+
+-- top is the rate the host may recover to.
+local function top()
+  if l.x > 0 then return math.min(l.c, l.x) end
+  return l.c
+end
+
+-- clock returns t, or the latest time given to the bucket if later.
+local function clock(t)
+  if t < l.a then return l.a end
+  return t
+end
+
+-- tokensAt is the bucket's content at t >= l.a.
+local function tokensAt(t)
+  if l.tf == 0 then return BURST end
+  local tok = l.t + (t - l.a) * l.r / 60000000
+  if tok > BURST then tok = BURST end
+  return tok
+end
+
+-- delay is the time to accumulate tokens at the current rate.
+local function delay(tokens)
+  return tokens * 60000000 / l.r
+end
+
+local function setRate(pm)
+  local t = clock(now)
+  l.t, l.tf, l.a, l.r = tokensAt(t), 1, t, pm
+end
+
+-- save writes the breaker and limiter parts back and sets the hash's
+-- expiry: none while the host is halted (a halt keeps its breaker, as in
+-- memory), else when the later of the two parts would be forgotten.
+local function save()
+  if dropped then redis.call('DEL', S) end
+  local a, n = {}, 0
+  local function put(k, v) a[n + 1], a[n + 2], n = k, v, n + 2 end
+  if b then
+    put('bs', int(b.s)); put('bg', int(b.g)); put('bq', int(b.q)); put('bx', int(b.x)); put('bk', int(b.k))
+    put('bf', int(b.fl)); put('bo', int(b.o)); put('bu', int(b.u)); put('bp', int(b.p))
+  end
+  if l then
+    put('lr', flt(l.r)); put('lc', flt(l.c)); put('lx', flt(l.x)); put('lp', int(l.p)); put('lt', flt(l.t))
+    put('lf', int(l.tf)); put('la', int(l.a)); put('lk', int(l.k)); put('lw', int(l.w)); put('lu', int(l.u))
+    for i = 1, 6 do put('n' .. (i - 1), int(l.n[i])) end
+  end
+  if n == 0 then return end
+  redis.call('HSET', S, unpack(a))
+  if halted then
+    redis.call('PERSIST', S)
+    return
+  end
+  local at, never = 0, false
+  if b then
+    if BIDLE < 0 then never = true else
+      at = math.max(at, b.u + BIDLE)
+      if b.s == OPENED then at = math.max(at, b.o) end
+    end
+  end
+  if l then
+    if LIDLE < 0 then never = true else at = math.max(at, l.u + LIDLE, l.p) end
+  end
+  if never then
+    redis.call('PERSIST', S)
+  else
+    redis.call('PEXPIRE', S, math.max(1, math.ceil((at - now) / 1000)))
+  end
+end

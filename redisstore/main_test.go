@@ -1,0 +1,40 @@
+package redisstore_test
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/egresskit/egresskit/redisstore/redistest"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(redistest.Main(m))
+}
+
+// clock is a fake clock, safe for concurrent use.
+type clock struct {
+	mu sync.Mutex // guards t
+	t  time.Time
+}
+
+func newClock() *clock {
+	return &clock{t: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// testTimeout is the Redis timeout of tests that must not fail over to
+// local state on a loaded machine.
+const testTimeout = 5 * time.Second

@@ -1,0 +1,48 @@
+package redisstore
+
+import (
+	_ "embed" // the Lua scripts
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The scripts: each but halt is the common prelude followed by one
+// operation. They
+// are run with EVALSHA; go-redis falls back to EVAL, which caches the
+// script again, when the server answers NOSCRIPT (a restart, a failover,
+// SCRIPT FLUSH).
+var (
+	//go:embed lua/common.lua
+	luaCommon string
+	//go:embed lua/admit.lua
+	luaAdmit string
+	//go:embed lua/record.lua
+	luaRecord string
+	//go:embed lua/state.lua
+	luaState string
+	//go:embed lua/ceiling.lua
+	luaCeiling string
+	//go:embed lua/resume.lua
+	luaResume string
+	//go:embed lua/halt.lua
+	luaHalt string
+)
+
+// scripts are the loaded scripts of a State.
+type scripts struct {
+	admit, record, state, ceiling, resume, halt *redis.Script
+}
+
+func newScripts() scripts {
+	mk := func(name, op string) *redis.Script {
+		return redis.NewScript("local OP = '" + name + "'\n" + luaCommon + "\n" + op)
+	}
+	return scripts{
+		admit:   mk("admit", luaAdmit),
+		record:  mk("record", luaRecord),
+		state:   mk("state", luaState),
+		ceiling: mk("ceiling", luaCeiling),
+		resume:  mk("resume", luaResume),
+		halt:    redis.NewScript(luaHalt),
+	}
+}

@@ -1,0 +1,417 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/egresskit/egresskit/breaker"
+	"github.com/egresskit/egresskit/classify"
+	"github.com/egresskit/egresskit/hoststate"
+	"github.com/egresskit/egresskit/ratelimit"
+	"github.com/redis/go-redis/v9"
+)
+
+// State is the Redis implementation of hoststate.Store: one breaker, one
+// pacing budget and one halt per host, shared by every State that uses the
+// same Redis and Prefix, with the semantics of hoststate.Memory.
+//
+// Admit and Record are one script each (EVALSHA), so an attempt costs two
+// round trips; no lock is held across a request. Resume, SetCeiling and
+// State are one script each.
+//
+// When Redis is unreachable or slower than Config.Timeout, a FailClosed
+// State fails the operation with *UnavailableError. A FailOpen State falls
+// back to an in-process hoststate.Memory and sends a Warning; it tries
+// Redis again every RetryInterval, and when Redis answers it re-syncs:
+//
+//   - halts recorded locally during the outage are written to Redis first
+//     (keeping an existing halt's time), so no halt is lost;
+//   - then the local state is dropped and Redis is authoritative again:
+//     breaker counts and pacing learnt locally are discarded (Redis keeps
+//     what it had, or starts afresh if it lost its data); admissions
+//     granted locally and recorded after the return change no Redis
+//     breaker (their generation does not match) but do feed the pacing.
+//
+// While it runs on local state, a State also refuses hosts whose halt it
+// has seen in Redis (up to 65,536 of them); a halt set by another worker
+// and never seen by this one is not known during the outage. Use
+// FailClosed where that matters more than crawling on.
+//
+// Resume always needs Redis: it fails with *UnavailableError, under both
+// policies, when Redis cannot be reached, and then changes nothing.
+//
+// Times in errors and snapshots (HaltError.Since, OpenError.Until,
+// HostState) are on the Redis server's clock unless Config.Now is set; a
+// halt made locally during an outage keeps the local time it began.
+//
+// State is safe for concurrent use and starts no goroutine. It does not
+// own the client: close the client when done.
+type State struct {
+	client redis.UniversalClient
+	set    settings
+	prefix string
+	sc     scripts
+	down   atomic.Bool // mirrors degraded, for a lock-free fast path
+
+	mu       sync.Mutex // guards the fields below
+	degraded bool       // FailOpen and running on local
+	nextTry  time.Time  // when a degraded State tries Redis again
+	local    *hoststate.Memory
+	pending  map[string]time.Time // halts made locally and not yet in Redis
+	known    map[string]time.Time // halts seen, refused while degraded
+}
+
+var _ hoststate.Store = (*State)(nil)
+
+// maxKnown bounds the halts a State remembers for its fallback.
+const maxKnown = 1 << 16
+
+// New returns a State over client (a *redis.Client, a Sentinel failover
+// client, a *redis.ClusterClient or a *redis.Ring) configured by cfg. It
+// does not contact Redis.
+//
+// Errors: a *PrefixError for an unusable Config.Prefix; an error wrapping
+// ErrClientTimeouts when client is one of go-redis's clients whose socket
+// I/O ignores the context deadline (create it with
+// ContextTimeoutEnabled: true, or with ReadTimeout and WriteTimeout no
+// longer than Config.Timeout), since Config.Timeout could then not bound a
+// call; an error for a nil client.
+func New(client redis.UniversalClient, cfg Config) (*State, error) {
+	if client == nil {
+		return nil, errors.New("redisstore: nil client")
+	}
+	set := newSettings(cfg)
+	if err := checkPrefix(set.cfg.Prefix); err != nil {
+		return nil, err
+	}
+	if err := checkClient(client, set.cfg.Timeout); err != nil {
+		return nil, err
+	}
+	return &State{client: client, set: set, prefix: set.cfg.Prefix, sc: newScripts()}, nil
+}
+
+// checkClient reports a go-redis client whose calls Timeout cannot bound.
+func checkClient(c redis.UniversalClient, timeout time.Duration) error {
+	var ctxOK bool
+	var rd, wr time.Duration
+	switch c := c.(type) {
+	case *redis.Client:
+		o := c.Options()
+		ctxOK, rd, wr = o.ContextTimeoutEnabled, o.ReadTimeout, o.WriteTimeout
+	case *redis.ClusterClient:
+		o := c.Options()
+		ctxOK, rd, wr = o.ContextTimeoutEnabled, o.ReadTimeout, o.WriteTimeout
+	case *redis.Ring:
+		o := c.Options()
+		ctxOK, rd, wr = o.ContextTimeoutEnabled, o.ReadTimeout, o.WriteTimeout
+	default:
+		return nil
+	}
+	if ctxOK || (rd > 0 && rd <= timeout && wr > 0 && wr <= timeout) {
+		return nil
+	}
+	return fmt.Errorf("%w: set ContextTimeoutEnabled, or ReadTimeout and WriteTimeout of at most %v", ErrClientTimeouts, timeout)
+}
+
+// Prefix returns the key prefix in use.
+func (s *State) Prefix() string { return s.prefix }
+
+// Policy returns the policy in use.
+func (s *State) Policy() Policy { return s.set.cfg.OnRedisError }
+
+// Keys returns the Redis keys holding host's state: the hash of its
+// breaker and pacing, and the string holding its halt. It returns a
+// *HostError for a host that cannot be part of a key.
+func (s *State) Keys(host string) (state, halt string, err error) {
+	k, err := s.keysOf(host)
+	return k.state, k.halt, err
+}
+
+// nowArg is a script's ARGV[1]: empty for Redis time, else the fake clock.
+func (s *State) nowArg() string {
+	if s.set.cfg.Now == nil {
+		return ""
+	}
+	return itoa(s.set.cfg.Now().UnixMicro())
+}
+
+// localNow reads the local clock: Config.Now, else time.Now.
+func (s *State) localNow() time.Time {
+	if s.set.cfg.Now != nil {
+		return s.set.cfg.Now()
+	}
+	return time.Now()
+}
+
+// Admit decides whether one attempt to host may be sent; see
+// hoststate.Store. Its errors are *breaker.HaltError, *breaker.OpenError,
+// *ratelimit.DeadlineError (errors.Is context.DeadlineExceeded), ctx.Err()
+// when ctx ends first, *HostError, *CorruptError, *ScriptError, and under
+// FailClosed *UnavailableError.
+func (s *State) Admit(ctx context.Context, host string) (hoststate.Admission, error) {
+	if err := ctx.Err(); err != nil {
+		return hoststate.Admission{}, err
+	}
+	k, err := s.keysOf(host)
+	if err != nil {
+		return hoststate.Admission{}, err
+	}
+	budget := "-1"
+	if dl, ok := ctx.Deadline(); ok {
+		budget = itoa(max(dl.Sub(s.localNow()), 0).Microseconds())
+	}
+	reply, local, err := s.exec(ctx, "admit", s.sc.admit, k, s.set.args(host, s.nowArg(), budget))
+	if local != nil {
+		return s.localAdmit(ctx, local, host)
+	}
+	if err != nil {
+		return hoststate.Admission{}, err
+	}
+	v, err := ints(reply, 2)
+	if err != nil {
+		return hoststate.Admission{}, &ScriptError{Op: "admit", Msg: err.Error()}
+	}
+	switch {
+	case v[0] == 0 && len(v) == 4:
+		s.forget(host)
+		return hoststate.Admission{
+			Wait:       time.Duration(v[1]) * time.Microsecond,
+			Probe:      v[2] == 1,
+			Generation: uint64(v[3]),
+		}, nil
+	case v[0] == 1:
+		since := micros(v[1])
+		s.remember(host, since)
+		return hoststate.Admission{}, &breaker.HaltError{Host: host, Since: since}
+	case v[0] == 2:
+		return hoststate.Admission{}, &breaker.OpenError{Host: host, Until: micros(v[1])}
+	case v[0] == 3:
+		return hoststate.Admission{}, &ratelimit.DeadlineError{Host: host, Wait: time.Duration(v[1]) * time.Microsecond}
+	}
+	return hoststate.Admission{}, &ScriptError{Op: "admit", Msg: "unexpected reply"}
+}
+
+// Record feeds the classification of an attempt admitted by Admit back
+// into host's state; see hoststate.Store. A Refused result halts the host
+// before anything else is read, so that even a corrupt state hash does not
+// lose the halt. Its errors are *HostError, *CorruptError, *ScriptError,
+// ctx.Err(), and under FailClosed *UnavailableError.
+func (s *State) Record(ctx context.Context, host string, a hoststate.Admission, r classify.Result) (hoststate.Effect, error) {
+	k, err := s.keysOf(host)
+	if err != nil {
+		return hoststate.Effect{}, err
+	}
+	args := s.set.args(host, s.nowArg(),
+		itoa(int64(r.Outcome)), usec(max(r.RetryAfter, 0)), strconv.FormatUint(a.Generation, 10))
+	reply, local, err := s.exec(ctx, "record", s.sc.record, k, args)
+	if local != nil {
+		return s.localRecord(ctx, local, host, a, r)
+	}
+	if err != nil {
+		return hoststate.Effect{}, err
+	}
+	v, err := ints(reply, 4)
+	if err != nil || v[0] > 2 || v[1] > 2 || v[0] < 0 || v[1] < 0 {
+		return hoststate.Effect{}, &ScriptError{Op: "record", Msg: "unexpected reply"}
+	}
+	eff := hoststate.Effect{Halted: v[2] == 1, From: hoststate.BreakerState(v[0]), To: hoststate.BreakerState(v[1])}
+	if eff.Halted {
+		s.remember(host, micros(v[3]))
+	}
+	return eff, nil
+}
+
+// Resume lifts a halt on host, in Redis and locally. It needs Redis under
+// both policies: its errors are *HostError, *CorruptError, *ScriptError,
+// ctx.Err() and *UnavailableError.
+func (s *State) Resume(ctx context.Context, host string) error {
+	k, err := s.keysOf(host)
+	if err != nil {
+		return err
+	}
+	if _, err := s.call(ctx, "resume", s.sc.resume, k, s.set.args(host, s.nowArg())); err != nil {
+		var re redisErr
+		if errors.As(err, &re) {
+			return &UnavailableError{Op: "resume", Cause: re.error}
+		}
+		return err
+	}
+	s.mu.Lock()
+	delete(s.known, host)
+	delete(s.pending, host)
+	local := s.local
+	s.mu.Unlock()
+	if local != nil {
+		return local.Resume(ctx, host)
+	}
+	return nil
+}
+
+// SetCeiling caps host's rate at perMinute requests per minute; see
+// hoststate.Store. Its errors are one wrapping ratelimit.ErrInvalidRate
+// for NaN, *HostError, *CorruptError, *ScriptError, ctx.Err(), and under
+// FailClosed *UnavailableError.
+func (s *State) SetCeiling(ctx context.Context, host string, perMinute float64) error {
+	if math.IsNaN(perMinute) {
+		return fmt.Errorf("redisstore: ceiling is NaN: %w", ratelimit.ErrInvalidRate)
+	}
+	k, err := s.keysOf(host)
+	if err != nil {
+		return err
+	}
+	c := "0"
+	if positive(perMinute) {
+		c = ftoa(max(perMinute, minPerMinute))
+	}
+	_, local, err := s.exec(ctx, "ceiling", s.sc.ceiling, k, s.set.args(host, s.nowArg(), c))
+	if local != nil {
+		return local.SetCeiling(ctx, host, perMinute)
+	}
+	return err
+}
+
+// State returns a snapshot of host; see hoststate.Store. Its errors are
+// *HostError, *CorruptError, *ScriptError, ctx.Err(), and under FailClosed
+// *UnavailableError. On local state (FailOpen, Redis unreachable) it
+// reports the local snapshot, halted when a halt of the host is known.
+func (s *State) State(ctx context.Context, host string) (hoststate.HostState, error) {
+	k, err := s.keysOf(host)
+	if err != nil {
+		return hoststate.HostState{}, err
+	}
+	reply, local, err := s.exec(ctx, "state", s.sc.state, k, s.set.args(host, s.nowArg()))
+	if local != nil {
+		return s.localState(ctx, local, host)
+	}
+	if err != nil {
+		return hoststate.HostState{}, err
+	}
+	st, err := decodeState(host, reply)
+	if err != nil {
+		return hoststate.HostState{}, &ScriptError{Op: "state", Msg: err.Error()}
+	}
+	return st, nil
+}
+
+// redisErr marks an error of the client (Redis unreachable or slow).
+type redisErr struct{ error }
+
+// call runs sc for k on Redis, bounded by Timeout. Its errors are ctx.Err()
+// when ctx ended, *CorruptError, *ScriptError, or redisErr.
+func (s *State) call(ctx context.Context, op string, sc *redis.Script, k keys, args []any) (any, error) {
+	rctx, cancel := context.WithTimeout(ctx, s.set.cfg.Timeout)
+	reply, err := sc.Run(rctx, s.client, []string{k.state, k.halt}, args...).Result()
+	cancel()
+	if err == nil {
+		return reply, nil
+	}
+	if cerr := ctx.Err(); cerr != nil {
+		return nil, cerr
+	}
+	if e := redisError(op, k, err); e != nil {
+		return nil, e
+	}
+	return nil, redisErr{err}
+}
+
+// exec runs sc for k, or tells the caller to use local state: when local
+// is not nil the caller must run the operation on it instead.
+func (s *State) exec(ctx context.Context, op string, sc *redis.Script, k keys, args []any) (reply any, local *hoststate.Memory, err error) {
+	local, try := s.route()
+	if local != nil && !try {
+		return nil, local, nil
+	}
+	halts := 0
+	if try {
+		if halts, err = s.pushPending(ctx); err != nil {
+			if errors.As(err, new(redisErr)) {
+				return nil, s.degrade(op, err), nil
+			}
+			// A corrupt key or a failed script: leave the halt pending
+			// and stay on local state until the next try.
+			return nil, local, nil
+		}
+	}
+	reply, err = s.call(ctx, op, sc, k, args)
+	var re redisErr
+	switch {
+	case err == nil:
+		if try {
+			s.recovered(halts)
+		}
+		return reply, nil, nil
+	case !errors.As(err, &re):
+		return nil, nil, err
+	case s.set.cfg.OnRedisError == FailClosed:
+		return nil, nil, &UnavailableError{Op: op, Cause: re.error}
+	}
+	return nil, s.degrade(op, re.error), nil
+}
+
+// ints reads a script reply of at least n integers.
+func ints(reply any, n int) ([]int64, error) {
+	a, ok := reply.([]any)
+	if !ok || len(a) < n {
+		return nil, errors.New("unexpected reply")
+	}
+	v := make([]int64, len(a))
+	for i, x := range a {
+		if v[i], ok = x.(int64); !ok {
+			return nil, errors.New("unexpected reply")
+		}
+	}
+	return v, nil
+}
+
+// decodeState reads the reply of the state script.
+func decodeState(host string, reply any) (hoststate.HostState, error) {
+	a, ok := reply.([]any)
+	if !ok || len(a) != 14 {
+		return hoststate.HostState{}, errors.New("unexpected reply")
+	}
+	var n [14]int64
+	var f [2]float64
+	for i, x := range a {
+		switch i {
+		case 4, 5:
+			str, ok := x.(string)
+			if !ok {
+				return hoststate.HostState{}, errors.New("unexpected reply")
+			}
+			v, err := strconv.ParseFloat(str, 64)
+			if err != nil {
+				return hoststate.HostState{}, errors.New("unexpected reply")
+			}
+			f[i-4] = v
+		default:
+			if n[i], ok = x.(int64); !ok {
+				return hoststate.HostState{}, errors.New("unexpected reply")
+			}
+		}
+	}
+	if n[1] < 0 || n[1] > 2 {
+		return hoststate.HostState{}, errors.New("unexpected reply")
+	}
+	return hoststate.HostState{
+		Host:                host,
+		Breaker:             hoststate.BreakerState(n[1]),
+		Halted:              n[0] > 0,
+		HaltedAt:            micros(n[0]),
+		ConsecutiveFailures: int(n[2]),
+		OpenUntil:           micros(n[3]),
+		PerMinute:           f[0],
+		Ceiling:             f[1],
+		PausedUntil:         micros(n[6]),
+		Recent: ratelimit.Outcomes{
+			OK: int(n[7]), Transient: int(n[8]), Throttled: int(n[9]),
+			Refused: int(n[10]), Permanent: int(n[11]), Canceled: int(n[12]),
+		},
+		RecentSince: micros(n[13]),
+	}, nil
+}
