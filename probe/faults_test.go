@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,21 +17,40 @@ const challengePage = `<!DOCTYPE html><html><head><title>Just a moment...</title
 <body><script>window._cf_chl_opt={cvId:"3"};</script></body></html>`
 
 // siteServer serves every kind of answer under its own path prefix:
-// /ok/..., /throttle/... (429, Retry-After: 7), /challenge/... (403
+// /ok/... (200, JSON), /throttle/... (429, Retry-After: 7), /challenge/... (403
 // challenge page), /slow/N/... (200 after N ms), /status/N/... (status N).
-func siteServer(t testing.TB) *httptest.Server {
+// It is a plain http.Server rather than an httptest.Server, whose
+// per-connection bookkeeping under one lock would dominate a run of a
+// thousand connections.
+func siteServer(t testing.TB) *server {
 	t.Helper()
-	srv := httptest.NewServer(http.HandlerFunc(site))
-	t.Cleanup(srv.Close)
-	return srv
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &server{URL: "http://" + ln.Addr().String(), srv: &http.Server{Handler: http.HandlerFunc(site)}}
+	s.wg.Go(func() { s.srv.Serve(ln) })
+	t.Cleanup(func() {
+		s.srv.Close()
+		s.wg.Wait()
+	})
+	return s
+}
+
+// server is a loopback HTTP server.
+type server struct {
+	URL string
+	srv *http.Server
+	wg  sync.WaitGroup
 }
 
 func site(w http.ResponseWriter, r *http.Request) {
 	parts := strings.Split(strings.TrimPrefix(r.URL.Path, "/"), "/")
 	switch parts[0] {
 	case "ok":
-		w.Header().Set("Content-Type", "text/plain")
-		fmt.Fprintln(w, "hello")
+		// An API health answer: not a page the classifier needs to read.
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintln(w, `{"ok":true}`)
 	case "throttle":
 		w.Header().Set("Retry-After", "7")
 		http.Error(w, "slow down", http.StatusTooManyRequests)

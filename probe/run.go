@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptrace"
 	"strconv"
@@ -255,7 +256,7 @@ func (r *runner) probe(j *job) Result {
 	res.Latency = r.Now().Sub(rec.start)
 	res.Stage, res.Phases, res.Reused = rec.freeze()
 	if resp != nil {
-		defer resp.Body.Close()
+		defer drainClose(resp)
 	}
 	// A cut comes first, and costs nothing more: at the deadline a
 	// thousand probes may be unwinding at once.
@@ -275,4 +276,18 @@ func (r *runner) probe(j *job) Result {
 		res.Err = "HTTP status " + strconv.Itoa(res.Status)
 	}
 	return res
+}
+
+// maxDrain bounds how much of a body is read before closing it, so that
+// its connection can serve the next probe to the host; a longer body
+// costs its connection instead.
+const maxDrain = 16 << 10
+
+// drainClose reads what is left of a small body and closes it. Reading is
+// bound to the probe's context, like the request.
+func drainClose(resp *http.Response) {
+	if resp.ContentLength >= 0 && resp.ContentLength <= maxDrain || resp.ContentLength < 0 {
+		io.Copy(io.Discard, io.LimitReader(resp.Body, maxDrain))
+	}
+	resp.Body.Close()
 }
