@@ -67,6 +67,11 @@ func wantMap(t *testing.T, what string, got, want map[string][]byte) {
 	}
 }
 
+// sameLease compares leases, their times by instant.
+func sameLease(a, b session.Lease) bool {
+	return a.ID == b.ID && a.Holder == b.Holder && a.Token == b.Token && a.Expires.Equal(b.Expires)
+}
+
 func keys(m map[string][]byte) []string {
 	ks := make([]string, 0, len(m))
 	for k := range m {
@@ -89,7 +94,7 @@ func storeCreateGet(t *testing.T, e env) {
 	}
 	wantMap(t, "Fields", got.Fields, fields)
 	wantMap(t, "Cookies", got.Cookies, cookies)
-	if got.Lease != (session.Lease{}) {
+	if got.Lease.Token != 0 {
 		t.Errorf("Lease = %+v, want none", got.Lease)
 	}
 
@@ -321,7 +326,7 @@ func storeLease(t *testing.T, e env) {
 	if err != nil || l1.Token != 1 || l1.Holder != "A" || l1.ID != r.ID || !l1.Expires.Equal(e.clock.Now().Add(10*time.Second)) {
 		t.Fatalf("Acquire(A) = %+v, %v; want token 1, holder A, expiring in 10s", l1, err)
 	}
-	if got := get(t, e, r.ID).Lease; got != l1 {
+	if got := get(t, e, r.ID).Lease; !sameLease(got, l1) {
 		t.Errorf("Get().Lease = %+v, want %+v", got, l1)
 	}
 	_, err = st.Acquire(ctx, r.ID, "B", 10*time.Second)
@@ -340,7 +345,7 @@ func storeLease(t *testing.T, e env) {
 		t.Errorf("Acquire(A) again = %+v, %v; want token 1 extended", renewed, err)
 	}
 	e.clock.Advance(10 * time.Second)
-	if got := get(t, e, r.ID).Lease; got != (session.Lease{}) {
+	if got := get(t, e, r.ID).Lease; got.Token != 0 {
 		t.Errorf("Get().Lease after expiry = %+v, want none", got)
 	}
 	// Expired, no successor: the old holder may still write.
@@ -368,7 +373,7 @@ func storeLease(t *testing.T, e env) {
 	}
 
 	wantErr(t, "Release(lease 1)", st.Release(ctx, l1), session.ErrStaleLease)
-	if got := get(t, e, r.ID).Lease; got != l2 {
+	if got := get(t, e, r.ID).Lease; !sameLease(got, l2) {
 		t.Errorf("Lease after stale Release = %+v, want %+v", got, l2)
 	}
 	if err := st.Release(ctx, l2); err != nil {
@@ -377,7 +382,7 @@ func storeLease(t *testing.T, e env) {
 	if err := st.Release(ctx, l2); err != nil {
 		t.Errorf("Release(lease 2) twice = %v, want nil", err)
 	}
-	if got := get(t, e, r.ID).Lease; got != (session.Lease{}) {
+	if got := get(t, e, r.ID).Lease; got.Token != 0 {
 		t.Errorf("Lease after Release = %+v, want none", got)
 	}
 	l3, err := st.Acquire(ctx, r.ID, "C", time.Second)
@@ -425,7 +430,7 @@ func storeDelete(t *testing.T, e env) {
 		t.Fatalf("Create(after Delete) = %v, want nil", err)
 	}
 	got := get(t, e, r.ID)
-	if len(got.Fields)+len(got.Cookies) != 0 || got.Lease != (session.Lease{}) {
+	if len(got.Fields)+len(got.Cookies) != 0 || got.Lease.Token != 0 {
 		t.Errorf("re-created record kept %d fields, %d cookies, lease %+v", len(got.Fields), len(got.Cookies), got.Lease)
 	}
 }
@@ -443,7 +448,7 @@ func storeIsolation(t *testing.T, e env) {
 	}
 	got := get(t, e, b.ID)
 	wantMap(t, "other session's Fields", got.Fields, map[string][]byte{"f": []byte("b")})
-	if len(got.Cookies) != 0 || got.Version != 1 || got.Lease != (session.Lease{}) {
+	if len(got.Cookies) != 0 || got.Version != 1 || got.Lease.Token != 0 {
 		t.Errorf("other session: %d cookies, version %d, lease %+v; want 0, 1, none", len(got.Cookies), got.Version, got.Lease)
 	}
 	if l, err := e.store.Acquire(ctx, b.ID, "B", time.Minute); err != nil || l.Token != 1 {
@@ -461,7 +466,7 @@ func storeCanceledContext(t *testing.T, e env) {
 	_, err = e.store.Acquire(ctx, r.ID, "A", time.Second)
 	wantErr(t, "Acquire(canceled)", err, context.Canceled)
 	got := get(t, e, r.ID)
-	if got.Version != 1 || string(got.Fields["a"]) != "1" || len(got.Cookies) != 0 || got.Lease != (session.Lease{}) {
+	if got.Version != 1 || string(got.Fields["a"]) != "1" || len(got.Cookies) != 0 || got.Lease.Token != 0 {
 		t.Errorf("canceled calls changed the record: version %d, a=%q, %d cookies, lease %+v", got.Version, got.Fields["a"], len(got.Cookies), got.Lease)
 	}
 }

@@ -136,7 +136,7 @@ func managerTokenRefreshOnce(t *testing.T, e env, elapsed time.Duration) {
 		t.Errorf("refreshes %d, served %d, refused %d; want 1, %d, 0", issued, served, refused, n)
 	}
 	s, err := ms[1].Get(context.Background(), id)
-	if err != nil || s.Token.Value != "issued-1" || s.Lease != (session.Lease{}) {
+	if err != nil || s.Token.Value != "issued-1" || s.Lease.Token != 0 {
 		t.Errorf("stored token %v, lease %+v, %v; want issued-1 and the refresh lease released", s.Token, s.Lease, err)
 	}
 }
