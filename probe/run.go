@@ -38,9 +38,9 @@ var ErrCanceled = errors.New("probe: run cancelled")
 //
 // Run returns an error before sending any request when the input is
 // invalid: ErrNoTargets, ErrTooManyProbes, a *TargetError, a *ProxyError,
-// an error wrapping ErrInvalidOption, or an *egress.ConfigError. When ctx is cancelled (rather
-// than reaching its deadline) Run returns the partial report and an error
-// wrapping ErrCanceled and ctx's cause.
+// an error wrapping ErrInvalidOption, or an *egress.ConfigError. When ctx
+// is cancelled (rather than reaching its deadline) Run returns the partial
+// report and an error wrapping ErrCanceled and ctx's cause.
 func Run(ctx context.Context, targets []Target, opts Options) (*Report, error) {
 	s, err := opts.resolve()
 	if err != nil {
@@ -64,7 +64,7 @@ func Run(ctx context.Context, targets []Target, opts Options) (*Report, error) {
 	// The caller's cancellation reaches the probes through one callback,
 	// not through a context that every probe would share: a thousand
 	// children of one context contend for its lock when it ends.
-	stop := context.AfterFunc(ctx, r.cancelAll)
+	stop := context.AfterFunc(ctx, r.callerCancel)
 	defer stop()
 
 	rep := &Report{Started: started, Results: make([]Result, len(p.jobs))}
@@ -87,7 +87,7 @@ func Run(ctx context.Context, targets []Target, opts Options) (*Report, error) {
 	r.close()
 	rep.Finished = s.Now()
 	rep.Diagnosis = Diagnose(rep.Results, s.Thresholds)
-	if r.canceled.Load() && ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+	if r.canceled.Load() && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return rep, fmt.Errorf("%w: %w", ErrCanceled, context.Cause(ctx))
 	}
 	return rep, nil
@@ -96,6 +96,7 @@ func Run(ctx context.Context, targets []Target, opts Options) (*Report, error) {
 // runner holds what every probe of a Run shares.
 type runner struct {
 	settings
+	parent   context.Context // the caller's context
 	base     context.Context // the caller's values, without its cancellation
 	deadline time.Time
 	scrub    *scrubber
@@ -138,6 +139,7 @@ func newRunner(ctx context.Context, s settings, p *plan, deadline time.Time) (*r
 	}
 	r := &runner{
 		settings: s,
+		parent:   ctx,
 		base:     context.WithoutCancel(ctx),
 		deadline: deadline,
 		scrub:    &p.scrub,
@@ -170,10 +172,15 @@ func (r *runner) close() {
 	})
 }
 
-// cancelAll cancels every probe in flight; probes not yet started will not
-// start.
-func (r *runner) cancelAll() {
+// callerCancel runs when the caller's context ends: probes in flight end,
+// probes not yet started will not start.
+func (r *runner) callerCancel() {
 	r.canceled.Store(true)
+	r.cancelAll()
+}
+
+// cancelAll cancels every probe in flight.
+func (r *runner) cancelAll() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, cancel := range r.active {
@@ -187,7 +194,7 @@ func (r *runner) start(j *job) (ctx context.Context, done func(), ok bool) {
 	ctx, cancel := context.WithDeadline(r.base, r.deadline)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.canceled.Load() || ctx.Err() != nil {
+	if r.canceled.Load() || r.parent.Err() != nil || ctx.Err() != nil {
 		cancel()
 		return nil, nil, false
 	}
@@ -206,7 +213,7 @@ func (r *runner) cut(ctx context.Context) string {
 	switch {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded), !time.Now().Before(r.deadline):
 		return "deadline"
-	case r.canceled.Load(), ctx.Err() != nil:
+	case r.canceled.Load(), ctx.Err() != nil, r.parent.Err() != nil:
 		return "canceled"
 	}
 	return ""
@@ -258,17 +265,19 @@ func (r *runner) probe(j *job) Result {
 	if resp != nil {
 		defer drainClose(resp)
 	}
-	// A cut comes first, and costs nothing more: at the deadline a
-	// thousand probes may be unwinding at once.
-	if cut := r.cut(runCtx); cut != "" && (err != nil || ctx.Err() != nil) {
+	cr := classify.Of(resp, err)
+	// A response counts even if the deadline passed since; a failure, or
+	// a peek at the body that the end of the context interrupted, is the
+	// deadline's or the caller's doing.
+	interrupted := err != nil || cr.Outcome == classify.Canceled || ctx.Err() != nil && cr.Outcome != classify.OK
+	if cut := r.cut(runCtx); cut != "" && interrupted {
 		res.Outcome, res.Deadline, res.Err, res.Reason = classify.Canceled, cut == "deadline", cut, cut
 		return res
 	}
-	cr := classify.Of(resp, err)
 	res.Status, res.Outcome, res.Markers, res.RetryAfter, res.Reason =
 		cr.Status, cr.Outcome, cr.Markers, cr.RetryAfter, cr.Reason
 	switch {
-	case errors.Is(context.Cause(ctx), classify.ErrAttemptTimeout) && (err != nil || cr.Outcome != classify.OK):
+	case interrupted && errors.Is(context.Cause(ctx), classify.ErrAttemptTimeout):
 		res.Status, res.Outcome, res.TimedOut, res.Err, res.Reason = 0, classify.Transient, true, "timeout", "timeout"
 	case err != nil:
 		res.Status, res.Err = 0, r.scrub.scrub(err)
@@ -286,7 +295,7 @@ const maxDrain = 16 << 10
 // drainClose reads what is left of a small body and closes it. Reading is
 // bound to the probe's context, like the request.
 func drainClose(resp *http.Response) {
-	if resp.ContentLength >= 0 && resp.ContentLength <= maxDrain || resp.ContentLength < 0 {
+	if resp.ContentLength <= maxDrain { // -1: unknown, read up to the bound
 		io.Copy(io.Discard, io.LimitReader(resp.Body, maxDrain))
 	}
 	resp.Body.Close()

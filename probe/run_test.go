@@ -230,3 +230,26 @@ func TestRunRedactsAndRoutes(t *testing.T) {
 func deadAddr2(proxyURL string) string {
 	return proxyURL[strings.LastIndex(proxyURL, "@")+1:]
 }
+
+func TestRunContextDeadline(t *testing.T) {
+	hold := newHoldListener(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	rep, err := probe.Run(ctx, []probe.Target{{URL: "http://" + hold.addr() + "/"}, {URL: "http://" + hold.addr() + "/2"}},
+		probe.Options{Deadline: time.Minute, Concurrency: 1})
+	if err != nil {
+		t.Fatalf("Run: %v; a context deadline is the run's deadline, not a cancellation", err)
+	}
+	for i, r := range rep.Results {
+		wantStage := probe.StageRequest
+		if i == 1 {
+			wantStage = probe.StageQueued // concurrency 1: the deadline came first
+		}
+		if !r.Deadline || r.Err != "deadline" || r.Stage != wantStage {
+			t.Errorf("Results[%d] = %+v, want cut by the deadline in stage %v", i, r, wantStage)
+		}
+	}
+	if rep.NotStarted != 1 || rep.Outcomes.Deadline != 2 {
+		t.Errorf("NotStarted %d, Deadline %d, want 1, 2", rep.NotStarted, rep.Outcomes.Deadline)
+	}
+}

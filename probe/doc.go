@@ -1,0 +1,68 @@
+// Package probe is the pre-flight check of a crawl: before a fleet is
+// dispatched, Run probes the targets (and the proxies they leave through)
+// within a strict time budget and Diagnose turns what it saw into a verdict
+// — HEALTHY, DEGRADED or CRITICAL — and into settings: a retry backoff, a
+// concurrency factor and per-host pacing.
+//
+// # Probing
+//
+// Each probe is one request (GET or HEAD, redirects followed) through one
+// egress endpoint's own transport (package egress, Pool.Transport: no
+// selection, proxy failures reported as *egress.ProxyError), classified
+// once by package classify. Probes never go through retries or circuit
+// breakers: a probe measures, it does not heal. Options.Matrix sends every
+// target through every egress, which tells a dead or blacklisted proxy
+// (Diagnosis.FailingEgresses) from a host that refuses us whatever the
+// address (Diagnosis.BlockingHosts).
+//
+// Timeouts have two tiers. Options.PerRequestTimeout bounds each probe; one
+// that runs out is a Transient "timeout", a failure of the target.
+// Options.Deadline bounds the whole Run: when it passes, every probe still
+// running is cancelled and reported with the outcome "deadline", every
+// probe not yet started likewise with the stage "queued", and Run returns
+// within milliseconds, whatever the endpoints do — a TCP handshake that
+// never completes, a TLS handshake that never completes, a server that
+// never answers. The report always holds one result per probe; nothing
+// gathered before the deadline is thrown away.
+//
+// Each result records where the probe got to (Stage) and how long each step
+// took (Phases: DNS, connect, TLS, time to first byte, measured with
+// net/http/httptrace as blackbox_exporter measures them). URLs, proxy URLs
+// and error texts are redacted by package telemetry's rules, and the
+// credentials of every proxy and target of the run are removed verbatim
+// from error texts: no password, token or user name reaches a report.
+//
+// # Diagnosis
+//
+// Diagnose is a pure function of the results. A probe succeeds when its
+// outcome is classify.OK. It is rate-limited when its status is 429 or its
+// outcome Throttled; blocked when, not rate-limited, it was Refused (a
+// challenge page, a refusal naming the agent), had status 403 or 503, or got
+// no response because its connection failed, it timed out, or the deadline
+// cut it. Latency statistics cover the probes that received a response;
+// percentiles use the nearest-rank definition. The default thresholds are
+// those of the seed document: CRITICAL on any rate-limited probe or a
+// success rate below 0.5, DEGRADED on a success rate below 0.9 or a mean
+// latency above 2 s; comparisons are strict.
+//
+// The recommended Backoff starts from the status's tier (1 s/10 s/2 retries,
+// 2 s/30 s/3, 5 s/60 s/5) and is raised to what was observed: the initial
+// delay is at least the longest Retry-After seen. Backoff.Policy and
+// Recommendation.RateLimit turn the diagnosis into the settings of the
+// chain:
+//
+//	rep, err := probe.Run(ctx, targets, probe.Options{Proxies: endpoints})
+//	// check err and rep.Status, then:
+//	t := egresskit.New(egresskit.Config{Retry: rep.Backoff.Policy(),
+//		HostState: hoststate.Config{Limit: rep.Recommendation.RateLimit()}})
+//
+// # JSON
+//
+// A Report marshals to a superset of the seed's document: timestamp,
+// total_probed, results[] (url, proxy, status_code, latency_ms, success,
+// error_message) and diagnosis (status, success_rate, average_latency_ms,
+// rate_limited_count, blocked_count, recommended_backoff{initial_delay_sec,
+// max_delay_sec, max_retries}), with the same names and units, plus
+// schema_version and the fields of this package. The command preflight
+// prints it.
+package probe
