@@ -1,0 +1,30 @@
+// Package bench measures egresskit side by side with its peers and with
+// the physical limit of the machine: the same GET, read to the end and
+// closed, sent through
+//
+//   - impl=bare: a bare http.Client over the base transport;
+//   - impl=chain: the full egresskit chain with in-memory host state
+//     (classify, retry, breaker, limiter at a rate that never binds, no
+//     observer; over loopback, one direct egress endpoint);
+//   - impl=redis: the same chain with its host state in Redis;
+//   - impl=retryablehttp: go-retryablehttp's RoundTripper alone;
+//   - impl=failsafe: failsafe-go's failsafehttp RoundTripper with a retry
+//     policy, a circuit breaker and a rate limiter that never binds.
+//
+// BenchmarkOverhead sends over an in-memory base transport, so that it
+// measures only what each layer adds per request; BenchmarkLoopback sends
+// to a loopback HTTP/1.1 keep-alive server from 64 goroutines and reports
+// requests per second. BenchmarkHosts, BenchmarkSelect and BenchmarkProbe
+// measure the memory kept per host, egress selection over 1,000 endpoints
+// and a pre-flight probe of 1,000 targets.
+//
+// The Redis contender uses the server at EGRESSKIT_REDIS_ADDR (default
+// 127.0.0.1:6379) and is skipped when none answers.
+//
+// run.sh (make results) runs everything with -count=6, compares the
+// contenders with benchstat and rewrites RESULTS.md; cmd/benchratios
+// computes the ratios it quotes from the raw benchmark output.
+//
+// The package lives in its own module so that the core module does not
+// depend on the peers it is compared with.
+package bench

@@ -1,0 +1,64 @@
+package bench
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"testing"
+)
+
+// BenchmarkOverhead sends the same GET through every contender over an
+// in-memory base transport, one request at a time: what each layer costs
+// per request, in time, bytes and allocations.
+func BenchmarkOverhead(b *testing.B) {
+	for _, c := range contenders {
+		b.Run("impl="+c.name, func(b *testing.B) {
+			client := &http.Client{Transport: c.build(b, route{base: memTransport{}})}
+			req := newRequest(b, "http://bench.test/page")
+			if err := fetch(client, req); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			cpu := cpuTime()
+			for b.Loop() {
+				if err := fetch(client, req); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
+		})
+	}
+}
+
+// BenchmarkLoopback sends the same GET through every contender to a
+// loopback HTTP/1.1 keep-alive server from 64 goroutines (more when
+// GOMAXPROCS does not divide 64) and reports the throughput in requests
+// per second. Client and server share the machine's cores.
+func BenchmarkLoopback(b *testing.B) {
+	srv := httptest.NewServer(http.HandlerFunc(serveCanned))
+	defer srv.Close()
+	url := srv.URL + "/page"
+	for _, c := range contenders {
+		b.Run("impl="+c.name, func(b *testing.B) {
+			base := loopbackTransport()
+			defer base.CloseIdleConnections()
+			client := &http.Client{Transport: c.build(b, route{base: base, loopback: true})}
+			if err := fetch(client, newRequest(b, url)); err != nil {
+				b.Fatal(err)
+			}
+			procs := runtime.GOMAXPROCS(0)
+			b.SetParallelism((concurrency + procs - 1) / procs)
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				req := newRequest(b, url)
+				for pb.Next() {
+					if err := fetch(client, req); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "req/s")
+		})
+	}
+}
