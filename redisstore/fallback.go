@@ -2,11 +2,13 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/egresskit/egresskit/breaker"
 	"github.com/egresskit/egresskit/classify"
 	"github.com/egresskit/egresskit/hoststate"
+	"github.com/redis/go-redis/v9"
 )
 
 // WarningKind says what a Warning reports.
@@ -17,7 +19,7 @@ const (
 	// Degraded: Redis is unreachable or slow; the State now runs on local,
 	// in-process state.
 	Degraded WarningKind = iota + 1
-	// Recovered: Redis answers again; the halts made locally were written
+	// Recovered: Redis answers again; the halts known locally were written
 	// to it and the local state was dropped.
 	Recovered
 )
@@ -41,7 +43,8 @@ type Warning struct {
 	Op string
 	// Err is the client's error (Degraded only).
 	Err error
-	// Halts is the number of local halts written to Redis (Recovered only).
+	// Halts is the number of hosts the re-sync halted in Redis (Recovered
+	// only); hosts Redis had halted already are not counted.
 	Halts int
 	// Time is when the change happened, on the local clock.
 	Time time.Time
@@ -76,6 +79,16 @@ func (s *State) degrade(op string, err error) *hoststate.Memory {
 		s.degraded = true
 		s.down.Store(true)
 		s.local = hoststate.NewMemory(s.set.memoryConfig())
+		// Write back the halts seen in Redis when it answers again, in
+		// case it lost them (a restart without persistence, a failover).
+		if s.pending == nil {
+			s.pending = make(map[string]pendingHalt, len(s.known))
+		}
+		for h, t := range s.known {
+			if _, ok := s.pending[h]; !ok {
+				s.pending[h] = pendingHalt{since: t}
+			}
+		}
 	}
 	s.nextTry = now.Add(s.set.cfg.RetryInterval)
 	local := s.local
@@ -101,30 +114,78 @@ func (s *State) recovered(halts int) {
 	s.warn(Warning{Kind: Recovered, Halts: halts, Time: s.localNow()})
 }
 
-// pushPending writes the halts made locally to Redis and returns how many
-// it wrote.
+// pushBatch is how many halts one pipeline writes.
+const pushBatch = 500
+
+// pendingHalt is a halt to write to Redis.
+type pendingHalt struct {
+	since time.Time
+	// local: made during the outage. Otherwise the halt was seen in Redis
+	// before, and is written back only where Redis has no key of the host
+	// at all (it lost its data), so that a Resume made meanwhile stands.
+	local bool
+}
+
+// pushPending writes the pending halts to Redis, a pipeline of EVALs of the
+// halt script per batch (the script cache of a restarted server is empty,
+// and the script is small), and returns how many hosts it halted; a host
+// halted in Redis already keeps that halt. A halt key of another type
+// cannot take the halt; Admit reports it as corrupt, so the host stays
+// refused, and the halt is dropped from the pending ones.
 func (s *State) pushPending(ctx context.Context) (int, error) {
+	type halt struct {
+		host string
+		pendingHalt
+	}
 	s.mu.Lock()
-	todo := make(map[string]time.Time, len(s.pending))
-	for h, t := range s.pending {
-		todo[h] = t
+	todo := make([]halt, 0, len(s.pending))
+	for h, p := range s.pending {
+		todo = append(todo, halt{h, p})
 	}
 	s.mu.Unlock()
 	pushed := 0
-	for host, since := range todo {
-		k, err := s.keysOf(host)
-		if err != nil { // cannot happen: the host was used already
-			continue
+	for len(todo) > 0 {
+		batch := todo[:min(len(todo), pushBatch)]
+		todo = todo[len(batch):]
+		rctx, cancel := context.WithTimeout(ctx, s.set.cfg.Timeout)
+		cmds, _ := s.client.Pipelined(rctx, func(p redis.Pipeliner) error {
+			for _, h := range batch {
+				k, _ := s.keysOf(h.host) // valid: the host was used already
+				mode := "lost"
+				if h.local {
+					mode = "local"
+				}
+				p.Eval(rctx, luaHalt, []string{k.state, k.halt}, itoa(h.since.UnixMicro()), mode)
+			}
+			return nil
+		})
+		cancel()
+		if len(cmds) != len(batch) {
+			return pushed, redisErr{errors.New("redisstore: pipeline lost commands")}
 		}
-		if _, err := s.call(ctx, "halt", s.sc.halt, k, []any{itoa(since.UnixMicro())}); err != nil {
-			return pushed, err
+		for i, c := range cmds {
+			var n int64
+			err := c.Err()
+			if rc, ok := c.(*redis.Cmd); ok && err == nil {
+				n, err = rc.Int64()
+			}
+			if err != nil {
+				if cerr := ctx.Err(); cerr != nil {
+					return pushed, cerr
+				}
+				if redisError("halt", keys{}, err) == nil {
+					return pushed, redisErr{err}
+				}
+			}
+			s.mu.Lock()
+			if p, ok := s.pending[batch[i].host]; ok && p == batch[i].pendingHalt {
+				delete(s.pending, batch[i].host)
+			}
+			s.mu.Unlock()
+			if n == 1 {
+				pushed++
+			}
 		}
-		s.mu.Lock()
-		if t, ok := s.pending[host]; ok && t.Equal(since) {
-			delete(s.pending, host)
-		}
-		s.mu.Unlock()
-		pushed++
 	}
 	return pushed, nil
 }
@@ -146,14 +207,17 @@ func (s *State) remember(host string, since time.Time) {
 	if _, ok := s.known[host]; ok || len(s.known) < maxKnown {
 		s.known[host] = since
 	}
+	s.nKnown.Store(int64(len(s.known)))
 }
 
 // forget drops a remembered halt of host, which Redis no longer has.
 func (s *State) forget(host string) {
-	s.mu.Lock()
-	if len(s.known) > 0 {
-		delete(s.known, host)
+	if s.nKnown.Load() == 0 {
+		return
 	}
+	s.mu.Lock()
+	delete(s.known, host)
+	s.nKnown.Store(int64(len(s.known)))
 	s.mu.Unlock()
 }
 
@@ -180,15 +244,16 @@ func (s *State) localRecord(ctx context.Context, local *hoststate.Memory, host s
 	since := s.localNow()
 	s.mu.Lock()
 	if s.pending == nil {
-		s.pending = make(map[string]time.Time)
+		s.pending = make(map[string]pendingHalt)
 	}
-	s.pending[host] = since
+	s.pending[host] = pendingHalt{since: since, local: true}
 	direct := !s.degraded // Redis came back while this attempt ran
 	s.mu.Unlock()
 	s.remember(host, since)
 	if direct {
-		if _, err := s.pushPending(ctx); err != nil {
-			s.degrade("halt", err)
+		var re redisErr
+		if _, err := s.pushPending(ctx); errors.As(err, &re) {
+			s.degrade("halt", re.error)
 		}
 	}
 	return eff, nil

@@ -1,17 +1,26 @@
 package redisstore_test
 
 import (
+	"context"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/egresskit/egresskit/redisstore/redistest"
+	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) {
+	// The fault tests make go-redis log every refused dial; they are
+	// expected.
+	redis.SetLogger(quiet{})
 	goleak.VerifyTestMain(redistest.Main(m))
 }
+
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...any) {}
 
 // clock is a fake clock, safe for concurrent use.
 type clock struct {

@@ -6,11 +6,11 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// The scripts: each but halt is the common prelude followed by one
-// operation. They
-// are run with EVALSHA; go-redis falls back to EVAL, which caches the
-// script again, when the server answers NOSCRIPT (a restart, a failover,
-// SCRIPT FLUSH).
+// The scripts: each but resume and halt is the common prelude followed by
+// one operation. They are run with EVALSHA; go-redis falls back to EVAL, which
+// caches the script again, when the server answers NOSCRIPT (a restart, a
+// failover, SCRIPT FLUSH). halt, small and run only to re-sync after an
+// outage, is sent with EVAL in a pipeline.
 var (
 	//go:embed lua/common.lua
 	luaCommon string
@@ -30,7 +30,7 @@ var (
 
 // scripts are the loaded scripts of a State.
 type scripts struct {
-	admit, record, state, ceiling, resume, halt *redis.Script
+	admit, record, state, ceiling, resume *redis.Script
 }
 
 func newScripts() scripts {
@@ -42,7 +42,6 @@ func newScripts() scripts {
 		record:  mk("record", luaRecord),
 		state:   mk("state", luaState),
 		ceiling: mk("ceiling", luaCeiling),
-		resume:  mk("resume", luaResume),
-		halt:    redis.NewScript(luaHalt),
+		resume:  redis.NewScript(luaResume),
 	}
 }

@@ -30,8 +30,13 @@ import (
 // back to an in-process hoststate.Memory and sends a Warning; it tries
 // Redis again every RetryInterval, and when Redis answers it re-syncs:
 //
-//   - halts recorded locally during the outage are written to Redis first
-//     (keeping an existing halt's time), so no halt is lost;
+//   - first the halts recorded locally during the outage are written to
+//     Redis (a host halted there already keeps its halt), so that no halt
+//     is lost; so are the halts this State had seen in Redis before the
+//     outage, for hosts of which Redis now holds no key at all (it lost
+//     its data: a restart without persistence, a failover to a stale
+//     replica) — a host resumed meanwhile keeps its state hash and stays
+//     resumed;
 //   - then the local state is dropped and Redis is authoritative again:
 //     breaker counts and pacing learnt locally are discarded (Redis keeps
 //     what it had, or starts afresh if it lost its data); admissions
@@ -57,14 +62,15 @@ type State struct {
 	set    settings
 	prefix string
 	sc     scripts
-	down   atomic.Bool // mirrors degraded, for a lock-free fast path
+	down   atomic.Bool  // mirrors degraded, for a lock-free fast path
+	nKnown atomic.Int64 // mirrors len(known), for a lock-free fast path
 
 	mu       sync.Mutex // guards the fields below
 	degraded bool       // FailOpen and running on local
 	nextTry  time.Time  // when a degraded State tries Redis again
 	local    *hoststate.Memory
-	pending  map[string]time.Time // halts made locally and not yet in Redis
-	known    map[string]time.Time // halts seen, refused while degraded
+	pending  map[string]pendingHalt // halts to write to Redis
+	known    map[string]time.Time   // halts seen, refused while degraded
 }
 
 var _ hoststate.Store = (*State)(nil)
@@ -244,6 +250,7 @@ func (s *State) Resume(ctx context.Context, host string) error {
 	}
 	s.mu.Lock()
 	delete(s.known, host)
+	s.nKnown.Store(int64(len(s.known)))
 	delete(s.pending, host)
 	local := s.local
 	s.mu.Unlock()
@@ -330,12 +337,11 @@ func (s *State) exec(ctx context.Context, op string, sc *redis.Script, k keys, a
 	halts := 0
 	if try {
 		if halts, err = s.pushPending(ctx); err != nil {
-			if errors.As(err, new(redisErr)) {
-				return nil, s.degrade(op, err), nil
+			var re redisErr
+			if errors.As(err, &re) {
+				return nil, s.degrade(op, re.error), nil
 			}
-			// A corrupt key or a failed script: leave the halt pending
-			// and stay on local state until the next try.
-			return nil, local, nil
+			return nil, nil, err // ctx ended
 		}
 	}
 	reply, err = s.call(ctx, op, sc, k, args)

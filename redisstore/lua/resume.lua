@@ -1,11 +1,40 @@
--- resume: lift the host's halt; the breaker keeps its state. Returns 1
--- when the host was halted.
+-- resume: lift the host's halt; the breaker keeps its state. It stands
+-- alone, without the prelude, so that a corrupt state hash cannot keep an
+-- operator from lifting a halt: only a halt key of another type stops it.
+--
+-- KEYS and ARGV as for the prelude (common.lua); it reads ARGV[1] (now),
+-- ARGV[5] and ARGV[14] (the idle TTLs).
+-- Returns 1 when the host was halted.
 
-if not halted then return 0 end
-redis.call('DEL', H)
-halted = false
-if b then
-  b.u = now
+local S, H = KEYS[1], KEYS[2]
+local v = redis.pcall('GET', H)
+if type(v) == 'table' and v.err then
+  return redis.error_reply('EGRESSKIT_CORRUPT halt wrongtype')
 end
-save()
+if not v then return 0 end
+redis.call('DEL', H)
+
+-- The state hash was kept while the host was halted: mark the breaker used
+-- now, as memory does, and let the hash expire again once the host is idle
+-- (the scripts forget idle parts by the exact rules; this expiry is only
+-- never earlier than those).
+if redis.call('TYPE', S).ok ~= 'hash' then return 1 end
+local now
+if ARGV[1] == '' then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+else
+  now = tonumber(ARGV[1])
+end
+if redis.call('HEXISTS', S, 'bu') == 1 then
+  redis.call('HSET', S, 'bu', string.format('%d', now))
+end
+local bidle, lidle = tonumber(ARGV[5]), tonumber(ARGV[14])
+if bidle < 0 or lidle < 0 then return 1 end
+local ttl = math.max(bidle, lidle)
+for _, name in ipairs({'bo', 'lp'}) do
+  local t = tonumber(redis.call('HGET', S, name) or '')
+  if t and t == t and t - now > ttl and t < 1e18 then ttl = t - now end
+end
+redis.call('PEXPIRE', S, math.max(1, math.ceil(ttl / 1000)))
 return 1
