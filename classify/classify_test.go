@@ -251,6 +251,22 @@ func (timeoutErr) Error() string   { return "i/o timeout" }
 func (timeoutErr) Timeout() bool   { return true }
 func (timeoutErr) Temporary() bool { return true }
 
+// endpointErr is an error of the egress route, as package egress returns.
+type endpointErr struct{ fault bool }
+
+func (endpointErr) Error() string         { return "proxy failed" }
+func (e endpointErr) EndpointFault() bool { return e.fault }
+
+func TestEgressFaultIsNoHostFailure(t *testing.T) {
+	r := classify.Of(nil, endpointErr{fault: true})
+	if !r.Egress || !r.Retryable() || r.HostFailure() {
+		t.Errorf("Of(egress fault) = %+v: want Egress, retryable, no host failure", r)
+	}
+	if r := classify.Of(nil, endpointErr{fault: false}); r.Egress || !r.HostFailure() {
+		t.Errorf("Of(destination failure via proxy) = %+v: want a host failure", r)
+	}
+}
+
 func TestClassifyError(t *testing.T) {
 	refused := classify.Result{Outcome: classify.Refused, Status: 403, Reason: "challenge marker"}
 	dial := &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
@@ -285,6 +301,8 @@ func TestClassifyError(t *testing.T) {
 		{"nil request", classify.ErrNilRequest, classify.Permanent, "invalid request"},
 		{"joined", errors.Join(io.EOF, context.Canceled), classify.Canceled, "canceled"},
 		{"classified", urlErr(&classify.Error{Result: refused, Err: io.EOF}), classify.Refused, "challenge marker"},
+		{"egress fault", urlErr(fmt.Errorf("proxyconnect: %w", endpointErr{fault: true})), classify.Transient, "egress failure"},
+		{"proxy reports destination down", endpointErr{fault: false}, classify.Transient, "network error"},
 	}
 	c := classify.New(classify.Config{})
 	for _, tc := range tests {

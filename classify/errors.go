@@ -111,6 +111,8 @@ func (c *Classifier) classifyError(ctx context.Context, err error) Result {
 		r.Outcome, r.Reason = contextOutcome(ctx)
 	case errors.Is(err, ErrAttemptTimeout):
 		r.Outcome, r.Reason = Transient, "attempt timeout"
+	case anyInChain(err, isEgressFault):
+		r.Outcome, r.Reason, r.Egress = Transient, "egress failure", true
 	case ctx == nil && anyInChain(err, isContextError):
 		r.Outcome, r.Reason = Canceled, "canceled"
 	case errors.Is(err, ErrTooManyRedirects) || anyInChain(err, isRedirectLimit):
@@ -125,6 +127,15 @@ func (c *Classifier) classifyError(ctx context.Context, err error) Result {
 		r.Outcome, r.Reason = Transient, "network error"
 	}
 	return r
+}
+
+// isEgressFault matches errors that blame the egress route (a proxy that
+// cannot be dialled, refuses our credentials, or fails on its own) rather
+// than the target: they implement EndpointFault() bool and return true.
+// classify imports no egress package; the method is the contract.
+func isEgressFault(e error) bool {
+	f, ok := e.(interface{ EndpointFault() bool })
+	return ok && f.EndpointFault()
 }
 
 // isContextError matches the context package's own errors by identity, and

@@ -54,6 +54,11 @@ type Result struct {
 	// Reason is a short, fixed explanation such as "status 503" or
 	// "challenge marker". It never contains a URL or a credential.
 	Reason string
+	// Egress is true when the attempt failed on the egress route (the
+	// proxy), not at the target: the error implemented
+	// EndpointFault() bool and reported true. Such a failure is Transient,
+	// so it is retried, but it says nothing about the host.
+	Egress bool
 }
 
 // Retryable reports whether the attempt may be retried: Transient or
@@ -64,7 +69,10 @@ func (r Result) Retryable() bool {
 
 // HostFailure reports whether the attempt counts against the host's circuit
 // breaker: Transient, Throttled and Refused do; OK, Permanent and Canceled
-// do not.
+// do not, and neither does a failure of the egress route (Egress).
 func (r Result) HostFailure() bool {
+	if r.Egress {
+		return false
+	}
 	return r.Outcome == Transient || r.Outcome == Throttled || r.Outcome == Refused
 }

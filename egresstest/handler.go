@@ -2,6 +2,7 @@ package egresstest
 
 import (
 	"bytes"
+	"context"
 	"crypto/tls"
 	"fmt"
 	"io"
@@ -75,6 +76,11 @@ func (t *HandlerTransport) RoundTrip(req *http.Request) (resp *http.Response, er
 		}
 	}()
 	t.h.ServeHTTP(rw, sreq)
+	if ctx := req.Context(); ctx.Err() != nil {
+		// A real client gives up when its context ends, whatever the
+		// handler writes afterwards.
+		return nil, context.Cause(ctx)
+	}
 
 	resp = rw.Result()
 	resp.Request = req
