@@ -57,7 +57,7 @@ func (a *attempts) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	var choice *egress.Choice
-	if t.cfg.Egress != nil && len(t.observers) > 0 {
+	if t.cfg.Egress != nil && (len(t.observers) > 0 || t.cfg.Audit != nil) {
 		choice = new(egress.Choice)
 		req = req.WithContext(egress.WithRecorder(ctx, choice))
 	}
@@ -65,8 +65,16 @@ func (a *attempts) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := a.next.RoundTrip(req)
 	r := classify.Of(resp, err)
 	eff := t.record(ctx, key, adm, r)
-	if eff.Halted && t.cfg.OnEscalate != nil {
-		t.escalate(key, req, resp, r, sent)
+	if eff.Halted {
+		if t.cfg.Audit != nil {
+			t.cfg.Audit.Halt(key, r)
+		}
+		if t.cfg.OnEscalate != nil {
+			t.escalate(key, req, resp, r, sent)
+		}
+	}
+	if t.cfg.Audit != nil && choice != nil && choice.Reason == egress.ReasonForced {
+		t.cfg.Audit.ForcedEgress(key, choice.EndpointID, string(choice.Reason))
 	}
 	a.observe(ctx, req, key, sent, adm.Wait, resp, r, adm, eff, choice, err)
 	return resp, err
@@ -98,6 +106,9 @@ func notSent(err error) error {
 }
 
 func (t *Transport) escalate(key string, req *http.Request, resp *http.Response, r classify.Result, at time.Time) {
+	if t.cfg.Audit != nil {
+		t.cfg.Audit.Escalation(key, r)
+	}
 	e := Escalation{
 		Host:    key,
 		URL:     t.cfg.Redactor.RedactURL(req.URL),

@@ -93,6 +93,12 @@ type Config struct {
 	// value redacts userinfo and secret-looking query values.
 	Redactor telemetry.Redactor
 
+	// Audit, when set, receives the compliance record: every attempt (it
+	// is added to Observers), every robots.txt decision, every halt,
+	// escalation and resume, and every forced egress. The chain does not
+	// close it.
+	Audit *telemetry.Audit
+
 	// OnEscalate is called once when a host is halted because it refused
 	// us, so that a human can look at it. It is called outside any lock, on
 	// the request's goroutine; it should hand the escalation off quickly.
@@ -130,6 +136,9 @@ var _ http.RoundTripper = (*Transport)(nil)
 // New returns the chain configured by cfg.
 func New(cfg Config) *Transport {
 	t := &Transport{cfg: cfg, observers: telemetry.Observers(cfg.Observers)}
+	if cfg.Audit != nil {
+		t.observers = append(t.observers[:len(t.observers):len(t.observers)], cfg.Audit)
+	}
 	t.ua = cfg.UserAgent
 	if t.ua == "" {
 		t.ua = DefaultUserAgent
@@ -185,6 +194,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
 	if t.robots != nil {
 		d, err := t.robots.Check(ctx, req.URL)
+		if t.cfg.Audit != nil && (err == nil || errors.Is(err, robots.ErrDisallowed)) {
+			t.cfg.Audit.Robots(key, req.URL.EscapedPath(), err == nil)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -209,7 +221,13 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // Resume lifts the halt on host (a host key, as in Escalation.Host), after
 // an operator has looked at the escalation.
 func (t *Transport) Resume(ctx context.Context, host string) error {
-	return t.state.Resume(ctx, host)
+	if err := t.state.Resume(ctx, host); err != nil {
+		return err
+	}
+	if t.cfg.Audit != nil {
+		return t.cfg.Audit.Resume(host, "operator")
+	}
+	return nil
 }
 
 // State returns the per-host state of host (a host key).

@@ -1,0 +1,98 @@
+package egresskit_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/egresskit/egresskit"
+	"github.com/egresskit/egresskit/egress"
+	"github.com/egresskit/egresskit/hoststate"
+	"github.com/egresskit/egresskit/ratelimit"
+	"github.com/egresskit/egresskit/telemetry"
+)
+
+// TestAuditRecordsCompliance crawls a real loopback server through an egress
+// pool with an audit log and checks the log holds the robots.txt decisions,
+// the attempts, the halt, the escalation, the resume and the forced egress —
+// and that it verifies.
+func TestAuditRecordsCompliance(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/robots.txt":
+			io.WriteString(w, "User-agent: *\nDisallow: /private\n")
+		case "/blocked":
+			w.WriteHeader(http.StatusForbidden)
+			io.WriteString(w, "AuditBot is not welcome")
+		default:
+			io.WriteString(w, "ok")
+		}
+	}))
+	defer srv.Close()
+	pool, err := egress.New(egress.Config{Endpoints: []egress.Endpoint{{ID: "direct-1", Proxy: "direct"}, {ID: "direct-2", Proxy: "direct"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	audit, err := telemetry.NewAudit(telemetry.AuditConfig{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	chain := egresskit.New(egresskit.Config{
+		Egress:     pool,
+		UserAgent:  "AuditBot/1.0",
+		Audit:      audit,
+		HostState:  hoststate.Config{Limit: ratelimit.Config{PerMinute: 6000, Burst: 10}},
+		OnEscalate: func(egresskit.Escalation) {},
+	})
+	c := &http.Client{Transport: chain}
+	get(c, srv.URL+"/public")
+	get(c, srv.URL+"/private/x")
+	req, _ := http.NewRequestWithContext(egress.WithForced(context.Background(), "direct-2"), "GET", srv.URL+"/forced", nil)
+	if resp, err := c.Do(req); err == nil {
+		resp.Body.Close()
+	}
+	get(c, srv.URL+"/blocked")
+	host, _ := chain.HostKey(srv.URL)
+	if err := chain.Resume(context.Background(), host); err != nil {
+		t.Fatal(err)
+	}
+	if err := audit.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	kinds := map[string]int{}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var line struct {
+			Kind string `json:"kind"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+			t.Fatalf("audit line %q: %v", sc.Text(), err)
+		}
+		kinds[line.Kind]++
+	}
+	for kind, want := range map[string]int{"robots": 4, "halt": 1, "escalation": 1, "resume": 1, "forced_egress": 1} {
+		if kinds[kind] != want {
+			t.Errorf("audit has %d %q lines, want %d (all: %v)", kinds[kind], kind, want, kinds)
+		}
+	}
+	if kinds["attempt"] != 3 {
+		t.Errorf("audit has %d attempt lines, want 3 (all: %v)", kinds["attempt"], kinds)
+	}
+	if err := telemetry.VerifyFiles(path); err != nil {
+		t.Errorf("VerifyFiles: %v", err)
+	}
+}
