@@ -301,28 +301,50 @@ func TestScriptFlushMidCrawl(t *testing.T) {
 // commandCalls reads the calls of cmd from INFO commandstats.
 func commandCalls(t testing.TB, c redis.UniversalClient, cmd string) int {
 	t.Helper()
+	return parseCalls(infoStats(t, c), cmd)
+}
+
+// infoStats returns INFO commandstats.
+func infoStats(t testing.TB, c redis.UniversalClient) string {
+	t.Helper()
 	info, err := c.Info(context.Background(), "commandstats").Result()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return parseCalls(info, cmd)
+	return info
 }
 
 // parseCalls finds "cmdstat_CMD:calls=N," in an INFO commandstats reply.
 func parseCalls(info, cmd string) int {
 	for line := range strings.Lines(info) {
-		rest, found := strings.CutPrefix(line, "cmdstat_"+cmd+":calls=")
-		if !found {
-			continue
+		if rest, found := strings.CutPrefix(line, "cmdstat_"+cmd+":calls="); found {
+			return leadingInt(rest)
 		}
-		n := 0
-		for _, c := range rest {
-			if c < '0' || c > '9' {
-				break
-			}
-			n = n*10 + int(c-'0')
-		}
-		return n
 	}
 	return 0
+}
+
+// totalCalls sums the calls of every command in an INFO commandstats reply.
+func totalCalls(info string) int {
+	n := 0
+	for line := range strings.Lines(info) {
+		if !strings.HasPrefix(line, "cmdstat_") {
+			continue
+		}
+		if _, rest, found := strings.Cut(line, ":calls="); found {
+			n += leadingInt(rest)
+		}
+	}
+	return n
+}
+
+func leadingInt(s string) int {
+	n := 0
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			break
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n
 }

@@ -78,6 +78,11 @@ func newWorker(t *testing.T, addr string, cfg redisstore.Config) *worker {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return workerFor(t, st)
+}
+
+// workerFor builds a worker around st, with its own HTTP transport.
+func workerFor(t testing.TB, st *redisstore.State) *worker {
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	t.Cleanup(base.CloseIdleConnections)
 	w := &worker{state: st}

@@ -17,7 +17,8 @@
 //
 // Without Main, each Addr starts a server for its test alone. Tests that
 // share a server keep apart with a Prefix of their own. Start gives a test
-// a dedicated server it may kill, pause and restart.
+// a dedicated server it may kill, pause and restart; StartCluster a
+// one-node Redis Cluster.
 package redistest
 
 import (
@@ -114,6 +115,22 @@ func Addr(t testing.TB) string {
 func Start(t testing.TB) *Server {
 	t.Helper()
 	srv, err := NewServer()
+	if errors.Is(err, ErrNoServer) {
+		missing(t, err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// StartCluster starts a one-node Redis Cluster for t alone (see
+// NewClusterServer), stopped when t ends. It skips (or fails) t like Start.
+// EGRESSKIT_REDIS_ADDR does not apply: the server must be a cluster.
+func StartCluster(t testing.TB) *Server {
+	t.Helper()
+	srv, err := NewClusterServer(t.TempDir())
 	if errors.Is(err, ErrNoServer) {
 		missing(t, err)
 	}

@@ -4,16 +4,20 @@ package redistest
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // startTimeout bounds how long a server may take to accept connections.
@@ -28,8 +32,9 @@ type Server struct {
 	// Addr is "127.0.0.1:PORT"; it stays the same across Restart.
 	Addr string
 
-	path string
-	port int
+	path  string
+	port  int
+	extra []string // more redis-server arguments
 
 	mu   sync.Mutex // guards proc
 	proc *process   // nil while stopped
@@ -45,7 +50,26 @@ type process struct {
 // NewServer starts a redis-server on a free port of 127.0.0.1 and returns
 // when it accepts connections. It returns an error wrapping ErrNoServer
 // when there is no redis-server binary. The caller must Close it.
-func NewServer() (*Server, error) {
+func NewServer() (*Server, error) { return newServer() }
+
+// NewClusterServer starts a redis-server in cluster mode, keeping its
+// cluster configuration in dir, and makes it a one-node cluster serving
+// every slot. Scripts are then checked as a cluster checks them: the keys
+// of one call must share a slot.
+func NewClusterServer(dir string) (*Server, error) {
+	s, err := newServer("--cluster-enabled", "yes",
+		"--cluster-config-file", filepath.Join(dir, "nodes.conf"), "--dir", dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.serveAllSlots(); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func newServer(extra ...string) (*Server, error) {
 	path, err := exec.LookPath("redis-server")
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNoServer, err)
@@ -56,7 +80,7 @@ func NewServer() (*Server, error) {
 		if err != nil {
 			return nil, err
 		}
-		s := &Server{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), path: path, port: port}
+		s := &Server{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), path: path, port: port, extra: extra}
 		if last = s.start(); last == nil {
 			return s, nil
 		}
@@ -76,10 +100,12 @@ func freePort() (int, error) {
 
 // start runs redis-server on s.port and waits until it is ready.
 func (s *Server) start() error {
-	cmd := exec.Command(s.path,
+	args := []string{
 		"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--daemonize", "no",
-		"--loglevel", "notice", "--logfile", "")
+		"--loglevel", "notice", "--logfile", "",
+	}
+	cmd := exec.Command(s.path, append(args, s.extra...)...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return fmt.Errorf("redistest: %w", err)
@@ -206,4 +232,29 @@ func (t *tail) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return strings.Join(t.lines, " | ")
+}
+
+// serveAllSlots assigns every slot to the server and waits until the
+// cluster reports itself ready.
+func (s *Server) serveAllSlots() error {
+	c := redis.NewClient(&redis.Options{Addr: s.Addr, ContextTimeoutEnabled: true, DialerRetries: 1})
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	if err := c.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", "0", "16383").Err(); err != nil {
+		return fmt.Errorf("redistest: CLUSTER ADDSLOTSRANGE: %w", err)
+	}
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		info, err := c.ClusterInfo(ctx).Result()
+		if err == nil && strings.Contains(info, "cluster_state:ok") {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("redistest: cluster not ready: %v", err)
+		case <-tick.C:
+		}
+	}
 }

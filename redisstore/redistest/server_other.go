@@ -16,6 +16,9 @@ type Server struct {
 // NewServer returns ErrNoServer on this system.
 func NewServer() (*Server, error) { return nil, ErrNoServer }
 
+// NewClusterServer returns ErrNoServer on this system.
+func NewClusterServer(string) (*Server, error) { return nil, ErrNoServer }
+
 // Close does nothing.
 func (s *Server) Close() {}
 

@@ -1,0 +1,199 @@
+package redisstore_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/egresskit/egresskit/breaker"
+	"github.com/egresskit/egresskit/classify"
+	"github.com/egresskit/egresskit/hoststate"
+	"github.com/egresskit/egresskit/redisstore"
+	"github.com/egresskit/egresskit/redisstore/redistest"
+	"github.com/redis/go-redis/v9"
+)
+
+// TestConcurrentProbes: 64 goroutines over four workers race for the one
+// half-open probe slot; exactly one wins, because admit is one atomic
+// script.
+func TestConcurrentProbes(t *testing.T) {
+	ctx := context.Background()
+	addr := redistest.Addr(t)
+	clk := newClock()
+	cfg := redisstore.Config{
+		Prefix:       redistest.Prefix(t),
+		HostState:    hoststate.Config{Breaker: breaker.Config{FailureThreshold: 1, OpenTimeout: time.Minute}},
+		OnRedisError: redisstore.FailClosed,
+		Timeout:      testTimeout,
+		Now:          clk.Now,
+	}
+	states := make([]*redisstore.State, 4)
+	for i := range states {
+		states[i] = mustState(t, addr, cfg)
+	}
+	a, err := states[0].Admit(ctx, "p.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	states[0].Record(ctx, "p.example", a, classify.Result{Outcome: classify.Transient})
+	clk.Advance(time.Minute + time.Millisecond)
+
+	var probes, open atomic.Int64
+	var wg sync.WaitGroup
+	for i := range 64 {
+		wg.Go(func() {
+			a, err := states[i%4].Admit(ctx, "p.example")
+			switch {
+			case err == nil && a.Probe:
+				probes.Add(1)
+			case errors.Is(err, breaker.ErrOpen):
+				open.Add(1)
+			default:
+				t.Errorf("Admit = %+v, %v", a, err)
+			}
+		})
+	}
+	wg.Wait()
+	if probes.Load() != 1 || open.Load() != 63 {
+		t.Errorf("%d probes and %d refusals, want 1 and 63", probes.Load(), open.Load())
+	}
+}
+
+// TestProbeLease: a probe whose outcome is never recorded (its worker
+// died) holds the half-open slot for ProbeLease only; then a new probe is
+// admitted, and the lost one's late outcome is ignored.
+func TestProbeLease(t *testing.T) {
+	ctx := context.Background()
+	clk := newClock()
+	st := mustState(t, redistest.Addr(t), redisstore.Config{
+		Prefix:       redistest.Prefix(t),
+		HostState:    hoststate.Config{Breaker: breaker.Config{FailureThreshold: 1, OpenTimeout: time.Minute}},
+		OnRedisError: redisstore.FailClosed,
+		ProbeLease:   2 * time.Minute,
+		Timeout:      testTimeout,
+		Now:          clk.Now,
+	})
+	const host = "lease.example"
+	a, _ := st.Admit(ctx, host)
+	st.Record(ctx, host, a, classify.Result{Outcome: classify.Transient})
+	clk.Advance(time.Minute + time.Millisecond)
+	lost, err := st.Admit(ctx, host)
+	if err != nil || !lost.Probe {
+		t.Fatalf("first probe = %+v, %v", lost, err)
+	}
+	clk.Advance(2*time.Minute - time.Millisecond)
+	if _, err := st.Admit(ctx, host); !errors.Is(err, breaker.ErrOpen) {
+		t.Fatalf("Admit within the lease = %v, want ErrOpen", err)
+	}
+	clk.Advance(time.Millisecond)
+	probe, err := st.Admit(ctx, host)
+	if err != nil || !probe.Probe || probe.Generation == lost.Generation {
+		t.Fatalf("Admit after the lease = %+v, %v; want a new probe of a new generation", probe, err)
+	}
+	eff, _ := st.Record(ctx, host, lost, classify.Result{Outcome: classify.OK})
+	if eff.From != hoststate.HalfOpen || eff.To != hoststate.HalfOpen {
+		t.Errorf("lost probe's late OK: %v→%v, want ignored (half-open)", eff.From, eff.To)
+	}
+	eff, _ = st.Record(ctx, host, probe, classify.Result{Outcome: classify.OK})
+	if eff.To != hoststate.Closed {
+		t.Errorf("new probe's OK: %v→%v, want closed", eff.From, eff.To)
+	}
+}
+
+// counter is a go-redis hook counting the commands sent, pipelines
+// included, and the round trips.
+type counter struct {
+	cmds, trips atomic.Int64
+	mu          sync.Mutex // guards names
+	names       map[string]int
+}
+
+func newCounter() *counter { return &counter{names: map[string]int{}} }
+
+func (c *counter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (c *counter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		c.count(cmd)
+		c.trips.Add(1)
+		return next(ctx, cmd)
+	}
+}
+
+func (c *counter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, cmd := range cmds {
+			c.count(cmd)
+		}
+		c.trips.Add(1)
+		return next(ctx, cmds)
+	}
+}
+
+func (c *counter) count(cmd redis.Cmder) {
+	c.cmds.Add(1)
+	c.mu.Lock()
+	c.names[cmd.Name()]++
+	c.mu.Unlock()
+}
+
+func (c *counter) reset() {
+	c.cmds.Store(0)
+	c.trips.Store(0)
+	c.mu.Lock()
+	clear(c.names)
+	c.mu.Unlock()
+}
+
+// TestRoundTripsPerRequest measures, on the client (a hook) and on the
+// server (INFO commandstats), the Redis commands of 100 requests through
+// the chain: one EVALSHA before and one after each attempt, nothing else.
+func TestRoundTripsPerRequest(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t) // commandstats of this test alone
+	admin := redistest.Dial(t, srv.Addr)
+	site := newOrigin(t, ok)
+	hook := newCounter()
+	c := redistest.Dial(t, srv.Addr)
+	c.AddHook(hook)
+	st, err := redisstore.New(c, fleetConfig("rtt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := workerFor(t, st)
+	w.get(ctx, site.URL) // loads the scripts
+	hook.reset()
+	before := infoStats(t, admin)
+
+	const n = 100
+	for range n {
+		if status, err := w.get(ctx, site.URL); status != 200 {
+			t.Fatalf("%d, %v", status, err)
+		}
+	}
+	after := infoStats(t, admin)
+	if got := hook.trips.Load(); got != 2*n {
+		t.Errorf("client: %d round trips for %d requests, want %d", got, n, 2*n)
+	}
+	hook.mu.Lock()
+	if hook.names["evalsha"] != 2*n || len(hook.names) != 1 {
+		t.Errorf("client: commands %v, want only %d evalsha", hook.names, 2*n)
+	}
+	hook.mu.Unlock()
+	// The server counts the commands scripts run too; apart from those
+	// (and the first INFO, counted in the second reading) it received
+	// only the EVALSHAs.
+	inner := 0
+	for _, cmd := range []string{"time", "get", "set", "hgetall", "hset", "del", "pexpire", "persist"} {
+		inner += parseCalls(after, cmd) - parseCalls(before, cmd)
+	}
+	if got := totalCalls(after) - totalCalls(before) - 1 - inner; got != 2*n {
+		t.Errorf("server: %d commands besides the scripts' own for %d requests, want %d", got, n, 2*n)
+	}
+	if got := parseCalls(after, "evalsha") - parseCalls(before, "evalsha"); got != 2*n {
+		t.Errorf("server: %d EVALSHA calls for %d requests, want %d", got, n, 2*n)
+	}
+}
