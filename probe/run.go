@@ -61,6 +61,7 @@ func Run(ctx context.Context, targets []Target, opts Options) (*Report, error) {
 		return nil, err
 	}
 	defer r.close()
+	r.arm()
 	// The caller's cancellation reaches the probes through one callback,
 	// not through a context that every probe would share: a thousand
 	// children of one context contend for its lock when it ends.
@@ -107,6 +108,13 @@ type runner struct {
 
 	done     atomic.Int64 // probes finished
 	canceled atomic.Bool  // the caller cancelled the run
+	expired  atomic.Bool  // the deadline has passed
+
+	// timer ends the probes in flight at the deadline: one timer for the
+	// run rather than one per probe, so that the deadline starts no
+	// goroutine per probe. timerDone is closed when its callback returns.
+	timer     *time.Timer
+	timerDone chan struct{}
 
 	mu     sync.Mutex                  // guards active
 	active map[*job]context.CancelFunc // contexts of the probes in flight
@@ -147,6 +155,8 @@ func newRunner(ctx context.Context, s settings, p *plan, deadline time.Time) (*r
 		pool:     pool,
 		clients:  make(map[*exit]*http.Client, len(p.exits)),
 		active:   map[*job]context.CancelFunc{},
+
+		timerDone: make(chan struct{}),
 	}
 	for _, e := range p.exits {
 		rt, ok := pool.Transport(e.id)
@@ -162,11 +172,23 @@ func newRunner(ctx context.Context, s settings, p *plan, deadline time.Time) (*r
 	return r, nil
 }
 
-// close cancels what is left and closes the pool, which ends the dials and
-// TLS handshakes still in flight and closes every connection. It is
-// idempotent.
+// arm starts the deadline's timer, which cancels the probes in flight.
+func (r *runner) arm() {
+	r.timer = time.AfterFunc(time.Until(r.deadline), func() {
+		defer close(r.timerDone)
+		r.expired.Store(true)
+		r.cancelAll()
+	})
+}
+
+// close stops the timer (or waits for its callback), cancels what is left
+// and closes the pool, which ends the dials and TLS handshakes still in
+// flight and closes every connection. It is idempotent.
 func (r *runner) close() {
 	r.closed.Do(func() {
+		if r.timer != nil && !r.timer.Stop() {
+			<-r.timerDone
+		}
 		r.cancelAll()
 		r.pool.Close()
 	})
@@ -188,13 +210,14 @@ func (r *runner) cancelAll() {
 	}
 }
 
-// start gives job j a context of its own, bound to the Run's deadline, and
-// registers it for cancelAll; ok is false when the run is over.
+// start gives job j a context of its own, which the deadline's timer or
+// the caller's cancellation ends through cancelAll; ok is false when the
+// run is over.
 func (r *runner) start(j *job) (ctx context.Context, done func(), ok bool) {
-	ctx, cancel := context.WithDeadline(r.base, r.deadline)
+	ctx, cancel := context.WithCancel(r.base)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.canceled.Load() || r.parent.Err() != nil || ctx.Err() != nil {
+	if r.cut() != "" {
 		cancel()
 		return nil, nil, false
 	}
@@ -207,13 +230,13 @@ func (r *runner) start(j *job) (ctx context.Context, done func(), ok bool) {
 	}, true
 }
 
-// cut reports why the run ended early, judging by the probe's context:
-// "deadline", "canceled", or "" while it runs.
-func (r *runner) cut(ctx context.Context) string {
+// cut reports why the run ended early: "deadline", "canceled", or "" while
+// it runs.
+func (r *runner) cut() string {
 	switch {
-	case errors.Is(ctx.Err(), context.DeadlineExceeded), !time.Now().Before(r.deadline):
+	case r.expired.Load(), !time.Now().Before(r.deadline):
 		return "deadline"
-	case r.canceled.Load(), ctx.Err() != nil, r.parent.Err() != nil:
+	case r.canceled.Load(), r.parent.Err() != nil:
 		return "canceled"
 	}
 	return ""
@@ -238,14 +261,13 @@ func (r *runner) progress(res Result) {
 // probe sends one probe and classifies it.
 func (r *runner) probe(j *job) Result {
 	res := Result{URL: j.shown, Host: j.host, Egress: j.exit.id, Proxy: j.exit.shown}
-	runCtx, done, ok := r.start(j)
+	ctx, done, ok := r.start(j)
 	if !ok {
-		cut := r.cut(r.base)
+		cut := r.cut()
 		res.Outcome, res.Deadline, res.Err, res.Reason, res.Stage = classify.Canceled, cut == "deadline", cut, cut, StageQueued
 		return res
 	}
 	defer done()
-	ctx := runCtx
 	if r.PerRequestTimeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = classify.WithAttemptTimeout(ctx, r.PerRequestTimeout)
@@ -270,7 +292,7 @@ func (r *runner) probe(j *job) Result {
 	// a peek at the body that the end of the context interrupted, is the
 	// deadline's or the caller's doing.
 	interrupted := err != nil || cr.Outcome == classify.Canceled || ctx.Err() != nil && cr.Outcome != classify.OK
-	if cut := r.cut(runCtx); cut != "" && interrupted {
+	if cut := r.cut(); cut != "" && interrupted {
 		res.Outcome, res.Deadline, res.Err, res.Reason = classify.Canceled, cut == "deadline", cut, cut
 		return res
 	}
