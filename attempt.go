@@ -81,9 +81,14 @@ func (a *attempts) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 func (t *Transport) record(ctx context.Context, key string, adm hoststate.Admission, r classify.Result) hoststate.Effect {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stateTimeout)
-	defer cancel()
-	eff, _ := t.state.Record(rctx, key, adm, r)
+	if ctx.Err() != nil {
+		// The outcome of an attempt that was admitted must reach the
+		// state even when the caller has gone: detach, but bound it.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), stateTimeout)
+		defer cancel()
+	}
+	eff, _ := t.state.Record(ctx, key, adm, r)
 	return eff
 }
 

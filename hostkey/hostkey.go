@@ -89,6 +89,9 @@ func Of(u *url.URL, mode Mode) (string, error) {
 	if mode > ByDomain {
 		return "", fmt.Errorf("%w: unknown mode %d", ErrInvalidHost, mode)
 	}
+	if mode == ByHost && canonicalName(u.Host) {
+		return u.Host, nil // already a key: no allocation on the hot path
+	}
 	host, port, literal, err := split(u.Host)
 	if err != nil {
 		return "", err
@@ -157,8 +160,10 @@ func split(hostport string) (host, port string, literal bool, err error) {
 // normalise returns the canonical form of a host without port and whether
 // it is an IP address (without brackets).
 func normalise(host string) (string, bool, error) {
-	if a, err := netip.ParseAddr(host); err == nil {
-		return a.String(), true, nil
+	if mayBeIP(host) {
+		if a, err := netip.ParseAddr(host); err == nil {
+			return a.String(), true, nil
+		}
 	}
 	if strings.IndexByte(host, ':') >= 0 || strings.IndexByte(host, '%') >= 0 {
 		return "", false, fmt.Errorf("%w: malformed IP literal or port", ErrInvalidHost)
@@ -184,6 +189,40 @@ func normalise(host string) (string, bool, error) {
 		return "", false, err
 	}
 	return host, false, nil
+}
+
+// canonicalName reports whether hostport is a host name without port that
+// is already in its key form: lower-case letters, digits, '-' and '.', at
+// least one letter, no A-label, and valid label and name lengths.
+func canonicalName(hostport string) bool {
+	letter := false
+	for i := 0; i < len(hostport); i++ {
+		switch c := hostport[i]; {
+		case 'a' <= c && c <= 'z':
+			letter = true
+		case '0' <= c && c <= '9', c == '-', c == '.':
+		default:
+			return false
+		}
+	}
+	return letter && hostport[len(hostport)-1] != '.' &&
+		!strings.HasPrefix(hostport, "xn--") && !strings.Contains(hostport, ".xn--") &&
+		check(hostport) == nil
+}
+
+// mayBeIP reports whether host could parse as an IP address: IPv4 is digits
+// and dots only, IPv6 has a colon. Other names skip the parse, which
+// allocates an error.
+func mayBeIP(host string) bool {
+	if strings.IndexByte(host, ':') >= 0 {
+		return true
+	}
+	for i := 0; i < len(host); i++ {
+		if c := host[i]; c != '.' && (c < '0' || c > '9') {
+			return false
+		}
+	}
+	return true
 }
 
 // ascii reports whether s is all ASCII.

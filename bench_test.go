@@ -1,0 +1,67 @@
+package egresskit_test
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/egresskit/egresskit"
+	"github.com/egresskit/egresskit/hoststate"
+	"github.com/egresskit/egresskit/ratelimit"
+)
+
+// canned answers every request with the same small 200 response, without
+// I/O, so that benchmarks measure only the layers above it.
+type canned struct{}
+
+func (canned) RoundTrip(req *http.Request) (*http.Response, error) {
+	return &http.Response{
+		StatusCode:    200,
+		Status:        "200 OK",
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        http.Header{"Content-Type": {"application/octet-stream"}},
+		Body:          io.NopCloser(strings.NewReader("ok")),
+		ContentLength: 2,
+		Request:       req,
+	}, nil
+}
+
+func benchmarkClient(b *testing.B, c *http.Client) {
+	b.Helper()
+	req, _ := http.NewRequest("GET", "http://bench.test/page", nil)
+	b.ReportAllocs()
+	for b.Loop() {
+		resp, err := c.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+}
+
+// BenchmarkOverhead compares a bare http.Client with the full chain over the
+// same in-memory base: the difference is the chain's per-request cost.
+func BenchmarkOverhead(b *testing.B) {
+	b.Run("impl=bare", func(b *testing.B) {
+		benchmarkClient(b, &http.Client{Transport: canned{}})
+	})
+	b.Run("impl=chain", func(b *testing.B) {
+		chain := egresskit.New(egresskit.Config{
+			Base:         canned{},
+			IgnoreRobots: true,
+			HostState:    hoststate.Config{Limit: ratelimit.Config{PerMinute: 1e9, Burst: 1 << 20}},
+		})
+		benchmarkClient(b, &http.Client{Transport: chain})
+	})
+	b.Run("impl=chain+robots", func(b *testing.B) {
+		chain := egresskit.New(egresskit.Config{
+			Base:      canned{},
+			HostState: hoststate.Config{Limit: ratelimit.Config{PerMinute: 1e9, Burst: 1 << 20}},
+		})
+		benchmarkClient(b, &http.Client{Transport: chain})
+	})
+}
