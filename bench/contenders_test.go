@@ -102,18 +102,18 @@ type route struct {
 type contender struct {
 	name string
 	// build returns the RoundTripper of the contender over r, registering
-	// its cleanup with b. It calls b.Skip when the contender cannot run.
-	build func(b *testing.B, r route) http.RoundTripper
+	// its cleanup with tb. It calls tb.Skip when the contender cannot run.
+	build func(tb testing.TB, r route) http.RoundTripper
 }
 
 // contenders in the order of the columns of the results tables; the first
 // is the baseline.
 var contenders = []contender{
-	{"bare", func(_ *testing.B, r route) http.RoundTripper { return r.base }},
-	{"chain", func(b *testing.B, r route) http.RoundTripper { return egresskit.New(chainConfig(b, r)) }},
-	{"redis", func(b *testing.B, r route) http.RoundTripper {
-		cfg := chainConfig(b, r)
-		cfg.State = redisState(b, cfg.HostState)
+	{"bare", func(_ testing.TB, r route) http.RoundTripper { return r.base }},
+	{"chain", func(tb testing.TB, r route) http.RoundTripper { return egresskit.New(chainConfig(tb, r)) }},
+	{"redis", func(tb testing.TB, r route) http.RoundTripper {
+		cfg := chainConfig(tb, r)
+		cfg.State = redisState(tb, cfg.HostState)
 		return egresskit.New(cfg)
 	}},
 	{"retryablehttp", newRetryableHTTP},
@@ -128,7 +128,7 @@ func neverBinds() hoststate.Config {
 // chainConfig is the full chain with in-memory state: classify, retry,
 // breaker and a limiter that never binds, no observer, robots.txt off (the
 // benchmark measures the per-request cost, not a robots.txt fetch).
-func chainConfig(b *testing.B, r route) egresskit.Config {
+func chainConfig(tb testing.TB, r route) egresskit.Config {
 	cfg := egresskit.Config{
 		Base:         r.base,
 		UserAgent:    userAgent,
@@ -143,9 +143,9 @@ func chainConfig(b *testing.B, r route) egresskit.Config {
 			MaxIdleConnsPerHost: concurrency,
 		})
 		if err != nil {
-			b.Fatal(err)
+			tb.Fatal(err)
 		}
-		b.Cleanup(pool.Close)
+		tb.Cleanup(pool.Close)
 		cfg.Egress = pool
 	}
 	return cfg
@@ -160,10 +160,11 @@ func redisAddr() string {
 }
 
 // redisState returns host state in Redis under a prefix of its own, whose
-// keys are deleted when b ends; it skips b when Redis does not answer. It
-// fails closed, so that a slow Redis shows up as an error instead of a
-// silent fallback to memory.
-func redisState(b *testing.B, hc hoststate.Config) *redisstore.State {
+// keys are deleted when tb ends. It skips tb when Redis does not answer,
+// or fails it when EGRESSKIT_REQUIRE_REDIS is 1. The state fails closed,
+// so that a slow Redis shows up as an error instead of a silent fallback
+// to memory.
+func redisState(tb testing.TB, hc hoststate.Config) *redisstore.State {
 	addr := redisAddr()
 	client := redis.NewClient(&redis.Options{
 		Addr:                  addr,
@@ -174,7 +175,10 @@ func redisState(b *testing.B, hc hoststate.Config) *redisstore.State {
 	defer cancel()
 	if err := client.Ping(ctx).Err(); err != nil {
 		client.Close()
-		b.Skipf("no Redis at %s (set EGRESSKIT_REDIS_ADDR): %v", addr, err)
+		if os.Getenv("EGRESSKIT_REQUIRE_REDIS") == "1" {
+			tb.Fatalf("no Redis at %s (EGRESSKIT_REQUIRE_REDIS=1): %v", addr, err)
+		}
+		tb.Skipf("no Redis at %s (set EGRESSKIT_REDIS_ADDR): %v", addr, err)
 	}
 	prefix := fmt.Sprintf("egresskit-bench-%d-%d", os.Getpid(), time.Now().UnixNano())
 	st, err := redisstore.New(client, redisstore.Config{
@@ -185,9 +189,9 @@ func redisState(b *testing.B, hc hoststate.Config) *redisstore.State {
 	})
 	if err != nil {
 		client.Close()
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	b.Cleanup(func() {
+	tb.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		iter := client.Scan(ctx, 0, prefix+":*", 1000).Iterator()
@@ -201,7 +205,7 @@ func redisState(b *testing.B, hc hoststate.Config) *redisstore.State {
 
 // newRetryableHTTP is go-retryablehttp's RoundTripper alone, with the
 // same retry settings and no logger.
-func newRetryableHTTP(_ *testing.B, r route) http.RoundTripper {
+func newRetryableHTTP(_ testing.TB, r route) http.RoundTripper {
 	c := retryablehttp.NewClient()
 	c.HTTPClient = &http.Client{Transport: r.base}
 	c.Logger = nil
@@ -228,7 +232,7 @@ func hostFailure(resp *http.Response, err error) bool {
 // first, a retry policy, a circuit breaker and a rate limiter, configured
 // as egresskit's layers are. Unlike egresskit's, its breaker and limiter
 // are one for all hosts, not one per host.
-func newFailsafe(_ *testing.B, r route) http.RoundTripper {
+func newFailsafe(_ testing.TB, r route) http.RoundTripper {
 	rp := failsafehttp.NewRetryPolicyBuilder().
 		WithMaxRetries(maxRetries).
 		WithBackoff(baseDelay, maxDelay).
@@ -249,11 +253,11 @@ func newFailsafe(_ *testing.B, r route) http.RoundTripper {
 // newRequest returns a GET of url carrying userAgent. A goroutine reuses
 // its request for every iteration, as http.RoundTripper allows once the
 // previous response's body is closed.
-func newRequest(b *testing.B, url string) *http.Request {
-	b.Helper()
+func newRequest(tb testing.TB, url string) *http.Request {
+	tb.Helper()
 	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, url, nil)
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	req.Header.Set("User-Agent", userAgent)
 	return req

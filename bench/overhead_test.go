@@ -1,9 +1,11 @@
 package bench
 
 import (
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"sync"
 	"testing"
 )
 
@@ -43,12 +45,11 @@ func BenchmarkLoopback(b *testing.B) {
 			base := loopbackTransport()
 			defer base.CloseIdleConnections()
 			client := &http.Client{Transport: c.build(b, route{base: base, loopback: true})}
-			if err := fetch(client, newRequest(b, url)); err != nil {
-				b.Fatal(err)
-			}
+			warmUp(b, client, url)
 			procs := runtime.GOMAXPROCS(0)
 			b.SetParallelism((concurrency + procs - 1) / procs)
 			b.ReportAllocs()
+			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
 				req := newRequest(b, url)
 				for pb.Next() {
@@ -60,5 +61,24 @@ func BenchmarkLoopback(b *testing.B) {
 			})
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "req/s")
 		})
+	}
+}
+
+// warmUp sends concurrency requests at once through client, so that the
+// keep-alive connections the timed requests use are open already.
+func warmUp(b *testing.B, client *http.Client, url string) {
+	b.Helper()
+	reqs := make([]*http.Request, concurrency)
+	for i := range reqs {
+		reqs[i] = newRequest(b, url)
+	}
+	errs := make([]error, concurrency)
+	var wg sync.WaitGroup
+	for i, req := range reqs {
+		wg.Go(func() { errs[i] = fetch(client, req) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		b.Fatal(err)
 	}
 }

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// run1 returns a benchmark result line.
+func run1(name string, pairs ...any) string {
+	return fmt.Sprintf("Benchmark%s-2 1000 %s\n", name, fmt.Sprint(pairs...))
+}
+
+// fixture is one run in which the chain meets the allocation, hosts and
+// Redis targets and misses the time and memory-throughput ones.
+const fixture = `BenchmarkOverhead/impl=bare-2 1000 2000 ns/op 1000 cpu-ns/op 1224 B/op 12 allocs/op
+BenchmarkOverhead/impl=chain-2 1000 4500 ns/op 1800 cpu-ns/op 2000 B/op 20 allocs/op
+BenchmarkOverhead/impl=failsafe-2 1000 4000 ns/op 3000 cpu-ns/op 2000 B/op 39 allocs/op
+BenchmarkLoopback/impl=bare-2 1000 100 ns/op 10000 req/s
+BenchmarkLoopback/impl=chain-2 1000 100 ns/op 9000 req/s
+BenchmarkLoopback/impl=redis-2 1000 100 ns/op 6000 req/s
+BenchmarkHosts-2 1 1 ns/op 750 live-B/host 0.1 evicted-B/host
+`
+
+func TestCompute(t *testing.T) {
+	s, err := parse(strings.NewReader(fixture))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := compute(s)
+	want := []struct{ what, verdict string }{
+		{"chain overhead over bare, in memory (wall time)", missed},    // +2.5 µs
+		{"chain overhead over bare, in memory (CPU time)", met},        // +800 ns
+		{"chain overhead over bare, in memory (allocations)", met},     // +8
+		{"chain overhead below failsafe-go's (wall time)", missed},     // 2.5 µs vs 2 µs
+		{"chain overhead below failsafe-go's (CPU time)", met},         // 800 ns vs 2 µs
+		{"loopback throughput, chain / bare", missed},                  // 0.90
+		{"loopback throughput, redis / bare", met},                     // 0.60
+		{"100,000 hosts: retained per idle host, after eviction", met}, // 0.1 B
+		{"100,000 hosts: retained per host while tracked", met},        // 750 B
+	}
+	if len(r.targets) != len(want) {
+		t.Fatalf("compute gave %d targets, want %d", len(r.targets), len(want))
+	}
+	for i, w := range want {
+		if got := r.targets[i]; got.what != w.what || got.verdict != w.verdict {
+			t.Errorf("target %d = %q %s (%s), want %q %s", i, got.what, got.verdict, got.measured, w.what, w.verdict)
+		}
+	}
+}
+
+func TestComputeNotRun(t *testing.T) {
+	s, err := parse(strings.NewReader(run1("Overhead/impl=bare", "2000 ns/op")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tg := range compute(s).targets {
+		if tg.verdict != notRun {
+			t.Errorf("%s: verdict %s, want %s with only the bare client measured", tg.what, tg.verdict, notRun)
+		}
+	}
+}
+
+func TestRunClosing(t *testing.T) {
+	var out bytes.Buffer
+	if err := run([]string{"-part", "closing"}, strings.NewReader(fixture), &out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"adds +2.50 µs and +8 allocations", "0.90× of the bare client's throughput", "0.60× with its state in Redis", "750 B each while tracked", "3 of 9 targets missed."} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("closing note %q does not contain %q", out.String(), want)
+		}
+	}
+}
+
+func TestRunErrors(t *testing.T) {
+	tests := [][]string{
+		{"-part", "everything"},
+		{"/nonexistent/results.txt"},
+		{"-nosuchflag"},
+	}
+	for _, args := range tests {
+		if err := run(args, strings.NewReader(fixture), &bytes.Buffer{}); err == nil {
+			t.Errorf("run(%q) = nil, want an error", args)
+		}
+	}
+	if err := run(nil, strings.NewReader("PASS\n"), &bytes.Buffer{}); err == nil {
+		t.Errorf("run on input without results = nil, want an error")
+	}
+}
