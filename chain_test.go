@@ -184,7 +184,7 @@ func TestRetryAfterPastCapReturnsResponseAndPausesHost(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if until := st.PausedUntil.Sub(time.Now()); until < 59*time.Minute {
+		if until := time.Until(st.PausedUntil); until < 59*time.Minute {
 			t.Errorf("host paused for %v, want about 1h", until)
 		}
 	})
@@ -396,7 +396,7 @@ func Test429HalvesRateAndPauses(t *testing.T) {
 		if st.PerMinute != 20 {
 			t.Errorf("rate after 429 = %v/min, want 20 (halved, not reset)", st.PerMinute)
 		}
-		if paused := st.PausedUntil.Sub(time.Now()); paused < 5*time.Second {
+		if paused := time.Until(st.PausedUntil); paused < 5*time.Second {
 			t.Errorf("paused for %v, want >= 5s", paused)
 		}
 	})

@@ -172,6 +172,7 @@ func Of(resp *http.Response, err error) Result {
 		if ce, ok := errorsAsError(err); ok {
 			return ce.Result
 		}
+		//lint:ignore SA1012 a nil context means "the request's context is unknown"
 		return defaultClassifier.classifyError(nil, err)
 	}
 	if resp == nil {
@@ -180,6 +181,7 @@ func Of(resp *http.Response, err error) Result {
 	if r, ok := attached(resp.Body); ok {
 		return r
 	}
+	//lint:ignore SA1012 a nil context means "the request's context is unknown"
 	return defaultClassifier.classifyResponse(nil, resp, false)
 }
 

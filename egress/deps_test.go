@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 )
@@ -17,19 +16,11 @@ const module = "github.com/egresskit/egresskit"
 // goTool returns the go command of the toolchain running the test.
 func goTool(t *testing.T) string {
 	t.Helper()
-	if p := filepath.Join(runtime.GOROOT(), "bin", "go"); fileExists(p) {
-		return p
-	}
 	p, err := exec.LookPath("go")
 	if err != nil {
 		t.Fatalf("no go command to list dependencies: %v", err)
 	}
 	return p
-}
-
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
 }
 
 // TestImportsNoOtherModulePackage enforces the boundary that makes egress
@@ -75,11 +66,20 @@ func TestImportsNoOtherModulePackage(t *testing.T) {
 // response — the ways a target's verdict could reach selection.
 func TestAPITakesNoOutcome(t *testing.T) {
 	fset := token.NewFileSet()
-	pkgs, err := parser.ParseDir(fset, ".", func(fi os.FileInfo) bool {
-		return !strings.HasSuffix(fi.Name(), "_test.go")
-	}, 0)
+	names, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)
+	}
+	var files []*ast.File
+	for _, name := range names {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
 	}
 	forbidden := map[string]bool{
 		"int": true, "int8": true, "int16": true, "int32": true, "int64": true,
@@ -87,7 +87,7 @@ func TestAPITakesNoOutcome(t *testing.T) {
 		"error": true, "http.Response": true, "*http.Response": true,
 	}
 	checked := 0
-	for _, f := range pkgs["egress"].Files {
+	for _, f := range files {
 		for _, d := range f.Decls {
 			fn, ok := d.(*ast.FuncDecl)
 			if !ok || !fn.Name.IsExported() {
