@@ -136,11 +136,11 @@ func closing(s samples, r report) []string {
 	c, ok1 := s.overhead("chain", "sec/op")
 	a, ok2 := s.overhead("chain", "allocs/op")
 	if ok1 && ok2 {
-		line := fmt.Sprintf("In memory the chain adds %s and %s allocations per request to the bare client (targets: 1 µs, 10)",
+		line := fmt.Sprintf("In memory the chain costs %s and %s allocations per request over the bare client (targets: 1 µs, 10)",
 			signed(fmtNs(c*1e9), c), signed(fmt.Sprintf("%.0f", math.Abs(a)), a))
 		if f, ok := s.overhead("failsafe", "sec/op"); ok {
 			fa, _ := s.overhead("failsafe", "allocs/op")
-			line += fmt.Sprintf("; failsafe-go's retry, breaker and limiter %s and %s", signed(fmtNs(f*1e9), f), signed(fmt.Sprintf("%.0f", math.Abs(fa)), fa))
+			line += fmt.Sprintf("; failsafe-go's retry, breaker and limiter cost %s and %s", signed(fmtNs(f*1e9), f), signed(fmt.Sprintf("%.0f", math.Abs(fa)), fa))
 		}
 		if g, ok := s.overhead("retryablehttp", "sec/op"); ok {
 			ga, _ := s.overhead("retryablehttp", "allocs/op")

@@ -67,7 +67,7 @@ func TestRunClosing(t *testing.T) {
 	if err := run([]string{"-part", "closing"}, strings.NewReader(fixture), &out); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"adds +2.50 µs and +8 allocations", "0.90× of the bare client's throughput", "0.60× with its state in Redis", "750 B each while tracked", "3 of 9 targets missed."} {
+	for _, want := range []string{"costs +2.50 µs and +8 allocations", "0.90× of the bare client's throughput", "0.60× with its state in Redis", "750 B each while tracked", "3 of 9 targets missed."} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("closing note %q does not contain %q", out.String(), want)
 		}
