@@ -41,7 +41,7 @@ func (a *attempts) RoundTrip(req *http.Request) (*http.Response, error) {
 	adm, err := t.state.Admit(ctx, key)
 	if err != nil {
 		err = notSent(err)
-		a.observe(ctx, req, key, start, 0, nil, classify.Of(nil, err), adm, hoststate.Effect{}, nil, err)
+		a.observe(ctx, req, key, start, 0, 0, classify.Of(nil, err), adm, hoststate.Effect{}, nil, err)
 		return nil, err
 	}
 	if adm.Wait > 0 {
@@ -51,7 +51,7 @@ func (a *attempts) RoundTrip(req *http.Request) (*http.Response, error) {
 			timer.Stop()
 			t.record(ctx, key, adm, classify.Result{Outcome: classify.Canceled, Reason: "canceled"})
 			err := &classify.Error{Result: classify.Result{Outcome: classify.Canceled, Reason: "canceled"}, Err: ctx.Err()}
-			a.observe(ctx, req, key, start, adm.Wait, nil, err.Result, adm, hoststate.Effect{}, nil, err)
+			a.observe(ctx, req, key, start, adm.Wait, 0, err.Result, adm, hoststate.Effect{}, nil, err)
 			return nil, err
 		case <-timer.C:
 		}
@@ -63,6 +63,7 @@ func (a *attempts) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	sent := time.Now()
 	resp, err := a.next.RoundTrip(req)
+	took := time.Since(sent)
 	r := classify.Of(resp, err)
 	eff := t.record(ctx, key, adm, r)
 	if eff.Halted {
@@ -76,7 +77,7 @@ func (a *attempts) RoundTrip(req *http.Request) (*http.Response, error) {
 	if t.cfg.Audit != nil && choice != nil && choice.Reason == egress.ReasonForced {
 		t.cfg.Audit.ForcedEgress(key, choice.EndpointID, string(choice.Reason))
 	}
-	a.observe(ctx, req, key, sent, adm.Wait, resp, r, adm, eff, choice, err)
+	a.observe(ctx, req, key, sent, adm.Wait, took, r, adm, eff, choice, err)
 	return resp, err
 }
 
@@ -149,8 +150,8 @@ func bodyHead(resp *http.Response, r classify.Result, n int) []byte {
 // of attempt n is delivered when attempt n+1 starts (not final) or when the
 // request returns (final), so Final is exact without guessing the retry
 // decision.
-func (a *attempts) observe(ctx context.Context, req *http.Request, key string, start time.Time, wait time.Duration,
-	resp *http.Response, r classify.Result, adm hoststate.Admission, eff hoststate.Effect, choice *egress.Choice, err error) {
+func (a *attempts) observe(ctx context.Context, req *http.Request, key string, start time.Time, wait, took time.Duration,
+	r classify.Result, adm hoststate.Admission, eff hoststate.Effect, choice *egress.Choice, err error) {
 	t := a.t
 	if len(t.observers) == 0 {
 		return
@@ -165,7 +166,7 @@ func (a *attempts) observe(ctx context.Context, req *http.Request, key string, s
 		Outcome:  r.Outcome,
 		Markers:  r.Markers,
 		Wait:     wait,
-		Duration: time.Since(start),
+		Duration: took,
 	}
 	if e.Attempt < 1 {
 		e.Attempt = 1

@@ -245,6 +245,25 @@ func TestNamedRefusalHaltsHost(t *testing.T) {
 	})
 }
 
+// TestHaltedThroughClientTimeout: http.Client wraps the body when it has a
+// Timeout; the refusal must still be recognisable.
+func TestHaltedThroughClientTimeout(t *testing.T) {
+	s := newSite()
+	s.handle("blocked.test", func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusForbidden)
+		io.WriteString(w, "TestBot is not welcome")
+	})
+	c := &http.Client{Transport: egresskit.New(fastConfig(s)), Timeout: time.Minute}
+	resp, err := c.Get("http://blocked.test/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if !egresskit.Halted(resp) || classify.Of(resp, nil).Outcome != classify.Refused {
+		t.Errorf("Halted = %v, outcome %v; want true, refused", egresskit.Halted(resp), classify.Of(resp, nil).Outcome)
+	}
+}
+
 func TestSlowHostCutByTimeouts(t *testing.T) {
 	tests := []struct {
 		name         string

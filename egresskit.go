@@ -208,13 +208,23 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		req = req.Clone(ctx)
 		req.Header.Set("User-Agent", t.ua)
 	}
-	if len(t.observers) == 0 {
-		return t.retry.RoundTrip(req)
+	var p *pending
+	if len(t.observers) > 0 {
+		p = &pending{}
+		req = req.WithContext(context.WithValue(ctx, pendingKey{}, p))
 	}
-	p := &pending{}
-	req = req.WithContext(context.WithValue(ctx, pendingKey{}, p))
 	resp, err := t.retry.RoundTrip(req)
-	p.flush(ctx, t.observers)
+	if p != nil {
+		p.flush(ctx, t.observers)
+	}
+	if resp != nil && resp.Request != nil {
+		// http.Client wraps the body when it has a Timeout, hiding the
+		// Result the body carries; keep a failure's Result findable
+		// through resp.Request too (Halted, classify.Of).
+		if r := classify.Of(resp, nil); r.Outcome != classify.OK {
+			resp.Request = resp.Request.WithContext(classify.ContextWithResult(resp.Request.Context(), r))
+		}
+	}
 	return resp, err
 }
 

@@ -107,7 +107,7 @@ func TestEventsForRequestsNotSent(t *testing.T) {
 		if first.Outcome != classify.Refused || first.Breaker != "halted" || !first.Final {
 			t.Errorf("refusal event = %+v", first)
 		}
-		if second.Status != 0 || second.Breaker != "halted" || second.Err == "" || !second.Final {
+		if second.Status != 0 || second.Breaker != "halted" || second.Err == "" || !second.Final || second.Duration != 0 {
 			t.Errorf("not-sent event = %+v", second)
 		}
 	})

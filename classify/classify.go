@@ -163,7 +163,8 @@ var noResponse = Result{Outcome: Transient, Reason: "no response"}
 
 // Of returns the Result of an attempt made through a Transport: the one
 // carried by an error wrapping *Error, else the one carried by resp.Body
-// (directly, through WithResult, or along an Unwrap() io.ReadCloser chain).
+// (directly, through WithResult, or along an Unwrap() io.ReadCloser chain),
+// else the one carried by resp.Request's context (ContextWithResult).
 // When neither carries one, Of classifies (resp, err) with the default
 // Classifier without reading the body, so body markers and the agent token
 // cannot match.
@@ -181,8 +182,23 @@ func Of(resp *http.Response, err error) Result {
 	if r, ok := attached(resp.Body); ok {
 		return r
 	}
+	if resp.Request != nil {
+		if r, ok := resp.Request.Context().Value(resultKey{}).(Result); ok {
+			return r
+		}
+	}
 	//lint:ignore SA1012 a nil context means "the request's context is unknown"
 	return defaultClassifier.classifyResponse(nil, resp, false)
+}
+
+type resultKey struct{}
+
+// ContextWithResult returns a copy of ctx carrying r. A layer that hands a
+// response to code which may wrap its body (http.Client does, when it has a
+// Timeout) sets resp.Request to a request with such a context, so that Of
+// still finds the Result once the body no longer carries it.
+func ContextWithResult(ctx context.Context, r Result) context.Context {
+	return context.WithValue(ctx, resultKey{}, r)
 }
 
 // classifyResponse classifies resp. With inspect set it peeks at the body
