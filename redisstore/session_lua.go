@@ -34,10 +34,13 @@ end
 
 local function int(x) return string.format('%d', x) end
 
+-- checktype fails unless key k is absent or of type want; it returns
+-- the type.
 local function checktype(k, which, want)
   local t = redis.call('TYPE', k)
   if type(t) == 'table' then t = t.ok end
   if t ~= 'none' and t ~= want then corrupt(which, 'wrongtype') end
+  return t
 end
 
 -- num parses a stored counter or time: decimal digits below 2^53.
@@ -52,11 +55,11 @@ end
 -- expired at now. It fails on keys of the wrong type and on metadata that
 -- this package did not write.
 local function load()
-  checktype(M, 'meta', 'hash')
+  local mt = checktype(M, 'meta', 'hash')
   checktype(F, 'fields', 'hash')
   checktype(C, 'cookies', 'hash')
   checktype(O, 'order', 'zset')
-  if redis.call('EXISTS', M) == 0 then return nil end
+  if mt == 'none' then return nil end
   local m = redis.call('HMGET', M, 'v', 'c', 'e', 'lt', 'seq', 'lk', 'lh', 'le')
   local r = {v = num(m[1], 'v'), e = num(m[3], 'e'), lt = num(m[4], 'lt'), seq = num(m[5], 'seq'), lk = 0}
   if type(m[2]) ~= 'string' then corrupt('meta', 'c') end
