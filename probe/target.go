@@ -57,9 +57,10 @@ type Target struct {
 	URL string
 	// Egress is where the probe leaves from: the ID of one of
 	// Options.Proxies, a proxy URL ("http://user:pass@host:port",
-	// "socks5://host:port"), or "direct". Empty means: in matrix mode every
-	// egress; otherwise the next of Options.Proxies in turn, or direct when
-	// there are none.
+	// "socks5://host:port"), or "direct". Empty means the next of
+	// Options.Proxies in turn, or direct when there are none. With
+	// Options.Matrix every target goes through every egress, and a proxy
+	// URL here only adds to the set of egresses.
 	Egress string
 }
 
