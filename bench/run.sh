@@ -39,10 +39,15 @@ $GO test -c -o "$work/bench.test" .
 $GO build -o "$work/benchratios" ./cmd/benchratios
 
 raw="$work/raw.txt"
-# group PATTERN BENCHTIME runs one group of benchmarks COUNT times.
+# group PATTERN BENCHTIME runs one group of benchmarks COUNT times, one
+# round of all its contenders after another (go test -count would run
+# each contender COUNT times in a row), so that a change of the machine's
+# load during the run falls on every contender alike.
 group() {
-	echo "== $1: -benchtime=$2 -count=$COUNT" >&2
-	"$work/bench.test" -test.run '^$' -test.bench "$1" -test.benchtime "$2" -test.count "$COUNT" | tee -a "$raw" >&2
+	echo "== $1: -benchtime=$2, $COUNT rounds" >&2
+	for _ in $(seq "$COUNT"); do
+		"$work/bench.test" -test.run '^$' -test.bench "$1" -test.benchtime "$2" | tee -a "$raw" >&2
+	done
 }
 group '^BenchmarkOverhead$' "$OVERHEAD_TIME"
 group '^BenchmarkLoopback$' "$LOOPBACK_TIME"
@@ -54,7 +59,7 @@ group '^BenchmarkProbe$' "$PROBE_TIME"
 # the chain and of the bare client, whose difference is what the chain
 # allocates.
 echo "== profiling the chain" >&2
-prof_n=100000
+prof_n=300000
 alloc_n=20000
 "$work/bench.test" -test.run '^$' -test.bench '^BenchmarkOverhead$/^impl=chain$' -test.benchtime "${prof_n}x" \
 	-test.cpuprofile "$work/cpu.prof" >/dev/null
@@ -107,6 +112,15 @@ else
 	redis="**not run**: no Redis server answered at ${EGRESSKIT_REDIS_ADDR:-127.0.0.1:6379}"
 fi
 
+busy=""
+if awk -v l="${load_start%% *}" -v n="$(nproc)" 'BEGIN { exit !(l > n) }'; then
+	busy="
+> **The machine was busy during this run** (load average ${load_start%% *} on $(nproc) cores at the start):
+> wall times and throughputs moved within the confidence intervals shown in the tables, so their
+> verdicts are uncertain; CPU time, bytes and allocations per request are the steadier comparisons.
+"
+fi
+
 cp "$raw" results.txt
 {
 	cat <<EOF
@@ -123,9 +137,9 @@ The raw output is in [results.txt](results.txt): \`benchstat -col /impl results.
   Wall times include waiting for a core when other processes are busy: on a loaded machine compare
   \`cpu-sec/op\` (the CPU time of the process per request), allocations and bytes, which the load does not change.
 - Redis contender: $redis.
-- Each benchmark ran $COUNT times (\`-count=$COUNT\`), contenders interleaved; \`-benchtime\`: overhead $OVERHEAD_TIME,
+- Each benchmark ran $COUNT times (as \`-count=$COUNT\`, but in $COUNT rounds of all contenders); \`-benchtime\`: overhead $OVERHEAD_TIME,
   loopback $LOOPBACK_TIME, hosts $HOSTS_TIME, select $SELECT_TIME, probe $PROBE_TIME. The whole run took ${elapsed}s.
-
+$busy
 ## What runs
 
 The same GET, its body read to the end and closed, through five contenders (\`impl=\`):
