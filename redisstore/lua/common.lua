@@ -53,8 +53,9 @@ local function corrupt(which, why)
   error({err = 'EGRESSKIT_CORRUPT ' .. which .. ' ' .. why})
 end
 
-local function int(x) return string.format('%d', x) end
-local function flt(x) return string.format('%.17g', x) end
+-- Numbers are written as they are: Redis formats a number argument with
+-- %.17g, exact for these integers (below 2^53) and for every double.
+local huge, floor = math.huge, math.floor
 
 -- The halt: false, or the time it began.
 local halted = false
@@ -63,7 +64,7 @@ do
   if type(v) == 'table' and v.err then corrupt('halt', 'wrongtype') end
   if v then
     local n = tonumber(v)
-    if n == nil or n ~= n or n < 0 or n >= 1e18 or n ~= math.floor(n) then corrupt('halt', 'value') end
+    if n == nil or n ~= n or n < 0 or n >= 1e18 or n ~= floor(n) then corrupt('halt', 'value') end
     halted = n
   end
 end
@@ -72,29 +73,33 @@ end
 -- that not even a corrupt hash loses the halt.
 local newhalt = 0
 if OP == 'record' and tonumber(ARGV[15]) == REFUSED and not halted then
-  redis.call('SET', H, int(now))
+  redis.call('SET', H, now)
   halted, newhalt = now, 1
 end
 
--- The state hash's fields.
+-- The state hash's fields, parsed: an integer >= 0 ('i'), a finite
+-- number ('f'), one > 0 ('p'), one >= 0 ('z'). Fields of other names (a
+-- newer version's) are ignored.
+local KIND = {bs = 'i', bg = 'i', bq = 'i', bx = 'i', bk = 'i', bf = 'i', bo = 'i', bu = 'i', bp = 'i',
+  lr = 'p', lc = 'p', lx = 'z', lp = 'i', lt = 'f', lf = 'i', la = 'i', lk = 'i', lw = 'i', lu = 'i',
+  n0 = 'i', n1 = 'i', n2 = 'i', n3 = 'i', n4 = 'i', n5 = 'i'}
 local f = {}
 do
   local raw = redis.pcall('HGETALL', S)
   if raw.err then corrupt('s', 'wrongtype') end
-  for i = 1, #raw, 2 do f[raw[i]] = raw[i + 1] end
-end
-
--- field parses one field: nil when absent; kind 'i' is an integer >= 0,
--- 'f' any finite number, 'p' a finite number > 0, 'z' one >= 0.
-local function field(name, kind)
-  local v = f[name]
-  if v == nil then return nil end
-  local n = tonumber(v)
-  if n == nil or n ~= n or n == math.huge or n == -math.huge then corrupt('s', name) end
-  if kind == 'i' and (n < 0 or n ~= math.floor(n) or n >= 1e18) then corrupt('s', name) end
-  if kind == 'p' and n <= 0 then corrupt('s', name) end
-  if kind == 'z' and n < 0 then corrupt('s', name) end
-  return n
+  for i = 1, #raw, 2 do
+    local name = raw[i]
+    local kind = KIND[name]
+    if kind then
+      local n = tonumber(raw[i + 1])
+      if n == nil or n ~= n or n == huge or n == -huge
+        or (kind == 'i' and (n < 0 or n ~= floor(n) or n >= 1e18))
+        or (kind == 'p' and n <= 0) or (kind == 'z' and n < 0) then
+        corrupt('s', name)
+      end
+      f[name] = n
+    end
+  end
 end
 
 local function need(t, names)
@@ -111,10 +116,9 @@ local dropped = false
 -- consecutive successes k and failures fl, open-until o, last use u, last
 -- probe admission p.
 local b = nil
-local lastgen = field('bg', 'i')
+local lastgen = f.bg
 if f.bu ~= nil then
-  b = {s = field('bs', 'i'), g = lastgen, q = field('bq', 'i'), x = field('bx', 'i'), k = field('bk', 'i'),
-       fl = field('bf', 'i'), o = field('bo', 'i'), u = field('bu', 'i'), p = field('bp', 'i')}
+  b = {s = f.bs, g = f.bg, q = f.bq, x = f.bx, k = f.bk, fl = f.bf, o = f.bo, u = f.bu, p = f.bp}
   need(b, {'s', 'g', 'q', 'x', 'k', 'fl', 'o', 'u', 'p'})
   if b.s > OPENED then corrupt('s', 'bs') end
   -- Idle hosts are forgotten, except halted ones and open circuits still
@@ -150,10 +154,8 @@ end
 -- counts n since w, last use u.
 local l = nil
 if f.lu ~= nil then
-  l = {r = field('lr', 'p'), c = field('lc', 'p'), x = field('lx', 'z'), p = field('lp', 'i'),
-       t = field('lt', 'f'), tf = field('lf', 'i'), a = field('la', 'i'), k = field('lk', 'i'),
-       w = field('lw', 'i'), u = field('lu', 'i'),
-       n = {field('n0', 'i'), field('n1', 'i'), field('n2', 'i'), field('n3', 'i'), field('n4', 'i'), field('n5', 'i')}}
+  l = {r = f.lr, c = f.lc, x = f.lx, p = f.lp, t = f.lt, tf = f.lf, a = f.la, k = f.lk, w = f.lw, u = f.lu,
+       n = {f.n0, f.n1, f.n2, f.n3, f.n4, f.n5}}
   need(l, {'r', 'c', 'x', 'p', 't', 'tf', 'a', 'k', 'w', 'u'})
   need(l.n, {1, 2, 3, 4, 5, 6})
   -- Idle hosts are forgotten unless still paused.
@@ -204,13 +206,13 @@ local function save()
   local a, n = {}, 0
   local function put(k, v) a[n + 1], a[n + 2], n = k, v, n + 2 end
   if b then
-    put('bs', int(b.s)); put('bg', int(b.g)); put('bq', int(b.q)); put('bx', int(b.x)); put('bk', int(b.k))
-    put('bf', int(b.fl)); put('bo', int(b.o)); put('bu', int(b.u)); put('bp', int(b.p))
+    put('bs', b.s); put('bg', b.g); put('bq', b.q); put('bx', b.x); put('bk', b.k)
+    put('bf', b.fl); put('bo', b.o); put('bu', b.u); put('bp', b.p)
   end
   if l then
-    put('lr', flt(l.r)); put('lc', flt(l.c)); put('lx', flt(l.x)); put('lp', int(l.p)); put('lt', flt(l.t))
-    put('lf', int(l.tf)); put('la', int(l.a)); put('lk', int(l.k)); put('lw', int(l.w)); put('lu', int(l.u))
-    for i = 1, 6 do put('n' .. (i - 1), int(l.n[i])) end
+    put('lr', l.r); put('lc', l.c); put('lx', l.x); put('lp', l.p); put('lt', l.t)
+    put('lf', l.tf); put('la', l.a); put('lk', l.k); put('lw', l.w); put('lu', l.u)
+    put('n0', l.n[1]); put('n1', l.n[2]); put('n2', l.n[3]); put('n3', l.n[4]); put('n4', l.n[5]); put('n5', l.n[6])
   end
   if n == 0 then return end
   redis.call('HSET', S, unpack(a))

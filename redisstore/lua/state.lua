@@ -20,4 +20,4 @@ if l then
   if now < l.p then p = l.p end
   if now - l.w < WINDOW then n, w = l.n, l.w end
 end
-return {since, bs, bf, bo, flt(r), flt(x), p, n[1], n[2], n[3], n[4], n[5], n[6], w}
+return {since, bs, bf, bo, string.format('%.17g', r), string.format('%.17g', x), p, n[1], n[2], n[3], n[4], n[5], n[6], w}

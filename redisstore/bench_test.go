@@ -1,0 +1,155 @@
+package redisstore_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strconv"
+	"testing"
+
+	"github.com/egresskit/egresskit"
+	"github.com/egresskit/egresskit/classify"
+	"github.com/egresskit/egresskit/hoststate"
+	"github.com/egresskit/egresskit/ratelimit"
+	"github.com/egresskit/egresskit/redisstore"
+	"github.com/egresskit/egresskit/redisstore/redistest"
+	"github.com/egresskit/egresskit/retry"
+	"github.com/redis/go-redis/v9"
+)
+
+// benchHostState paces nothing, so that benchmarks measure the state's
+// cost, not its waits.
+var benchHostState = hoststate.Config{Limit: ratelimit.Config{PerMinute: 6e7, Burst: 1000}}
+
+// benchClient is a client sized for 64 concurrent requests, with a hook
+// counting its round trips.
+func benchClient(b *testing.B) (*redis.Client, *counter) {
+	b.Helper()
+	opt, err := redistest.Options(redistest.Addr(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	opt.PoolSize = 128
+	c := redis.NewClient(opt)
+	b.Cleanup(func() { c.Close() })
+	hook := newCounter()
+	c.AddHook(hook)
+	return c, hook
+}
+
+// benchState returns a memory or Redis store, and for Redis the hook
+// counting its round trips.
+func benchState(b *testing.B, name string) (hoststate.Store, *counter) {
+	if name == "memory" {
+		return hoststate.NewMemory(benchHostState), nil
+	}
+	c, hook := benchClient(b)
+	st, err := redisstore.New(c, redisstore.Config{Prefix: redistest.Prefix(b), HostState: benchHostState, Timeout: testTimeout})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return st, hook
+}
+
+// reportTrips reports the round trips per op counted by hook.
+func reportTrips(b *testing.B, hook *counter) {
+	if hook != nil && b.N > 0 {
+		b.ReportMetric(float64(hook.trips.Load())/float64(b.N), "redis-trips/op")
+	}
+}
+
+// BenchmarkAdmitRecord is one Admit and one Record, over 1,000 hosts, on
+// one goroutine: for Redis, the latency of two round trips on loopback.
+func BenchmarkAdmitRecord(b *testing.B) {
+	hosts := make([]string, 1000)
+	for i := range hosts {
+		hosts[i] = "h" + strconv.Itoa(i) + ".example"
+	}
+	for _, name := range []string{"memory", "redis"} {
+		b.Run(name, func(b *testing.B) {
+			st, hook := benchState(b, name)
+			ctx := context.Background()
+			ok := classify.Result{Outcome: classify.OK, Status: 200}
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				h := hosts[i%len(hosts)]
+				i++
+				a, err := st.Admit(ctx, h)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := st.Record(ctx, h, a, ok); err != nil {
+					b.Fatal(err)
+				}
+			}
+			reportTrips(b, hook)
+		})
+	}
+}
+
+// BenchmarkChain sends GETs through the whole egresskit chain to a loopback
+// httptest server, 64 at a time, with memory state and with Redis state:
+// to one host, and spread over 64 host names (each dialled to the same
+// server).
+func BenchmarkChain(b *testing.B) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "ok")
+	}))
+	defer srv.Close()
+	for _, hosts := range []int{1, 64} {
+		for _, name := range []string{"memory", "redis"} {
+			b.Run(fmt.Sprintf("hosts=%d/%s", hosts, name), func(b *testing.B) {
+				st, hook := benchState(b, name)
+				benchChain(b, srv, hosts, st)
+				reportTrips(b, hook)
+			})
+		}
+	}
+}
+
+func benchChain(b *testing.B, srv *httptest.Server, hosts int, st hoststate.Store) {
+	base := &http.Transport{
+		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, network, srv.Listener.Addr().String())
+		},
+		MaxIdleConnsPerHost: 128,
+	}
+	defer base.CloseIdleConnections()
+	client := &http.Client{Transport: egresskit.New(egresskit.Config{
+		Base:         base,
+		State:        st,
+		IgnoreRobots: true,
+		Retry:        retry.Policy{MaxRetries: -1},
+	})}
+	urls := make([]string, hosts)
+	for i := range urls {
+		urls[i] = "http://h" + strconv.Itoa(i) + ".bench/"
+	}
+	if hosts == 1 {
+		urls[0] = srv.URL + "/"
+	}
+	procs := runtime.GOMAXPROCS(0)
+	b.SetParallelism((64 + procs - 1) / procs)
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			resp, err := client.Get(urls[i%len(urls)])
+			i++
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "req/s")
+}
