@@ -44,7 +44,7 @@ if BUDGET >= 0 then
   if tok < 1 then wait = wait + delay(1 - tok) end
   if wait > BUDGET then
     save()
-    return {3, math.floor(wait)}
+    return {3, floor(math.min(wait, MAXWAIT))}
   end
 end
 
@@ -60,4 +60,4 @@ if b.s == HALFOPEN then
   b.p = now
 end
 save()
-return {0, math.floor(act - now), probe, b.g}
+return {0, floor(math.min(act - now, MAXWAIT)), probe, b.g}

@@ -55,7 +55,11 @@ end
 
 -- Numbers are written as they are: Redis formats a number argument with
 -- %.17g, exact for these integers (below 2^53) and for every double.
-local huge, floor = math.huge, math.floor
+local floor = math.floor
+
+-- MAXWAIT bounds a wait returned to Go (in microseconds, below what a
+-- time.Duration holds): only a corrupt hash could ask for more.
+local MAXWAIT = 9e15
 
 -- The halt: false, or the time it began.
 local halted = false
@@ -77,11 +81,13 @@ if OP == 'record' and tonumber(ARGV[15]) == REFUSED and not halted then
   halted, newhalt = now, 1
 end
 
--- The state hash's fields, parsed: an integer >= 0 ('i'), a finite
--- number ('f'), one > 0 ('p'), one >= 0 ('z'). Fields of other names (a
+-- The state hash's fields, parsed: an integer in [0, 1e18) ('i'), a rate
+-- in [1e-6, 1e15] ('r'), a rate or 0 ('z'), a token count in
+-- [-1e15, 1e15] ('t'). The bounds are far beyond anything the scripts
+-- write, and keep every computed wait finite. Fields of other names (a
 -- newer version's) are ignored.
 local KIND = {bs = 'i', bg = 'i', bq = 'i', bx = 'i', bk = 'i', bf = 'i', bo = 'i', bu = 'i', bp = 'i',
-  lr = 'p', lc = 'p', lx = 'z', lp = 'i', lt = 'f', lf = 'i', la = 'i', lk = 'i', lw = 'i', lu = 'i',
+  lr = 'r', lc = 'r', lx = 'z', lp = 'i', lt = 't', lf = 'i', la = 'i', lk = 'i', lw = 'i', lu = 'i',
   n0 = 'i', n1 = 'i', n2 = 'i', n3 = 'i', n4 = 'i', n5 = 'i'}
 local f = {}
 do
@@ -92,9 +98,11 @@ do
     local kind = KIND[name]
     if kind then
       local n = tonumber(raw[i + 1])
-      if n == nil or n ~= n or n == huge or n == -huge
-        or (kind == 'i' and (n < 0 or n ~= floor(n) or n >= 1e18))
-        or (kind == 'p' and n <= 0) or (kind == 'z' and n < 0) then
+      if n == nil or n ~= n
+        or (kind == 'i' and (n < 0 or n >= 1e18 or n ~= floor(n)))
+        or (kind == 'r' and (n < 1e-6 or n > 1e15))
+        or (kind == 'z' and n ~= 0 and (n < 1e-6 or n > 1e15))
+        or (kind == 't' and (n < -1e15 or n > 1e15)) then
         corrupt('s', name)
       end
       f[name] = n

@@ -1,0 +1,112 @@
+package redisstore_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/egresskit/egresskit/breaker"
+	"github.com/egresskit/egresskit/classify"
+	"github.com/egresskit/egresskit/hoststate"
+	"github.com/egresskit/egresskit/ratelimit"
+	"github.com/egresskit/egresskit/redisstore"
+	"github.com/egresskit/egresskit/redisstore/redistest"
+	"github.com/redis/go-redis/v9"
+)
+
+// FuzzKeys: for any prefix and host, New and Keys either refuse with their
+// typed errors, or give two distinct keys whose Cluster hash tag is
+// exactly the host.
+func FuzzKeys(f *testing.F) {
+	for _, seed := range [][2]string{
+		{"egresskit", "example.com"}, {"crawl:prod", "[::1]:8080"}, {"a b", "x"}, {"p", "a{b}c"},
+		{"p", ""}, {"", "h}"}, {"p", "\x00"}, {"ü", "xn--bcher-kva.example"},
+	} {
+		f.Add(seed[0], seed[1])
+	}
+	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true})
+	defer client.Close()
+	f.Fuzz(func(t *testing.T, prefix, host string) {
+		st, err := redisstore.New(client, redisstore.Config{Prefix: prefix})
+		if err != nil {
+			if !errors.Is(err, redisstore.ErrInvalidPrefix) {
+				t.Fatalf("New(%q) = %v, want nil or ErrInvalidPrefix", prefix, err)
+			}
+			return
+		}
+		state, halt, err := st.Keys(host)
+		if err != nil {
+			var he *redisstore.HostError
+			if !errors.As(err, &he) || !errors.Is(err, redisstore.ErrInvalidHost) {
+				t.Fatalf("Keys(%q) = %v, want nil or *HostError", host, err)
+			}
+			return
+		}
+		if hashTag(state) != host || hashTag(halt) != host || state == halt ||
+			!strings.HasPrefix(state, st.Prefix()+":{") || !strings.HasPrefix(halt, st.Prefix()+":{") {
+			t.Fatalf("Keys(%q) under %q = %q, %q; want distinct keys tagged with the host", host, prefix, state, halt)
+		}
+	})
+}
+
+// FuzzStoredField overwrites one field of a valid state hash with
+// anything, then runs every operation: each returns a result or a typed
+// error — never a script failure (a Lua error would be a bug), never a
+// negative wait.
+func FuzzStoredField(f *testing.F) {
+	for _, seed := range [][2]string{
+		{"bf", "banana"}, {"bs", "2"}, {"bo", "1e300"}, {"lr", "1e-300"}, {"lt", "-1e15"},
+		{"lp", "99999999999999999"}, {"lx", "0x10"}, {"n3", " 7 "}, {"bg", "-1"}, {"la", "inf"},
+	} {
+		f.Add(seed[0], seed[1])
+	}
+	client := redistest.Client(f)
+	prefix := redistest.Prefix(f)
+	st, err := redisstore.New(client, redisstore.Config{
+		Prefix: prefix, OnRedisError: redisstore.FailClosed, Timeout: testTimeout,
+		HostState: hoststate.Config{Breaker: breaker.Config{FailureThreshold: 2}},
+	})
+	if err != nil {
+		f.Fatal(err)
+	}
+	var n atomic.Int64
+	ctx := context.Background()
+	f.Fuzz(func(t *testing.T, field, value string) {
+		host := "f" + strconv.FormatInt(n.Add(1), 10) + ".example"
+		stateKey, haltKey, _ := st.Keys(host)
+		defer client.Del(ctx, stateKey, haltKey)
+		if err := corruptField(ctx, client, stateKey, field, value); err != nil {
+			t.Fatal(err)
+		}
+		check := func(op string, err error) {
+			t.Helper()
+			var ce *redisstore.CorruptError
+			var he *breaker.HaltError
+			var oe *breaker.OpenError
+			var de *ratelimit.DeadlineError
+			switch {
+			case err == nil, errors.As(err, &ce), errors.As(err, &he), errors.As(err, &oe), errors.As(err, &de):
+			default:
+				t.Fatalf("%s with %s=%q: %v", op, field, value, err)
+			}
+		}
+		dctx, cancel := context.WithTimeout(ctx, testTimeout)
+		defer cancel()
+		a, err := st.Admit(dctx, host)
+		check("Admit", err)
+		if a.Wait < 0 {
+			t.Fatalf("Admit with %s=%q: wait %v", field, value, a.Wait)
+		}
+		for _, o := range []classify.Outcome{classify.Throttled, classify.OK, classify.Transient, classify.Refused} {
+			_, err := st.Record(ctx, host, a, classify.Result{Outcome: o})
+			check("Record", err)
+		}
+		_, err = st.State(ctx, host)
+		check("State", err)
+		check("SetCeiling", st.SetCeiling(ctx, host, 30))
+		check("Resume", st.Resume(ctx, host))
+	})
+}
