@@ -42,23 +42,44 @@ type report struct {
 func overheadName(impl string) string { return "Overhead/impl=" + impl }
 func loopbackName(impl string) string { return "Loopback/impl=" + impl }
 
-// overhead returns impl's median in unit minus the bare client's, in
-// memory.
+// overhead returns how much more of unit impl needs per request than the
+// bare client, in memory: the median of the per-round differences (see
+// paired).
 func (s samples) overhead(impl, unit string) (float64, bool) {
-	v, ok1 := s.median(overheadName(impl), unit)
-	b, ok2 := s.median(overheadName("bare"), unit)
-	return v - b, ok1 && ok2
+	return s.paired(overheadName(impl), overheadName("bare"), unit, func(v, b float64) (float64, bool) { return v - b, true })
 }
 
-// throughput returns impl's median loopback throughput over the bare
-// client's.
+// throughput returns impl's loopback throughput over the bare client's:
+// the median of the per-round ratios (see paired).
 func (s samples) throughput(impl string) (float64, bool) {
-	v, ok1 := s.median(loopbackName(impl), "req/s")
-	b, ok2 := s.median(loopbackName("bare"), "req/s")
-	if !ok1 || !ok2 || b == 0 {
+	return s.paired(loopbackName(impl), loopbackName("bare"), "req/s", func(v, b float64) (float64, bool) { return v / b, b > 0 })
+}
+
+// paired compares name with base in unit. run.sh runs the benchmarks in
+// rounds, every contender once per round, so the i-th value of each comes
+// from the same round and saw about the same load on the machine; when
+// both have as many values, paired returns the median of f over the
+// rounds, which a load that changes between rounds does not skew.
+// Otherwise it applies f to the two medians.
+func (s samples) paired(name, base, unit string, f func(v, b float64) (float64, bool)) (float64, bool) {
+	vs, bs := s[name][unit], s[base][unit]
+	if len(vs) == 0 || len(bs) == 0 {
 		return 0, false
 	}
-	return v / b, true
+	if len(vs) != len(bs) {
+		v, _ := s.median(name, unit)
+		b, _ := s.median(base, unit)
+		return f(v, b)
+	}
+	d := samples{"": {"": make([]float64, 0, len(vs))}}
+	for i := range vs {
+		x, ok := f(vs[i], bs[i])
+		if !ok {
+			return 0, false
+		}
+		d[""][""] = append(d[""][""], x)
+	}
+	return d.median("", "")
 }
 
 func judge(ok, good bool) string {
@@ -228,7 +249,8 @@ func orDash(ok bool, s string) string {
 // markdown writes r as the ratio sections of RESULTS.md.
 func (r report) markdown(w io.Writer) error {
 	var b strings.Builder
-	b.WriteString("## Targets\n\nMedians of the runs above; overheads are differences from the bare client in the same run.\n\n")
+	b.WriteString("## Targets\n\nOverheads and throughput ratios compare each contender with the bare client round by round " +
+		"(every round runs all contenders back to back) and give the median over the rounds.\n\n")
 	b.WriteString("| target | measured | goal | verdict |\n|---|---|---|---|\n")
 	for _, t := range r.targets {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", t.what, t.measured, t.goal, t.verdict)

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 )
@@ -87,5 +88,33 @@ func TestRunErrors(t *testing.T) {
 	}
 	if err := run(nil, strings.NewReader("PASS\n"), &bytes.Buffer{}); err == nil {
 		t.Errorf("run on input without results = nil, want an error")
+	}
+}
+
+// TestPaired checks that ratios are taken round by round: a load that
+// halves every contender's throughput in some rounds leaves the ratio
+// alone, where the ratio of the medians would move.
+func TestPaired(t *testing.T) {
+	in := run1("Loopback/impl=bare", "10000 req/s") + run1("Loopback/impl=chain", "9000 req/s") +
+		run1("Loopback/impl=bare", "5000 req/s") + run1("Loopback/impl=chain", "4500 req/s") +
+		run1("Loopback/impl=bare", "20000 req/s") + run1("Loopback/impl=chain", "18000 req/s") +
+		run1("Loopback/impl=bare", "4000 req/s") + run1("Loopback/impl=chain", "3600 req/s")
+	s, err := parse(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := s.throughput("chain"); !ok || math.Abs(got-0.9) > 1e-9 {
+		t.Errorf("throughput(chain) = %v, %v, want 0.9, true", got, ok)
+	}
+	// Unequal rounds: the ratio of the medians (6750 / 7500).
+	s["Loopback/impl=chain"]["req/s"] = []float64{9000, 4500, 18000}
+	if got, ok := s.throughput("chain"); !ok || math.Abs(got-9000.0/7500) > 1e-9 {
+		t.Errorf("throughput(chain) with unequal rounds = %v, %v, want %v, true", got, ok, 9000.0/7500)
+	}
+	// A bare throughput of zero gives no ratio.
+	s["Loopback/impl=chain"]["req/s"] = []float64{9000}
+	s["Loopback/impl=bare"]["req/s"] = []float64{0}
+	if _, ok := s.throughput("chain"); ok {
+		t.Errorf("throughput(chain) over a bare throughput of 0 is ok, want not ok")
 	}
 }
