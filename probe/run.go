@@ -16,6 +16,9 @@ import (
 	"github.com/egresskit/egresskit/egress"
 )
 
+// idleConnTimeout closes a connection no probe has used for that long.
+const idleConnTimeout = 250 * time.Millisecond
+
 // ErrCanceled is returned by Run, with the partial report, when ctx was
 // cancelled before the run was over.
 var ErrCanceled = errors.New("probe: run cancelled")
@@ -42,18 +45,19 @@ var ErrCanceled = errors.New("probe: run cancelled")
 // is cancelled (rather than reaching its deadline) Run returns the partial
 // report and an error wrapping ErrCanceled and ctx's cause.
 func Run(ctx context.Context, targets []Target, opts Options) (*Report, error) {
+	begin := time.Now() // the deadline counts from the call, validation included
 	s, err := opts.resolve()
 	if err != nil {
 		return nil, err
 	}
+	started := s.Now()
+	deadline := begin.Add(s.Deadline)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
 	p, err := newPlan(targets, s)
 	if err != nil {
 		return nil, err
-	}
-	started := s.Now()
-	deadline := time.Now().Add(s.Deadline)
-	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
-		deadline = d
 	}
 
 	r, err := newRunner(ctx, s, p, deadline)
@@ -133,9 +137,12 @@ func newRunner(ctx context.Context, s settings, p *plan, deadline time.Time) (*r
 		Endpoints: eps,
 		// Probes to one host reuse up to Concurrency connections rather
 		// than opening one each: polite, and the phases of a fresh
-		// connection are still measured by the first probes.
+		// connection are still measured by the first probes. A connection
+		// left idle is closed soon, during the run, rather than all of
+		// them at its end.
 		MaxIdleConns:          s.Concurrency,
 		MaxIdleConnsPerHost:   s.Concurrency,
+		IdleConnTimeout:       idleConnTimeout,
 		DialTimeout:           s.Deadline,
 		TLSHandshakeTimeout:   s.Deadline,
 		ResponseHeaderTimeout: -1,
