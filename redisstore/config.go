@@ -76,8 +76,10 @@ type Config struct {
 
 	// Now is the clock. Nil (the default, and the only sensible setting
 	// for a fleet) takes time from the Redis server (TIME, inside every
-	// script), so workers with skewed clocks agree. Tests set it to a fake
-	// clock, which is then passed to every script.
+	// script), so workers with skewed clocks agree; the local clock then
+	// only measures how long a context has left before its deadline. Tests
+	// set it to a fake clock, which is then passed to every script and
+	// against which context deadlines are read (as ratelimit.Config.Now).
 	Now func() time.Time
 }
 
