@@ -43,9 +43,10 @@ local function checktype(k, which, want)
   return t
 end
 
--- num parses a stored counter or time: decimal digits below 2^53.
+-- num parses a stored counter or time: a canonical decimal (as HINCRBY
+-- writes and accepts it) below 2^53.
 local function num(s, field)
-  if type(s) ~= 'string' or #s > 16 or not string.match(s, '^%d+$') then corrupt('meta', field) end
+  if type(s) ~= 'string' or #s > 16 or not (s == '0' or string.match(s, '^[1-9]%d*$')) then corrupt('meta', field) end
   local n = tonumber(s)
   if n > MAXT then corrupt('meta', field) end
   return n
