@@ -30,20 +30,31 @@ func BenchmarkHosts(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		// Every host must still be tracked when the touching ends, so the
-		// IdleTTL is twice what touching is projected to take here.
+		// IdleTTL is twice what touching is projected to take here, and
+		// longer again if the machine slowed down while touching.
 		_, scratch := newHostsChain(time.Hour)
-		ttl := max(time.Second, 2*numHosts/calibrationHosts*touchHosts(scratch, calibrationHosts, 0))
-		mem, client := newHostsChain(ttl)
-		before := heapAfterGC()
-
-		start := time.Now()
-		touchHosts(client, numHosts, calibrationHosts)
-		touched := time.Now()
-		if n := mem.Len(); n != 2*numHosts {
-			b.Fatalf("state holds %d host entries after touching %d hosts, want %d: touching took %v, longer than IdleTTL %v",
-				n, numHosts, 2*numHosts, touched.Sub(start), ttl)
+		ttl := max(2*time.Second, 2*numHosts/calibrationHosts*touchHosts(scratch, calibrationHosts, 0))
+		var (
+			mem            *hoststate.Memory
+			client         *http.Client
+			before, inUse  uint64
+			start, touched time.Time
+		)
+		for try := 1; ; try++ {
+			mem, client = newHostsChain(ttl)
+			before = heapAfterGC()
+			start = time.Now()
+			touchHosts(client, numHosts, calibrationHosts)
+			touched = time.Now()
+			if n := mem.Len(); n == 2*numHosts {
+				break
+			} else if try == maxHostsTries {
+				b.Fatalf("state holds %d host entries after touching %d hosts, want %d: touching took %v, longer than IdleTTL %v",
+					n, numHosts, 2*numHosts, touched.Sub(start), ttl)
+			}
+			ttl = 3 * touched.Sub(start)
 		}
-		inUse := heapAfterGC()
+		inUse = heapAfterGC()
 
 		time.Sleep(time.Until(touched.Add(ttl + 10*time.Millisecond)))
 		if n := mem.Evict(); n != 2*numHosts {
@@ -60,6 +71,10 @@ func BenchmarkHosts(b *testing.B) {
 	b.ReportMetric(evicted, "evicted-B/host")
 	b.ReportMetric(first, "first-ns/host")
 }
+
+// maxHostsTries bounds the attempts BenchmarkHosts makes to touch every
+// host within the IdleTTL.
+const maxHostsTries = 3
 
 // calibrationHosts is the number of hosts touched to project how long
 // touching numHosts takes.
