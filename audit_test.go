@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -94,5 +95,30 @@ func TestAuditRecordsCompliance(t *testing.T) {
 	}
 	if err := telemetry.VerifyFiles(path); err != nil {
 		t.Errorf("VerifyFiles: %v", err)
+	}
+}
+
+// TestEgressRefusalIsNotAHostFailure: a request egress will not send (its
+// session's endpoint is gone) is not retried and does not count against the
+// host, which was never asked.
+func TestEgressRefusalIsNotAHostFailure(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
+	defer srv.Close()
+	pool, err := egress.New(egress.Config{Endpoints: []egress.Endpoint{{ID: "only", Proxy: "direct"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	chain := egresskit.New(egresskit.Config{Egress: pool, IgnoreRobots: true,
+		HostState: hoststate.Config{Limit: ratelimit.Config{PerMinute: 6000, Burst: 10}}})
+	req, _ := http.NewRequestWithContext(egress.WithBinding(context.Background(), "gone"), "GET", srv.URL+"/", nil)
+	_, err = (&http.Client{Transport: chain}).Do(req)
+	if !errors.Is(err, egress.ErrBindingUnavailable) {
+		t.Fatalf("err = %v, want ErrBindingUnavailable", err)
+	}
+	host, _ := chain.HostKey(srv.URL)
+	st, _ := chain.State(context.Background(), host)
+	if st.ConsecutiveFailures != 0 || st.Recent.Transient != 0 || st.Recent.Permanent != 1 {
+		t.Errorf("host state after an unsent request: %+v; want no failure and one attempt", st)
 	}
 }

@@ -257,6 +257,12 @@ type endpointErr struct{ fault bool }
 func (endpointErr) Error() string         { return "proxy failed" }
 func (e endpointErr) EndpointFault() bool { return e.fault }
 
+// notSentErr is an error of a layer that did not send the request.
+type notSentErr struct{}
+
+func (notSentErr) Error() string { return "no usable endpoint" }
+func (notSentErr) NotSent() bool { return true }
+
 func TestEgressFaultIsNoHostFailure(t *testing.T) {
 	r := classify.Of(nil, endpointErr{fault: true})
 	if !r.Egress || !r.Retryable() || r.HostFailure() {
@@ -303,6 +309,7 @@ func TestClassifyError(t *testing.T) {
 		{"classified", urlErr(&classify.Error{Result: refused, Err: io.EOF}), classify.Refused, "challenge marker"},
 		{"egress fault", urlErr(fmt.Errorf("proxyconnect: %w", endpointErr{fault: true})), classify.Transient, "egress failure"},
 		{"proxy reports destination down", endpointErr{fault: false}, classify.Transient, "network error"},
+		{"not sent", fmt.Errorf("egress: %w", notSentErr{}), classify.Permanent, "not sent"},
 	}
 	c := classify.New(classify.Config{})
 	for _, tc := range tests {

@@ -111,6 +111,8 @@ func (c *Classifier) classifyError(ctx context.Context, err error) Result {
 		r.Outcome, r.Reason = contextOutcome(ctx)
 	case errors.Is(err, ErrAttemptTimeout):
 		r.Outcome, r.Reason = Transient, "attempt timeout"
+	case anyInChain(err, isNotSent):
+		r.Outcome, r.Reason, r.Egress = Permanent, "not sent", true
 	case anyInChain(err, isEgressFault):
 		r.Outcome, r.Reason, r.Egress = Transient, "egress failure", true
 	case ctx == nil && anyInChain(err, isContextError):
@@ -136,6 +138,15 @@ func (c *Classifier) classifyError(ctx context.Context, err error) Result {
 func isEgressFault(e error) bool {
 	f, ok := e.(interface{ EndpointFault() bool })
 	return ok && f.EndpointFault()
+}
+
+// isNotSent matches errors of a layer that decided not to send the request
+// at all (no usable egress endpoint, a session's endpoint gone): they
+// implement NotSent() bool and return true. Retrying them would fail the
+// same way, and the target was never asked.
+func isNotSent(e error) bool {
+	f, ok := e.(interface{ NotSent() bool })
+	return ok && f.NotSent()
 }
 
 // isContextError matches the context package's own errors by identity, and

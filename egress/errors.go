@@ -49,6 +49,22 @@ var (
 	ErrClosed = errors.New("egress: pool closed")
 )
 
+// NotSentError wraps an error of selection (ErrBindingUnavailable,
+// ErrNoEndpoint, ErrAtCapacity, ErrUnknownEndpoint, ErrClosed) returned by
+// RoundTrip: the request never left, so it says nothing about the target.
+// Layers above recognise it by its NotSent method without importing egress.
+type NotSentError struct {
+	Err error
+}
+
+func (e *NotSentError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the selection error.
+func (e *NotSentError) Unwrap() error { return e.Err }
+
+// NotSent reports true: the request was not sent.
+func (e *NotSentError) NotSent() bool { return true }
+
 // ConfigError reports an invalid endpoint or setting. It names the
 // endpoint by ID and never contains the proxy's credentials.
 type ConfigError struct {

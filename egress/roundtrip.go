@@ -20,7 +20,8 @@ import (
 // unreachable, refused our credentials, failed its handshake or answered
 // with an error of its own (its 407, or a response whose Proxy-Status
 // blames it, is closed and replaced by the error). Other errors: those
-// Select returns (ErrAtCapacity only with FailWhenFull), an error wrapping
+// Select returns (ErrAtCapacity only with FailWhenFull), wrapped in a
+// *NotSentError, an error wrapping
 // the context's error when it ends while waiting for a slot, and the
 // endpoint transport's own errors.
 func (p *Pool) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -32,6 +33,9 @@ func (p *Pool) RoundTrip(req *http.Request) (*http.Response, error) {
 	d, err := p.acquire(ctx, req.URL.Hostname())
 	if err != nil {
 		closeRequestBody(req)
+		if ctx.Err() == nil {
+			err = &NotSentError{Err: err}
+		}
 		return nil, err
 	}
 	if rec := recorderFrom(ctx); rec != nil {
