@@ -196,6 +196,11 @@ func runWorkers(ctx context.Context, cfg config, prefix string, urls []string) (
 		}
 		cmds[i] = cmd
 	}
+	for _, err := range errs {
+		if err != nil {
+			cancel() // one did not start: stop the other
+		}
+	}
 	for i, cmd := range cmds {
 		if cmd == nil {
 			continue

@@ -54,11 +54,18 @@ const envRedis = "EGRESSKIT_REDIS_ADDR"
 const defaultRedis = "127.0.0.1:6379"
 
 func main() {
+	// go-redis logs every failed dial to stderr; errors are reported here.
+	redis.SetLogger(quietLogger{})
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	code := realMain(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }
+
+// quietLogger discards go-redis's log lines.
+type quietLogger struct{}
+
+func (quietLogger) Printf(context.Context, string, ...any) {}
 
 // realMain runs the coordinator, or a worker when args hold -worker, and
 // returns the exit status.

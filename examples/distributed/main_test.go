@@ -163,3 +163,16 @@ func TestBadFlags(t *testing.T) {
 		}
 	}
 }
+
+func TestWorkerCannotStart(t *testing.T) {
+	addr := redistest.Addr(t)
+	exe := t.TempDir() + "/no-such-binary"
+	var out bytes.Buffer
+	_, err := run(context.Background(), &out, config{redis: addr, exe: exe, pages: 1})
+	if err == nil || !strings.Contains(err.Error(), "worker 1:") {
+		t.Errorf("run with a missing worker binary = %v, want a worker 1 error", err)
+	}
+	if out.Len() != 0 {
+		t.Errorf("output = %q, want nothing", out.String())
+	}
+}

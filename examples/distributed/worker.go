@@ -94,6 +94,8 @@ func countSent(ctx context.Context, e *telemetry.Event) {
 // of each host's state.
 func runWorker(ctx context.Context, cfg workerConfig, stdout io.Writer) error {
 	// The coordinator holds our stdin open; when it goes away, so do we.
+	// This goroutine blocks in a read of stdin until then: it ends with
+	// the process, which runWorker is the whole of.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
