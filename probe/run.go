@@ -70,7 +70,6 @@ func Run(ctx context.Context, targets []Target, opts Options) (*Report, error) {
 	// not through a context that every probe would share: a thousand
 	// children of one context contend for its lock when it ends.
 	stop := context.AfterFunc(ctx, r.callerCancel)
-	defer stop()
 
 	rep := &Report{Started: started, Results: make([]Result, len(p.jobs))}
 	var next atomic.Int64
@@ -88,10 +87,14 @@ func Run(ctx context.Context, targets []Target, opts Options) (*Report, error) {
 		})
 	}
 	wg.Wait()
-	stop()
-	r.close()
-	rep.Finished = s.Now()
+	if !stop() {
+		<-r.callerDone // callerCancel ran, or is running: wait for it
+	}
+	// Closing the pool and diagnosing overlap; both are done on return.
+	wg.Go(r.close)
 	rep.Diagnosis = Diagnose(rep.Results, s.Thresholds)
+	wg.Wait()
+	rep.Finished = s.Now()
 	if r.canceled.Load() && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return rep, fmt.Errorf("%w: %w", ErrCanceled, context.Cause(ctx))
 	}
@@ -119,6 +122,8 @@ type runner struct {
 	// goroutine per probe. timerDone is closed when its callback returns.
 	timer     *time.Timer
 	timerDone chan struct{}
+	// callerDone is closed when callerCancel returns.
+	callerDone chan struct{}
 
 	mu     sync.Mutex                  // guards active
 	active map[*job]context.CancelFunc // contexts of the probes in flight
@@ -163,7 +168,8 @@ func newRunner(ctx context.Context, s settings, p *plan, deadline time.Time) (*r
 		clients:  make(map[*exit]*http.Client, len(p.exits)),
 		active:   map[*job]context.CancelFunc{},
 
-		timerDone: make(chan struct{}),
+		timerDone:  make(chan struct{}),
+		callerDone: make(chan struct{}),
 	}
 	for _, e := range p.exits {
 		rt, ok := pool.Transport(e.id)
@@ -180,6 +186,9 @@ func newRunner(ctx context.Context, s settings, p *plan, deadline time.Time) (*r
 }
 
 // arm starts the deadline's timer, which cancels the probes in flight.
+// The pool is closed only once they have unwound (close): net/http ends a
+// dial or TLS handshake on CloseIdleConnections only when no request waits
+// for it any more.
 func (r *runner) arm() {
 	r.timer = time.AfterFunc(time.Until(r.deadline), func() {
 		defer close(r.timerDone)
@@ -202,8 +211,9 @@ func (r *runner) close() {
 }
 
 // callerCancel runs when the caller's context ends: probes in flight end,
-// probes not yet started will not start.
+// probes not yet started will not start. It closes callerDone when done.
 func (r *runner) callerCancel() {
+	defer close(r.callerDone)
 	r.canceled.Store(true)
 	r.cancelAll()
 }
