@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"sync"
@@ -45,15 +46,15 @@ func (a *attempts) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	if adm.Wait > 0 {
-		timer := time.NewTimer(adm.Wait)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			t.record(ctx, key, adm, classify.Result{Outcome: classify.Canceled, Reason: "canceled"})
-			err := &classify.Error{Result: classify.Result{Outcome: classify.Canceled, Reason: "canceled"}, Err: ctx.Err()}
-			a.observe(ctx, req, key, start, adm.Wait, 0, err.Result, adm, hoststate.Effect{}, nil, err)
+		resume := retry.HoldAttemptTimer(ctx)
+		err := t.settle(ctx, key, adm)
+		resume()
+		if err != nil {
+			err = notSent(err)
+			r := classify.Of(nil, err)
+			t.record(ctx, key, adm, classify.Result{Outcome: classify.Canceled, Reason: r.Reason})
+			a.observe(ctx, req, key, start, adm.Wait, 0, r, adm, hoststate.Effect{}, nil, err)
 			return nil, err
-		case <-timer.C:
 		}
 	}
 	var choice *egress.Choice
@@ -79,6 +80,46 @@ func (a *attempts) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	a.observe(ctx, req, key, sent, adm.Wait, took, r, adm, eff, choice, err)
 	return resp, err
+}
+
+// maxSettle bounds how often settle waits again for a pause that another
+// attempt started while this one waited.
+const maxSettle = 4
+
+// settle waits out an admission's pacing wait, then checks the host again:
+// while this attempt waited, another may have halted the host, opened its
+// breaker or paused it for a Retry-After. A halted or open host is not
+// sent to (the admission is handed back by the caller); a pause is waited
+// out too. The wait honours ctx and ends early with its error.
+func (t *Transport) settle(ctx context.Context, key string, adm hoststate.Admission) error {
+	wait := adm.Wait
+	for range maxSettle {
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
+			return fmt.Errorf("egresskit: wait of %v for %s: %w", wait.Round(time.Millisecond), key, context.DeadlineExceeded)
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return ctx.Err()
+		case <-timer.C:
+		}
+		st, err := t.state.State(ctx, key)
+		if err != nil {
+			return nil // the state is unavailable: the admission stands
+		}
+		switch {
+		case st.Halted:
+			return &breaker.HaltError{Host: key, Since: st.HaltedAt}
+		case st.Breaker == hoststate.Open && !adm.Probe:
+			return &breaker.OpenError{Host: key, Until: st.OpenUntil}
+		}
+		wait = time.Until(st.PausedUntil)
+		if wait <= 0 {
+			return nil
+		}
+	}
+	return nil
 }
 
 func (t *Transport) record(ctx context.Context, key string, adm hoststate.Admission, r classify.Result) hoststate.Effect {

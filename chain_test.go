@@ -578,3 +578,63 @@ func TestNonReplayableBodyIsNotRetried(t *testing.T) {
 		t.Errorf("outcome %v, want transient", got)
 	}
 }
+
+// TestWaitingRequestRechecksHost: a request admitted before another attempt
+// halted the host, paused it or opened its breaker is not sent when its
+// pacing wait ends.
+func TestWaitingRequestRechecksHost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newSite()
+		s.handle("blocked.test", func(w http.ResponseWriter, r *http.Request) {
+			time.Sleep(10 * time.Millisecond)
+			w.WriteHeader(http.StatusForbidden)
+			io.WriteString(w, "TestBot is not welcome here.")
+		})
+		cfg := fastConfig(s)
+		cfg.Retry = retry.Policy{MaxRetries: -1}
+		cfg.HostState.Limit = ratelimit.Config{PerMinute: 60, Burst: 1}
+		c := &http.Client{Transport: egresskit.New(cfg)}
+		var wg sync.WaitGroup
+		errs := make([]error, 2)
+		for i := range 2 {
+			wg.Go(func() { _, errs[i] = get(c, "http://blocked.test/") })
+		}
+		wg.Wait()
+		if got := s.requests("blocked.test"); got != 1 {
+			t.Errorf("halted host saw %d requests, want 1", got)
+		}
+		if !errors.Is(errs[0], breaker.ErrHalted) && !errors.Is(errs[1], breaker.ErrHalted) {
+			t.Errorf("errors %v; want one ErrHalted", errs)
+		}
+	})
+}
+
+// TestAttemptTimeoutExcludesPacingWait: AttemptTimeout counts from sending,
+// not from the start of the wait for a token.
+func TestAttemptTimeoutExcludesPacingWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newSite()
+		s.handle("a.test", func(w http.ResponseWriter, r *http.Request) {
+			time.Sleep(500 * time.Millisecond)
+			io.WriteString(w, "ok")
+		})
+		cfg := fastConfig(s)
+		cfg.Retry = retry.Policy{MaxRetries: -1, AttemptTimeout: time.Second}
+		cfg.HostState.Limit = ratelimit.Config{PerMinute: 60, Burst: 1}
+		c := &http.Client{Transport: egresskit.New(cfg)}
+		var wg sync.WaitGroup
+		errs := make([]error, 3)
+		for i := range 3 {
+			wg.Go(func() { _, errs[i] = get(c, "http://a.test/") })
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Errorf("request %d: %v; want success after its pacing wait", i, err)
+			}
+		}
+		if got := s.requests("a.test"); got != 3 {
+			t.Errorf("server saw %d requests, want 3", got)
+		}
+	})
+}

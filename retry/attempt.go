@@ -132,7 +132,7 @@ func (a *attempts) RoundTrip(r *http.Request) (*http.Response, error) {
 	ctx := context.WithValue(r.Context(), attemptKey{}, c.attempts)
 	var cancel context.CancelFunc
 	if a.timeout > 0 {
-		ctx, cancel = classify.WithAttemptTimeout(ctx, a.timeout)
+		ctx, cancel = withAttemptTimer(ctx, a.timeout)
 	}
 	ar := r.WithContext(ctx)
 	ar.GetBody = c.getBody

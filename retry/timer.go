@@ -1,0 +1,72 @@
+package retry
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/egresskit/egresskit/classify"
+)
+
+type timerKey struct{}
+
+// attemptTimer is an attempt's AttemptTimeout: it cancels the attempt's
+// context with classify.ErrAttemptTimeout when it runs out, and can be held
+// while a layer below waits before sending (HoldAttemptTimer).
+type attemptTimer struct {
+	cancel context.CancelCauseFunc
+
+	mu        sync.Mutex    // guards the fields below
+	t         *time.Timer   // nil while held
+	remaining time.Duration // what is left when held
+	started   time.Time     // when t was started
+	done      bool          // the attempt is over
+}
+
+// withAttemptTimer returns ctx bounded by d and the function that releases
+// it. Unlike a context deadline, the bound can be held (HoldAttemptTimer).
+func withAttemptTimer(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	at := &attemptTimer{cancel: cancel, remaining: d}
+	at.start()
+	return context.WithValue(ctx, timerKey{}, at), func() {
+		at.mu.Lock()
+		at.done = true
+		if at.t != nil {
+			at.t.Stop()
+		}
+		at.mu.Unlock()
+		cancel(context.Canceled)
+	}
+}
+
+func (at *attemptTimer) start() {
+	at.started = time.Now()
+	at.t = time.AfterFunc(at.remaining, func() { at.cancel(classify.ErrAttemptTimeout) })
+}
+
+// HoldAttemptTimer stops the AttemptTimeout of the attempt whose context is
+// ctx and returns the function that starts it again with the time that was
+// left. The chain holds it while an attempt waits for its pacing token, so
+// that AttemptTimeout counts from sending, as Policy documents. Outside an
+// attempt with an AttemptTimeout it does nothing.
+func HoldAttemptTimer(ctx context.Context) (resume func()) {
+	at, _ := ctx.Value(timerKey{}).(*attemptTimer)
+	if at == nil {
+		return func() {}
+	}
+	at.mu.Lock()
+	defer at.mu.Unlock()
+	if at.t == nil || at.done || !at.t.Stop() {
+		return func() {} // already held, over, or fired
+	}
+	at.remaining -= time.Since(at.started)
+	at.t = nil
+	return func() {
+		at.mu.Lock()
+		defer at.mu.Unlock()
+		if at.t == nil && !at.done {
+			at.start()
+		}
+	}
+}
