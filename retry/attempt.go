@@ -16,17 +16,16 @@ import (
 // it is closed, so that its connection can be reused.
 const drainLimit = 64 << 10
 
-type (
-	callKey    struct{}
-	attemptKey struct{}
-)
+type callKey struct{}
 
 // AttemptFrom returns the 1-based number of the attempt whose request
 // context is ctx, or 0 when ctx does not belong to an attempt made by a
 // Transport. Layers below the retry layer use it to label what they see.
 func AttemptFrom(ctx context.Context) int {
-	n, _ := ctx.Value(attemptKey{}).(int)
-	return n
+	if c, ok := ctx.Value(callKey{}).(*call); ok {
+		return c.attempts
+	}
+	return 0
 }
 
 // call is the state of one RoundTrip. go-retryablehttp's hooks receive
@@ -129,15 +128,24 @@ func (a *attempts) RoundTrip(r *http.Request) (*http.Response, error) {
 		return nil, errNoCall
 	}
 	c.attempts++
-	ctx := context.WithValue(r.Context(), attemptKey{}, c.attempts)
+	// The attempt number is read from the call (AttemptFrom); the request
+	// is copied only when the attempt changes it.
+	ar := r
 	var cancel context.CancelFunc
 	if a.timeout > 0 {
-		ctx, cancel = withAttemptTimer(ctx, a.timeout)
+		var ctx context.Context
+		ctx, cancel = withAttemptTimer(r.Context(), a.timeout)
+		ar = r.WithContext(ctx)
 	}
-	ar := r.WithContext(ctx)
-	ar.GetBody = c.getBody
-	if c.url != nil {
-		ar.URL = c.url
+	if c.getBody != nil || c.url != nil {
+		if ar == r {
+			cp := *r
+			ar = &cp
+		}
+		ar.GetBody = c.getBody
+		if c.url != nil {
+			ar.URL = c.url
+		}
 	}
 
 	resp, err := a.next.RoundTrip(ar)
