@@ -9,7 +9,9 @@ import (
 	"net/http/httptest"
 	"runtime"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/egresskit/egresskit"
 	"github.com/egresskit/egresskit/classify"
@@ -41,6 +43,50 @@ func benchClient(b *testing.B) (*redis.Client, *counter) {
 	return c, hook
 }
 
+// redisCPU returns the CPU time the Redis server has used, from INFO cpu.
+func redisCPU(b *testing.B, c redis.UniversalClient) time.Duration {
+	info, err := c.Info(context.Background(), "cpu").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var total float64
+	for line := range strings.Lines(info) {
+		for _, key := range []string{"used_cpu_sys:", "used_cpu_user:"} {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), key); ok {
+				f, _ := strconv.ParseFloat(v, 64)
+				total += f
+			}
+		}
+	}
+	return time.Duration(total * float64(time.Second))
+}
+
+// cpuMeter reports the CPU time per op of this process and, when it has a
+// client, of the Redis server: on a machine where other work competes for
+// the CPUs, these costs are steadier than wall-clock throughput.
+type cpuMeter struct {
+	admin      redis.UniversalClient
+	proc, serv time.Duration
+}
+
+func startCPU(b *testing.B, admin redis.UniversalClient) *cpuMeter {
+	m := &cpuMeter{admin: admin, proc: processCPU()}
+	if admin != nil {
+		m.serv = redisCPU(b, admin)
+	}
+	return m
+}
+
+func (m *cpuMeter) report(b *testing.B) {
+	if b.N == 0 {
+		return
+	}
+	b.ReportMetric(float64(processCPU()-m.proc)/float64(b.N), "cpu-ns/op")
+	if m.admin != nil {
+		b.ReportMetric(float64(redisCPU(b, m.admin)-m.serv)/float64(b.N), "redis-cpu-ns/op")
+	}
+}
+
 // benchState returns a memory or Redis store, and for Redis the hook
 // counting its round trips.
 func benchState(b *testing.B, name string) (hoststate.Store, *counter) {
@@ -53,6 +99,14 @@ func benchState(b *testing.B, name string) (hoststate.Store, *counter) {
 		b.Fatal(err)
 	}
 	return st, hook
+}
+
+// admin returns a client for INFO when name is "redis".
+func admin(b *testing.B, name string) redis.UniversalClient {
+	if name != "redis" {
+		return nil
+	}
+	return redistest.Client(b)
 }
 
 // reportTrips reports the round trips per op counted by hook.
@@ -74,6 +128,7 @@ func BenchmarkAdmitRecord(b *testing.B) {
 			st, hook := benchState(b, name)
 			ctx := context.Background()
 			ok := classify.Result{Outcome: classify.OK, Status: 200}
+			cpu := startCPU(b, admin(b, name))
 			b.ReportAllocs()
 			i := 0
 			for b.Loop() {
@@ -87,7 +142,9 @@ func BenchmarkAdmitRecord(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+			b.StopTimer()
 			reportTrips(b, hook)
+			cpu.report(b)
 		})
 	}
 }
@@ -105,8 +162,11 @@ func BenchmarkChain(b *testing.B) {
 		for _, name := range []string{"memory", "redis"} {
 			b.Run(fmt.Sprintf("hosts=%d/%s", hosts, name), func(b *testing.B) {
 				st, hook := benchState(b, name)
+				cpu := startCPU(b, admin(b, name))
 				benchChain(b, srv, hosts, st)
+				b.StopTimer()
 				reportTrips(b, hook)
+				cpu.report(b)
 			})
 		}
 	}

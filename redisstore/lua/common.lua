@@ -81,31 +81,31 @@ if OP == 'record' and tonumber(ARGV[15]) == REFUSED and not halted then
   halted, newhalt = now, 1
 end
 
--- The state hash's fields, parsed: an integer in [0, 1e18) ('i'), a rate
--- in [1e-6, 1e15] ('r'), a rate or 0 ('z'), a token count in
--- [-1e15, 1e15] ('t'). The bounds are far beyond anything the scripts
--- write, and keep every computed wait finite. Fields of other names (a
--- newer version's) are ignored.
-local KIND = {bs = 'i', bg = 'i', bq = 'i', bx = 'i', bk = 'i', bf = 'i', bo = 'i', bu = 'i', bp = 'i',
-  lr = 'r', lc = 'r', lx = 'z', lp = 'i', lt = 't', lf = 'i', la = 'i', lk = 'i', lw = 'i', lu = 'i',
-  n0 = 'i', n1 = 'i', n2 = 'i', n3 = 'i', n4 = 'i', n5 = 'i'}
+-- The state hash's fields, read with HMGET and parsed: an integer in
+-- [0, 1e18) ('i'), a rate in [1e-6, 1e15] ('r'), a rate or 0 ('z'), a
+-- token count in [-1e15, 1e15] ('t'). The bounds are far beyond anything
+-- the scripts write, and keep every computed wait finite. Other fields (a
+-- newer version's) are left alone. f keeps the values read, so that save
+-- writes only the fields that changed.
+local NAMES = {'bs', 'bg', 'bq', 'bx', 'bk', 'bf', 'bo', 'bu', 'bp',
+  'lr', 'lc', 'lx', 'lp', 'lt', 'lf', 'la', 'lk', 'lw', 'lu', 'n0', 'n1', 'n2', 'n3', 'n4', 'n5'}
+local KINDS = 'iiiiiiiiirrzitiiiiiiiiiii'
 local f = {}
 do
-  local raw = redis.pcall('HGETALL', S)
+  local raw = redis.pcall('HMGET', S, unpack(NAMES))
   if raw.err then corrupt('s', 'wrongtype') end
-  for i = 1, #raw, 2 do
-    local name = raw[i]
-    local kind = KIND[name]
-    if kind then
-      local n = tonumber(raw[i + 1])
+  for i = 1, #NAMES do
+    local v = raw[i]
+    if v then
+      local n, kind = tonumber(v), string.sub(KINDS, i, i)
       if n == nil or n ~= n
         or (kind == 'i' and (n < 0 or n >= 1e18 or n ~= floor(n)))
         or (kind == 'r' and (n < 1e-6 or n > 1e15))
         or (kind == 'z' and n ~= 0 and (n < 1e-6 or n > 1e15))
         or (kind == 't' and (n < -1e15 or n > 1e15)) then
-        corrupt('s', name)
+        corrupt('s', NAMES[i])
       end
-      f[name] = n
+      f[NAMES[i]] = n
     end
   end
 end
@@ -206,13 +206,19 @@ local function setRate(pm)
   l.t, l.tf, l.a, l.r = tokensAt(t), 1, t, pm
 end
 
--- save writes the breaker and limiter parts back and sets the hash's
--- expiry: none while the host is halted (a halt keeps its breaker, as in
--- memory), else when the later of the two parts would be forgotten.
+-- save writes the breaker and limiter parts back (the fields that changed;
+-- all of them after a part was forgotten) and sets the hash's expiry: none
+-- while the host is halted (a halt keeps its breaker, as in memory), else
+-- when the later of the two parts would be forgotten.
 local function save()
-  if dropped then redis.call('DEL', S) end
+  if dropped then
+    redis.call('DEL', S)
+    f = {}
+  end
   local a, n = {}, 0
-  local function put(k, v) a[n + 1], a[n + 2], n = k, v, n + 2 end
+  local function put(k, v)
+    if f[k] ~= v then a[n + 1], a[n + 2], n = k, v, n + 2 end
+  end
   if b then
     put('bs', b.s); put('bg', b.g); put('bq', b.q); put('bx', b.x); put('bk', b.k)
     put('bf', b.fl); put('bo', b.o); put('bu', b.u); put('bp', b.p)
@@ -222,8 +228,8 @@ local function save()
     put('lf', l.tf); put('la', l.a); put('lk', l.k); put('lw', l.w); put('lu', l.u)
     put('n0', l.n[1]); put('n1', l.n[2]); put('n2', l.n[3]); put('n3', l.n[4]); put('n4', l.n[5]); put('n5', l.n[6])
   end
-  if n == 0 then return end
-  redis.call('HSET', S, unpack(a))
+  if b == nil and l == nil then return end
+  if n > 0 then redis.call('HSET', S, unpack(a)) end
   if halted then
     redis.call('PERSIST', S)
     return
