@@ -58,6 +58,10 @@ func site(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.WriteHeader(http.StatusForbidden)
 		fmt.Fprint(w, challengePage)
+	case "named":
+		w.Header().Set("Content-Type", "text/plain")
+		w.WriteHeader(http.StatusForbidden)
+		fmt.Fprintln(w, "Requests from egresskit-probe are not welcome here.")
 	case "status":
 		code, _ := strconv.Atoi(parts[1])
 		w.WriteHeader(code)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/egresskit/egresskit/classify"
@@ -65,8 +66,9 @@ type Options struct {
 	// negative means none are followed.
 	MaxRedirects int
 
-	// Classifier classifies every response. Nil means
-	// classify.New(classify.Config{}).
+	// Classifier classifies every response. Nil means a classifier with
+	// the default markers whose AgentToken is UserAgent's product token
+	// (the text before the first '/', space or '('), as the chain sets it.
 	Classifier *classify.Classifier
 
 	// UserAgent is sent with every probe. Empty means DefaultUserAgent.
@@ -144,11 +146,11 @@ func (o Options) resolve() (settings, error) {
 	default:
 		s.maxRedirects = o.MaxRedirects
 	}
-	if o.Classifier == nil {
-		s.Classifier = classify.New(classify.Config{})
-	}
 	if o.UserAgent == "" {
 		s.UserAgent = DefaultUserAgent
+	}
+	if o.Classifier == nil {
+		s.Classifier = classify.New(classify.Config{AgentToken: productToken(s.UserAgent)})
 	}
 	if o.Now == nil {
 		s.Now = time.Now
@@ -157,4 +159,13 @@ func (o Options) resolve() (settings, error) {
 		return settings{}, err
 	}
 	return s, nil
+}
+
+// productToken returns the product token of a User-Agent: the text before
+// the first '/', space or '('.
+func productToken(ua string) string {
+	if i := strings.IndexAny(ua, "/ ("); i >= 0 {
+		ua = ua[:i]
+	}
+	return strings.TrimSpace(ua)
 }

@@ -253,3 +253,20 @@ func TestRunContextDeadline(t *testing.T) {
 		t.Errorf("NotStarted %d, Deadline %d, want 1, 2", rep.NotStarted, rep.Outcomes.Deadline)
 	}
 }
+
+func TestRunAgentNamed(t *testing.T) {
+	site := siteServer(t).URL
+	rep, err := probe.Run(context.Background(), []probe.Target{{URL: site + "/named/"}, {URL: site + "/status/403/"}}, probe.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := rep.Results[0]; r.Outcome != classify.Refused || r.Reason != "agent named" {
+		t.Errorf("403 naming the user agent's token = %v %q, want refused, \"agent named\"", r.Outcome, r.Reason)
+	}
+	if r := rep.Results[1]; r.Outcome != classify.Permanent {
+		t.Errorf("plain 403 = %v, want permanent", r.Outcome)
+	}
+	if rep.Blocked != 2 || len(rep.Recommendation.HaltHosts) != 1 {
+		t.Errorf("Blocked %d, HaltHosts %v, want 2 and the host", rep.Blocked, rep.Recommendation.HaltHosts)
+	}
+}
