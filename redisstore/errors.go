@@ -90,6 +90,7 @@ func (e *ScriptError) Unwrap() error { return ErrScript }
 // PrefixError reports an unusable Config.Prefix.
 // errors.Is(err, ErrInvalidPrefix) is true.
 type PrefixError struct {
+	// Prefix is the prefix refused.
 	Prefix string
 	// Reason says what is wrong, e.g. "contains a brace".
 	Reason string
@@ -106,6 +107,7 @@ func (e *PrefixError) Unwrap() error { return ErrInvalidPrefix }
 // HostError reports a host key that cannot be part of a Redis key.
 // errors.Is(err, ErrInvalidHost) is true.
 type HostError struct {
+	// Host is the host key refused.
 	Host string
 	// Reason says what is wrong, e.g. "contains a brace".
 	Reason string

@@ -101,7 +101,7 @@ func (s *State) degrade(op string, err error) *hoststate.Memory {
 
 // recovered goes back to Redis after a successful retry, unless halts
 // were made locally since pushPending; they are written on the next try.
-func (s *State) recovered(halts int) {
+func (s *State) recovered(op string, halts int) {
 	s.mu.Lock()
 	if !s.degraded || len(s.pending) > 0 {
 		s.mu.Unlock()
@@ -111,7 +111,7 @@ func (s *State) recovered(halts int) {
 	s.down.Store(false)
 	s.local = nil
 	s.mu.Unlock()
-	s.warn(Warning{Kind: Recovered, Halts: halts, Time: s.localNow()})
+	s.warn(Warning{Kind: Recovered, Op: op, Halts: halts, Time: s.localNow()})
 }
 
 // pushBatch is how many halts one pipeline writes.

@@ -349,10 +349,13 @@ func (s *State) exec(ctx context.Context, op string, sc *redis.Script, k keys, a
 	switch {
 	case err == nil:
 		if try {
-			s.recovered(halts)
+			s.recovered(op, halts)
 		}
 		return reply, nil, nil
 	case !errors.As(err, &re):
+		if try && ctx.Err() == nil {
+			s.recovered(op, halts) // Redis answered, with an error of its own
+		}
 		return nil, nil, err
 	case s.set.cfg.OnRedisError == FailClosed:
 		return nil, nil, &UnavailableError{Op: op, Cause: re.error}
