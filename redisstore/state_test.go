@@ -197,3 +197,57 @@ func TestRoundTripsPerRequest(t *testing.T) {
 		t.Errorf("server: %d EVALSHA calls for %d requests, want %d", got, n, 2*n)
 	}
 }
+
+// TestKeyTTLs checks the physical expiry of a host's keys: the state hash
+// lives for the idle TTL after its last use, at least until an open
+// period ends, for ever while the host is halted (and with a negative
+// IdleTTL); the halt key never expires.
+func TestKeyTTLs(t *testing.T) {
+	ctx := context.Background()
+	client := redistest.Client(t)
+	cfg := redisstore.Config{
+		Prefix:       redistest.Prefix(t),
+		HostState:    hoststate.Config{Breaker: breaker.Config{FailureThreshold: 1, OpenTimeout: time.Hour}},
+		OnRedisError: redisstore.FailClosed,
+		Timeout:      testTimeout,
+	}
+	st := mustState(t, redistest.Addr(t), cfg)
+	ttl := func(key string) time.Duration {
+		t.Helper()
+		d, err := client.PTTL(ctx, key).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	const host = "ttl.example"
+	stateKey, haltKey, _ := st.Keys(host)
+	a, _ := st.Admit(ctx, host)
+	if d := ttl(stateKey); d < 9*time.Minute || d > 10*time.Minute {
+		t.Errorf("after Admit: TTL %v, want about the 10m idle TTL", d)
+	}
+	st.Record(ctx, host, a, classify.Result{Outcome: classify.Transient})
+	if d := ttl(stateKey); d < 59*time.Minute || d > time.Hour {
+		t.Errorf("while open for 1h: TTL %v, want about 1h", d)
+	}
+	if _, err := st.Record(ctx, host, hoststate.Admission{}, classify.Result{Outcome: classify.Refused}); err != nil {
+		t.Fatal(err)
+	}
+	if d1, d2 := ttl(stateKey), ttl(haltKey); d1 != -1 || d2 != -1 {
+		t.Errorf("halted: TTLs %v and %v, want none (-1ns) on both", d1, d2)
+	}
+	if err := st.Resume(ctx, host); err != nil {
+		t.Fatal(err)
+	}
+	if d := ttl(stateKey); d < 59*time.Minute || d > time.Hour {
+		t.Errorf("after Resume, still open: TTL %v, want about 1h", d)
+	}
+
+	cfg.HostState.Limit.IdleTTL = -1
+	never := mustState(t, redistest.Addr(t), cfg)
+	never.Admit(ctx, "never.example")
+	stateKey, _, _ = never.Keys("never.example")
+	if d := ttl(stateKey); d != -1 {
+		t.Errorf("with a negative IdleTTL: TTL %v, want none", d)
+	}
+}
