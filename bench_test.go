@@ -2,13 +2,16 @@ package egresskit_test
 
 import (
 	"io"
+	"log/slog"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/egresskit/egresskit"
 	"github.com/egresskit/egresskit/hoststate"
 	"github.com/egresskit/egresskit/ratelimit"
+	"github.com/egresskit/egresskit/telemetry"
 )
 
 // canned answers every request with the same small 200 response, without
@@ -54,6 +57,29 @@ func BenchmarkOverhead(b *testing.B) {
 			Base:         canned{},
 			IgnoreRobots: true,
 			HostState:    hoststate.Config{Limit: ratelimit.Config{PerMinute: 1e9, Burst: 1 << 20}},
+		})
+		benchmarkClient(b, &http.Client{Transport: chain})
+	})
+	b.Run("impl=chain+slog", func(b *testing.B) {
+		chain := egresskit.New(egresskit.Config{
+			Base:         canned{},
+			IgnoreRobots: true,
+			HostState:    hoststate.Config{Limit: ratelimit.Config{PerMinute: 1e9, Burst: 1 << 20}},
+			Observers:    []telemetry.Observer{telemetry.NewSlog(slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelDebug})), telemetry.SlogOptions{})},
+		})
+		benchmarkClient(b, &http.Client{Transport: chain})
+	})
+	b.Run("impl=chain+audit", func(b *testing.B) {
+		audit, err := telemetry.NewAudit(telemetry.AuditConfig{Path: filepath.Join(b.TempDir(), "audit.jsonl")})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer audit.Close()
+		chain := egresskit.New(egresskit.Config{
+			Base:         canned{},
+			IgnoreRobots: true,
+			HostState:    hoststate.Config{Limit: ratelimit.Config{PerMinute: 1e9, Burst: 1 << 20}},
+			Audit:        audit,
 		})
 		benchmarkClient(b, &http.Client{Transport: chain})
 	})

@@ -1,0 +1,31 @@
+package hoststatetest_test
+
+import (
+	"fmt"
+
+	"github.com/egresskit/egresskit/hoststate/hoststatetest"
+)
+
+// Every Store implementation — in memory, in Redis — must pass the same
+// scenarios, with the same expected values.
+func ExampleScenarios() {
+	for _, s := range hoststatetest.Scenarios() {
+		fmt.Println(s.Name)
+	}
+	// Output:
+	// TransientFailuresOpen
+	// OpenSpendsNoToken
+	// ProbeSuccessCloses
+	// ProbeFailureReopens
+	// NeutralOutcomes
+	// StaleAdmissionIgnored
+	// RefusedHaltsOnce
+	// ThrottledHalvesAndPauses
+	// RecoveryToConfigured
+	// RecoveryToCeiling
+	// SetCeiling
+	// ThrottleStorm
+	// DeadlineTakesNothing
+	// DeadlineReleasesProbe
+	// EvictionKeepsOpenHaltedPaused
+}
