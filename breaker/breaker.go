@@ -34,10 +34,10 @@ package breaker
 
 import (
 	"errors"
-	"hash/maphash"
 	"time"
 
 	"github.com/egresskit/egresskit/classify"
+	"github.com/egresskit/egresskit/internal/hostmap"
 	"github.com/sony/gobreaker/v2"
 )
 
@@ -166,16 +166,14 @@ func outcomeErr(r classify.Result) error {
 // Set holds the circuit breakers and halts of many hosts. It is safe for
 // concurrent use.
 type Set struct {
-	cfg        Config
-	settings   gobreaker.Settings // template; Name is set per host
-	sweepEvery time.Duration
-	seed       maphash.Seed
-	shards     [numShards]shard
+	cfg      Config
+	settings gobreaker.Settings // template; Name is set per host
+	hosts    *hostmap.Map[entry, shardState]
 }
 
 // New returns a Set configured by cfg.
 func New(cfg Config) *Set {
-	s := &Set{cfg: cfg.withDefaults(), seed: maphash.MakeSeed()}
+	s := &Set{cfg: cfg.withDefaults()}
 	threshold := uint32(min(s.cfg.FailureThreshold, 1<<31))
 	s.settings = gobreaker.Settings{
 		MaxRequests: uint32(min(s.cfg.HalfOpenProbes, 1<<31)),
@@ -187,11 +185,11 @@ func New(cfg Config) *Set {
 		IsSuccessful:  func(err error) bool { return err == nil },
 		IsExcluded:    func(err error) bool { return err == errNeutral },
 	}
-	s.sweepEvery = s.cfg.IdleTTL / 2
+	s.hosts = newHosts(s.cfg.IdleTTL)
 	return s
 }
 
-// entry is one host's state; its fields are guarded by its shard's mu.
+// entry is one host's state; its fields are guarded by its shard's lock.
 type entry struct {
 	cb *gobreaker.TwoStepCircuitBreaker[struct{}]
 	// done completes an attempt admitted in generation gen (gobreaker's
@@ -212,10 +210,10 @@ type entry struct {
 // result when it is not sent after all).
 func (s *Set) Allow(host string) (Ticket, error) {
 	now := time.Now()
-	sh := s.shard(host)
+	sh := s.hosts.Shard(host)
 	var buf [2]StateChange
-	sh.mu.Lock()
-	e := sh.entry(s, host, now)
+	sh.Lock()
+	e := s.entry(sh, host, now)
 	e.used = now
 	var t Ticket
 	var err error
@@ -229,9 +227,9 @@ func (s *Set) Allow(host string) (Ticket, error) {
 	} else {
 		err = &OpenError{Host: host}
 	}
-	s.maybeSweep(sh, now)
-	changes := sh.take(buf[:0])
-	sh.mu.Unlock()
+	s.hosts.MaybeSweep(sh, now)
+	changes := take(sh, buf[:0])
+	sh.Unlock()
 	s.deliver(changes)
 	return t, err
 }
@@ -251,16 +249,16 @@ type Effect struct {
 // a host whose state was evicted changes nothing.
 func (s *Set) Done(host string, t Ticket, r classify.Result) Effect {
 	now := time.Now()
-	sh := s.shard(host)
+	sh := s.hosts.Shard(host)
 	var buf [2]StateChange
-	sh.mu.Lock()
-	e := sh.m[host]
+	sh.Lock()
+	e := sh.Get(host)
 	if e == nil {
 		if r.Outcome != classify.Refused {
-			sh.mu.Unlock()
+			sh.Unlock()
 			return Effect{}
 		}
-		e = sh.entry(s, host, now)
+		e = s.entry(sh, host, now)
 	}
 	e.used = now
 	if e.state == Open {
@@ -274,20 +272,20 @@ func (s *Set) Done(host string, t Ticket, r classify.Result) Effect {
 	if r.Outcome == classify.Refused && e.halted.IsZero() {
 		e.halted, eff.Halted = now, true
 	}
-	changes := sh.take(buf[:0])
-	sh.mu.Unlock()
+	changes := take(sh, buf[:0])
+	sh.Unlock()
 	s.deliver(changes)
 	return eff
 }
 
 // Status returns a snapshot of host. A host with no state is closed.
 func (s *Set) Status(host string) Status {
-	sh := s.shard(host)
+	sh := s.hosts.Shard(host)
 	var buf [2]StateChange
-	sh.mu.Lock()
-	e := sh.m[host]
+	sh.Lock()
+	e := sh.Get(host)
 	if e == nil {
-		sh.mu.Unlock()
+		sh.Unlock()
 		return Status{Host: host}
 	}
 	st := Status{
@@ -300,8 +298,8 @@ func (s *Set) Status(host string) Status {
 	if st.State == Open {
 		st.OpenUntil = e.openUntil
 	}
-	changes := sh.take(buf[:0])
-	sh.mu.Unlock()
+	changes := take(sh, buf[:0])
+	sh.Unlock()
 	s.deliver(changes)
 	return st
 }
@@ -310,10 +308,9 @@ func (s *Set) Status(host string) Status {
 // host, so it suits a gauge scraped every few seconds, not the request path.
 func (s *Set) Counts() Counts {
 	var c Counts
-	for i := range s.shards {
-		sh := &s.shards[i]
-		sh.mu.Lock()
-		for _, e := range sh.m {
+	for sh := range s.hosts.Shards() {
+		sh.Lock()
+		for _, e := range sh.All() {
 			switch {
 			case !e.halted.IsZero():
 				c.Halted++
@@ -328,32 +325,32 @@ func (s *Set) Counts() Counts {
 				}
 			}
 		}
-		changes := sh.take(nil)
-		sh.mu.Unlock()
+		changes := take(sh, nil)
+		sh.Unlock()
 		s.deliver(changes)
 	}
 	return c
 }
 
 // changed is gobreaker's OnStateChange. gobreaker calls it under its own
-// lock, and the Set only calls gobreaker with the shard's mu held, so it
+// lock, and the Set only calls gobreaker with the shard locked, so it
 // updates the entry directly and queues the change for delivery after the
 // shard is unlocked.
 func (s *Set) changed(host string, from, to gobreaker.State) {
-	sh := s.shard(host)
-	e := sh.m[host]
+	sh := s.hosts.Shard(host)
+	e := sh.Get(host)
 	if e == nil {
 		return
 	}
 	now := time.Now()
-	sh.gen++
-	e.gen, e.state, e.done = sh.gen, State(to), nil
+	sh.Local.gen++
+	e.gen, e.state, e.done = sh.Local.gen, State(to), nil
 	e.openUntil = time.Time{}
 	if e.state == Open {
 		e.openUntil = now.Add(s.cfg.OpenTimeout)
 	}
 	if s.cfg.OnStateChange != nil {
-		sh.pending = append(sh.pending, StateChange{Host: host, From: State(from), To: State(to), At: now})
+		sh.Local.pending = append(sh.Local.pending, StateChange{Host: host, From: State(from), To: State(to), At: now})
 	}
 }
 

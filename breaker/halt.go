@@ -8,10 +8,10 @@ import "time"
 // never evicted.
 func (s *Set) Halt(host string) bool {
 	now := time.Now()
-	sh := s.shard(host)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	e := sh.entry(s, host, now)
+	sh := s.hosts.Shard(host)
+	sh.Lock()
+	defer sh.Unlock()
+	e := s.entry(sh, host, now)
 	e.used = now
 	if !e.halted.IsZero() {
 		return false
@@ -24,10 +24,10 @@ func (s *Set) Halt(host string) bool {
 // circuit keeps its state; only the halt is lifted.
 func (s *Set) Resume(host string) bool {
 	now := time.Now()
-	sh := s.shard(host)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	e := sh.m[host]
+	sh := s.hosts.Shard(host)
+	sh.Lock()
+	defer sh.Unlock()
+	e := sh.Get(host)
 	if e == nil || e.halted.IsZero() {
 		return false
 	}
@@ -38,10 +38,10 @@ func (s *Set) Resume(host string) bool {
 
 // Halted reports whether host is halted and since when.
 func (s *Set) Halted(host string) (since time.Time, ok bool) {
-	sh := s.shard(host)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	if e := sh.m[host]; e != nil && !e.halted.IsZero() {
+	sh := s.hosts.Shard(host)
+	sh.Lock()
+	defer sh.Unlock()
+	if e := sh.Get(host); e != nil && !e.halted.IsZero() {
 		return e.halted, true
 	}
 	return time.Time{}, false

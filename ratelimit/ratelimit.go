@@ -35,6 +35,7 @@ import (
 	"time"
 
 	"github.com/egresskit/egresskit/classify"
+	"github.com/egresskit/egresskit/internal/hostmap"
 	"golang.org/x/time/rate"
 )
 
@@ -167,20 +168,18 @@ type State struct {
 
 // Set paces many hosts. It is safe for concurrent use.
 type Set struct {
-	cfg        Config
-	sweepEvery time.Duration
-	shards     shards
+	cfg   Config
+	hosts *hostmap.Map[entry, struct{}]
 }
 
 // New returns a Set configured by cfg.
 func New(cfg Config) *Set {
 	s := &Set{cfg: cfg.withDefaults()}
-	s.sweepEvery = s.cfg.IdleTTL / 2
-	s.shards.init()
+	s.hosts = newHosts(s.cfg.IdleTTL)
 	return s
 }
 
-// entry is one host's pacing; its fields are guarded by its shard's mu.
+// entry is one host's pacing; its fields are guarded by its shard's lock.
 type entry struct {
 	lim         *rate.Limiter
 	perMinute   float64 // current rate
@@ -248,10 +247,10 @@ func (s *Set) Reserve(ctx context.Context, host string) (time.Duration, error) {
 		return 0, err
 	}
 	now := s.cfg.Now()
-	sh := s.shards.of(host)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	e := sh.entry(s, host, now)
+	sh := s.hosts.Shard(host)
+	sh.Lock()
+	defer sh.Unlock()
+	e := s.entry(sh, host, now)
 	e.used = now
 	at := now
 	if e.pausedUntil.After(at) {
@@ -269,7 +268,7 @@ func (s *Set) Reserve(ctx context.Context, host string) (time.Duration, error) {
 	}
 	r := e.lim.ReserveN(at, 1)
 	e.limAt = at
-	s.maybeSweep(sh, now)
+	s.hosts.MaybeSweep(sh, now)
 	return r.DelayFrom(now), nil
 }
 
@@ -291,10 +290,10 @@ func interval(perMinute float64, max time.Duration) time.Duration {
 // Observe adapts host's pacing to the outcome of an attempt.
 func (s *Set) Observe(host string, r classify.Result) {
 	now := s.cfg.Now()
-	sh := s.shards.of(host)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	e := sh.entry(s, host, now)
+	sh := s.hosts.Shard(host)
+	sh.Lock()
+	defer sh.Unlock()
+	e := s.entry(sh, host, now)
 	e.used = now
 	if now.Sub(e.since) >= s.cfg.Window {
 		e.counts, e.since = [len(e.counts)]uint32{}, now
@@ -331,7 +330,7 @@ func (s *Set) Observe(host string, r classify.Result) {
 	case classify.Transient, classify.Refused:
 		e.okRun = 0
 	}
-	s.maybeSweep(sh, now)
+	s.hosts.MaybeSweep(sh, now)
 }
 
 // SetCeiling caps host's rate at perMinute requests per minute (robots.txt
@@ -345,10 +344,10 @@ func (s *Set) SetCeiling(host string, perMinute float64) error {
 		return fmt.Errorf("%w: ceiling is NaN", ErrInvalidRate)
 	}
 	now := s.cfg.Now()
-	sh := s.shards.of(host)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	e := sh.entry(s, host, now)
+	sh := s.hosts.Shard(host)
+	sh.Lock()
+	defer sh.Unlock()
+	e := s.entry(sh, host, now)
 	e.used = now
 	if !positive(perMinute) {
 		e.ceiling = 0
@@ -365,10 +364,10 @@ func (s *Set) SetCeiling(host string, perMinute float64) error {
 // its configured rate.
 func (s *Set) State(host string) State {
 	now := s.cfg.Now()
-	sh := s.shards.of(host)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	e := sh.m[host]
+	sh := s.hosts.Shard(host)
+	sh.Lock()
+	defer sh.Unlock()
+	e := sh.Get(host)
 	if e == nil {
 		pm := s.configured(host)
 		return State{PerMinute: pm, Configured: pm}
