@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/egresskit/egresskit/classify"
-	"github.com/hashicorp/go-retryablehttp"
 )
 
 // drainLimit bounds how much of a retried response's body is read before
@@ -34,8 +33,11 @@ func AttemptFrom(ctx context.Context) int {
 // running RoundTrip only: the engine calls the hooks and the http.Client
 // calls attempts synchronously.
 type call struct {
-	p      *Policy
-	engine retryablehttp.Client
+	// The request's context: a call is the context of the requests the
+	// engine sends, so that its hooks find it without another allocation.
+	context.Context
+
+	p *Policy
 
 	getBody  func() (io.ReadCloser, error) // the caller's GetBody; nil without a body
 	url      *url.URL                      // the caller's URL when it has userinfo, else nil
@@ -45,7 +47,55 @@ type call struct {
 	next     io.ReadCloser                 // the body for the next retry, from getBody
 }
 
-// checkRetry is the engine's CheckRetry. It retries when the request may
+// Value returns the call itself for callKey, and otherwise what the
+// request's context holds.
+func (c *call) Value(key any) any {
+	if key == (callKey{}) {
+		return c
+	}
+	return c.Context.Value(key)
+}
+
+// checkRetry is the engine's CheckRetry: the decision of the request's
+// call.
+func checkRetry(ctx context.Context, resp *http.Response, err error) (bool, error) {
+	c, _ := ctx.Value(callKey{}).(*call)
+	if c == nil {
+		return false, nil
+	}
+	return c.checkRetry(ctx, resp, err)
+}
+
+// noBackoff is the engine's Backoff. The engine cannot tell a hook which
+// request it is waiting for when an attempt failed without a response, so
+// the wait the call chose is made in prepareRetry, which has the request.
+func noBackoff(_, _ time.Duration, _ int, _ *http.Response) time.Duration { return 0 }
+
+// prepareRetry is the engine's PrepareRetry, run before every retry: it
+// waits the call's chosen wait, honouring the request context (its error
+// ends the request, as the engine's own wait would), then installs the
+// replayed body on the engine's copy of the request.
+func prepareRetry(r *http.Request) error {
+	c, _ := r.Context().Value(callKey{}).(*call)
+	if c == nil {
+		return errNoCall
+	}
+	if c.wait > 0 {
+		timer := time.NewTimer(c.wait)
+		select {
+		case <-r.Context().Done():
+			timer.Stop()
+			return r.Context().Err()
+		case <-timer.C:
+		}
+	}
+	if c.next != nil {
+		r.Body, c.next = c.next, nil
+	}
+	return nil
+}
+
+// checkRetry decides for the call. It retries when the request may
 // be retried, retries are left, classify.Of says the attempt is retryable,
 // the wait fits under MaxDelay and before the deadline, and the body can
 // be replayed. Before saying yes it drains and closes the response. It
@@ -81,20 +131,6 @@ func (c *call) checkRetry(ctx context.Context, resp *http.Response, err error) (
 	c.left--
 	c.wait = wait
 	return true, nil
-}
-
-// backoff is the engine's Backoff: the wait checkRetry chose.
-func (c *call) backoff(_, _ time.Duration, _ int, _ *http.Response) time.Duration {
-	return c.wait
-}
-
-// prepareRetry is the engine's PrepareRetry: it installs the replayed body
-// on the engine's copy of the request.
-func (c *call) prepareRetry(r *http.Request) error {
-	if c.next != nil {
-		r.Body, c.next = c.next, nil
-	}
-	return nil
 }
 
 // discard drains (up to drainLimit, and only if the body is not known to

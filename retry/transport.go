@@ -3,8 +3,9 @@
 // exponential backoff, a capped Retry-After, per-attempt and overall time
 // limits, and replay of request bodies through GetBody.
 //
-// The loop is go-retryablehttp's Client.Do engine, driven by this package's
-// CheckRetry and Backoff. Every decision reads classify.Of(resp, err): the
+// The loop is go-retryablehttp's Client.Do engine, one per Transport,
+// driven by this package's CheckRetry (the decision) and PrepareRetry (the
+// wait and the replayed body). Every decision reads classify.Of(resp, err): the
 // retry layer never classifies a response itself. Transient and Throttled
 // are retried; OK, Refused, Permanent and Canceled are returned at once,
 // and so are the errors of the layers below that mean "do not send"
@@ -51,9 +52,10 @@ var (
 // and, with Policy.AttemptTimeout, its own deadline, which lasts until the
 // attempt's response body is closed.
 type Transport struct {
-	next http.RoundTripper
-	p    Policy       // normalized
-	hc   *http.Client // the engine's client; its Transport is attempts
+	next   http.RoundTripper
+	p      Policy       // normalized
+	hc     *http.Client // the engine's client; its Transport is attempts
+	engine *retryablehttp.Client
 }
 
 var _ http.RoundTripper = (*Transport)(nil)
@@ -73,6 +75,16 @@ func New(next http.RoundTripper, p Policy) *Transport {
 		Transport: &attempts{next: next, timeout: t.p.AttemptTimeout},
 		// The caller's own client follows redirects, once.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	// One engine serves every request: its hooks find the request's call
+	// in the request context, so that no per-request hooks are bound.
+	t.engine = &retryablehttp.Client{
+		HTTPClient:   t.hc,
+		RetryMax:     max(t.p.MaxRetries, 0),
+		CheckRetry:   checkRetry,
+		Backoff:      noBackoff,
+		PrepareRetry: prepareRetry,
+		ErrorHandler: retryablehttp.PassthroughErrorHandler,
 	}
 	return t
 }
@@ -120,7 +132,8 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		c.left = t.p.MaxRetries
 	}
 
-	out := req.WithContext(context.WithValue(ctx, callKey{}, c))
+	c.Context = ctx
+	out := req.WithContext(c)
 	// Hidden from the engine's http.Client, which would otherwise call it
 	// for a 307/308 it is not going to follow; attempts restores it for
 	// the layers below (http.Transport rewinds with it on a dead
@@ -138,13 +151,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		c.url = req.URL
 	}
 
-	c.engine.HTTPClient = t.hc
-	c.engine.RetryMax = c.left
-	c.engine.CheckRetry = c.checkRetry
-	c.engine.Backoff = c.backoff
-	c.engine.PrepareRetry = c.prepareRetry
-	c.engine.ErrorHandler = retryablehttp.PassthroughErrorHandler
-	resp, err := c.engine.Do(&retryablehttp.Request{Request: out})
+	resp, err := t.engine.Do(&retryablehttp.Request{Request: out})
 	if c.next != nil { // a replay body obtained for a retry that did not happen
 		c.next.Close()
 		c.next = nil
