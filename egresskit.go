@@ -129,6 +129,8 @@ type Transport struct {
 	retry     *retry.Transport
 	observers telemetry.Observers
 	ceilings  ceilingCache
+	send      http.RoundTripper // Egress or Base: what finally sends
+	base      http.RoundTripper // Base, or http.DefaultTransport
 }
 
 var _ http.RoundTripper = (*Transport)(nil)
@@ -168,6 +170,7 @@ func New(cfg Config) *Transport {
 	if cfg.Egress != nil {
 		send = cfg.Egress
 	}
+	t.send, t.base = send, base
 	inner := classify.NewTransport(send, classify.New(t.cfg.Classify))
 	a := &attempts{t: t, next: inner}
 	t.retry = retry.New(a, cfg.Retry)
@@ -226,6 +229,17 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	return resp, err
+}
+
+// CloseIdleConnections closes the idle connections of the transports that
+// send (Base, and the egress pool's endpoints when it has such a method),
+// as http.Client.CloseIdleConnections expects of its Transport.
+func (t *Transport) CloseIdleConnections() {
+	for _, rt := range []http.RoundTripper{t.base, t.send} {
+		if ci, ok := rt.(interface{ CloseIdleConnections() }); ok {
+			ci.CloseIdleConnections()
+		}
+	}
 }
 
 // Resume lifts the halt on host (a host key, as in Escalation.Host), after
