@@ -92,20 +92,3 @@ func BenchmarkOverhead(b *testing.B) {
 		benchmarkClient(b, &http.Client{Transport: chain})
 	})
 }
-
-// closer counts CloseIdleConnections calls.
-type closer struct {
-	canned
-	n int
-}
-
-func (c *closer) CloseIdleConnections() { c.n++ }
-
-func TestCloseIdleConnectionsReachesBase(t *testing.T) {
-	base := &closer{}
-	c := &http.Client{Transport: egresskit.New(egresskit.Config{Base: base, IgnoreRobots: true})}
-	c.CloseIdleConnections()
-	if base.n == 0 {
-		t.Error("http.Client.CloseIdleConnections did not reach the base transport")
-	}
-}

@@ -638,3 +638,20 @@ func TestAttemptTimeoutExcludesPacingWait(t *testing.T) {
 		}
 	})
 }
+
+// closer counts CloseIdleConnections calls.
+type closer struct {
+	canned
+	n int
+}
+
+func (c *closer) CloseIdleConnections() { c.n++ }
+
+func TestCloseIdleConnectionsReachesBase(t *testing.T) {
+	base := &closer{}
+	c := &http.Client{Transport: egresskit.New(egresskit.Config{Base: base, IgnoreRobots: true})}
+	c.CloseIdleConnections()
+	if base.n == 0 {
+		t.Error("http.Client.CloseIdleConnections did not reach the base transport")
+	}
+}
