@@ -6,12 +6,14 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// The scripts: each but resume and halt is the common prelude followed by
-// one operation. They are run with EVALSHA; go-redis falls back to EVAL, which
+// The scripts: each but resume and halt is the clock and the common prelude
+// followed by one operation; resume is the clock and its own body. They are run with EVALSHA; go-redis falls back to EVAL, which
 // caches the script again, when the server answers NOSCRIPT (a restart, a
 // failover, SCRIPT FLUSH). halt, small and run only to re-sync after an
 // outage, is sent with EVAL in a pipeline.
 var (
+	//go:embed lua/clock.lua
+	luaClock string
 	//go:embed lua/common.lua
 	luaCommon string
 	//go:embed lua/admit.lua
@@ -35,13 +37,13 @@ type scripts struct {
 
 func newScripts() scripts {
 	mk := func(name, op string) *redis.Script {
-		return redis.NewScript("local OP = '" + name + "'\n" + luaCommon + "\n" + op)
+		return redis.NewScript("local OP = '" + name + "'\n" + luaClock + luaCommon + "\n" + op)
 	}
 	return scripts{
 		admit:   mk("admit", luaAdmit),
 		record:  mk("record", luaRecord),
 		state:   mk("state", luaState),
 		ceiling: mk("ceiling", luaCeiling),
-		resume:  redis.NewScript(luaResume),
+		resume:  redis.NewScript(luaClock + luaResume),
 	}
 }

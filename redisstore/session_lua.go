@@ -19,13 +19,7 @@ const sessionLuaPrelude = `
 -- KEYS[2] fields hash, KEYS[3] cookies hash, KEYS[4] order zset
 -- ARGV[1] now (empty: the Redis server's TIME)
 local M, F, C, O = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local now
-if ARGV[1] == '' then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-else
-  now = tonumber(ARGV[1])
-end
+-- now: see clock.lua, prepended to this script.
 local MAXT = 9007199254740991
 
 local function corrupt(which, why)
@@ -264,7 +258,7 @@ type sessionScripts struct {
 }
 
 func newSessionScripts() sessionScripts {
-	mk := func(op string) *redis.Script { return redis.NewScript(sessionLuaPrelude + op) }
+	mk := func(op string) *redis.Script { return redis.NewScript(luaClock + sessionLuaPrelude + op) }
 	return sessionScripts{
 		create:    mk(sessionLuaCreate),
 		get:       mk(sessionLuaGet),

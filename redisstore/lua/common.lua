@@ -23,13 +23,7 @@
 -- ARGV[15…] the operation's own arguments
 
 local S, H = KEYS[1], KEYS[2]
-local now
-if ARGV[1] == '' then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-else
-  now = tonumber(ARGV[1])
-end
+-- now: see clock.lua, prepended to this script.
 local THRESHOLD = tonumber(ARGV[2])
 local OPEN = tonumber(ARGV[3])
 local PROBES = tonumber(ARGV[4])

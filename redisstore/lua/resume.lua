@@ -19,13 +19,7 @@ redis.call('DEL', H)
 -- (the scripts forget idle parts by the exact rules; this expiry is only
 -- never earlier than those).
 if redis.call('TYPE', S).ok ~= 'hash' then return 1 end
-local now
-if ARGV[1] == '' then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-else
-  now = tonumber(ARGV[1])
-end
+-- now: see clock.lua, prepended to this script.
 if redis.call('HEXISTS', S, 'bu') == 1 then
   redis.call('HSET', S, 'bu', string.format('%d', now))
 end
