@@ -94,6 +94,20 @@ func (s *MemoryStore) begin(ctx context.Context, id string) (*memRecord, time.Ti
 	return r, now, nil
 }
 
+// beginFenced is begin followed by the fence check: on success s.mu is
+// held and the write may proceed; on failure it is released.
+func (s *MemoryStore) beginFenced(ctx context.Context, id string, fence uint64) (*memRecord, time.Time, error) {
+	r, now, err := s.begin(ctx, id)
+	if err != nil {
+		return nil, now, err
+	}
+	if err := r.checkFence(id, fence); err != nil {
+		s.mu.Unlock()
+		return nil, now, err
+	}
+	return r, now, nil
+}
+
 // Create implements Store.
 func (s *MemoryStore) Create(ctx context.Context, rec Record) error {
 	if err := ctx.Err(); err != nil {
@@ -163,28 +177,22 @@ func (s *MemoryStore) Get(ctx context.Context, id string, parts Parts) (Record, 
 
 // Delete implements Store.
 func (s *MemoryStore) Delete(ctx context.Context, id string, fence uint64) error {
-	r, _, err := s.begin(ctx, id)
+	_, _, err := s.beginFenced(ctx, id, fence)
 	if err != nil {
 		return err
 	}
 	defer s.mu.Unlock()
-	if err := r.checkFence(id, fence); err != nil {
-		return err
-	}
 	delete(s.recs, id)
 	return nil
 }
 
 // SetExpiry implements Store.
 func (s *MemoryStore) SetExpiry(ctx context.Context, id string, fence uint64, expires time.Time) error {
-	r, now, err := s.begin(ctx, id)
+	r, now, err := s.beginFenced(ctx, id, fence)
 	if err != nil {
 		return err
 	}
 	defer s.mu.Unlock()
-	if err := r.checkFence(id, fence); err != nil {
-		return err
-	}
 	if !now.Before(expires) {
 		delete(s.recs, id)
 		return nil
@@ -196,14 +204,11 @@ func (s *MemoryStore) SetExpiry(ctx context.Context, id string, fence uint64, ex
 
 // SetFields implements Store.
 func (s *MemoryStore) SetFields(ctx context.Context, id string, fence uint64, w FieldWrite) error {
-	r, _, err := s.begin(ctx, id)
+	r, _, err := s.beginFenced(ctx, id, fence)
 	if err != nil {
 		return err
 	}
 	defer s.mu.Unlock()
-	if err := r.checkFence(id, fence); err != nil {
-		return err
-	}
 	if w.IfAbsent {
 		for _, f := range w.Set {
 			if _, ok := r.fields[f.Name]; ok {
@@ -223,14 +228,11 @@ func (s *MemoryStore) SetFields(ctx context.Context, id string, fence uint64, w 
 
 // MergeCookies implements Store.
 func (s *MemoryStore) MergeCookies(ctx context.Context, id string, fence uint64, m CookieMerge) (MergeResult, error) {
-	r, _, err := s.begin(ctx, id)
+	r, _, err := s.beginFenced(ctx, id, fence)
 	if err != nil {
 		return MergeResult{}, err
 	}
 	defer s.mu.Unlock()
-	if err := r.checkFence(id, fence); err != nil {
-		return MergeResult{}, err
-	}
 	for _, f := range m.Set {
 		blob := bytes.Clone(f.Value)
 		if e, ok := r.cookies[f.Name]; ok {
