@@ -125,9 +125,27 @@ var parsers = []parser{
 	}},
 }
 
-// TestCompliance runs every parser over the same vectors and reports
-// passed/total. Only egresskit/robots is required to pass them all; the
-// other counts are measurements.
+// egresskitDeviations are the vectors on which egresskit/robots answers
+// differently from Google's suite on purpose: a raw UTF-8 URL is
+// percent-encoded before matching (RFC 9309 section 2.2.2), where Google's
+// API takes URLs already encoded. robots/vectors_test.go holds the same list
+// with its reason.
+var egresskitDeviations = map[string]bool{
+	"encoding: raw UTF-8 in the rule is percent-encoded/1": true,
+	"encoding: percent-encoded UTF-8 in the rule/1":        true,
+}
+
+// peerPassed is what each peer, at the version go.mod pins, scores on the
+// vectors; the README quotes these counts, so a change shows up here.
+var peerPassed = map[string]int{
+	"jimsmart/grobotstxt": 146, // differs from Google's C++ on the same two raw UTF-8 URLs
+	"temoto/robotstxt":    128,
+}
+
+// TestCompliance runs every parser over the same vectors, scored against
+// Google's own expectations, and reports passed/total. egresskit/robots is
+// required to pass every vector but its listed deviations, and to fail
+// those; the peers' counts must stay those quoted in peerPassed.
 func TestCompliance(t *testing.T) {
 	vs := loadVectors(t)
 	for _, p := range parsers {
@@ -143,14 +161,23 @@ func TestCompliance(t *testing.T) {
 				t.Logf("%s: %s: parse error", p.name, v.name)
 			case got == v.allowed:
 				passed++
+				if p.name == "egresskit/robots" && egresskitDeviations[v.name] {
+					t.Errorf("%s: %s: listed as a deviation but agrees with Google", p.name, v.name)
+				}
 			default:
 				t.Logf("%s: %s: allowed(%.60q, %q) = %v, want %v", p.name, v.name, v.url, v.agents, got, v.allowed)
+				if p.name == "egresskit/robots" && !egresskitDeviations[v.name] {
+					t.Errorf("%s: %s: fails a vector that is not a listed deviation", p.name, v.name)
+				}
 			}
 		}
 		t.Logf("%-20s %3d/%d passed; %d unanswered (parse error), %d/%d if a parse error meant allow-all",
 			p.name, passed, len(vs), unanswered, passed+lenient, len(vs))
-		if p.name == "egresskit/robots" && passed != len(vs) {
-			t.Errorf("%s passed %d/%d vectors, want all", p.name, passed, len(vs))
+		if want := len(vs) - len(egresskitDeviations); p.name == "egresskit/robots" && passed != want {
+			t.Errorf("%s passed %d/%d vectors, want %d", p.name, passed, len(vs), want)
+		}
+		if want, ok := peerPassed[p.name]; ok && passed != want {
+			t.Errorf("%s passed %d/%d vectors, quoted as %d", p.name, passed, len(vs), want)
 		}
 	}
 }
