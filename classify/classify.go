@@ -116,7 +116,9 @@ func New(cfg Config) *Classifier {
 //     caught above);
 //   - 429: Throttled; any 4xx or 5xx with a usable Retry-After: Throttled;
 //     a 403 or 503 whose rate-limit fields say the quota is spent:
-//     Throttled;
+//     Throttled; a 403 whose body head says "secondary rate limit"
+//     (GitHub's, which carries no header): Throttled, waiting
+//     SecondaryRateLimitWait unless a field states a wait;
 //   - 408, 425, 500, 502, 503, 504 and other 5xx: Transient;
 //   - other 4xx: Permanent; any other status: Transient.
 //
@@ -291,6 +293,13 @@ func (c *Classifier) decide(ctx context.Context, resp *http.Response, folded []b
 		r.Outcome, r.Reason = contextOutcome(ctx)
 	case peekErr != nil:
 		r.Outcome, r.Reason = Transient, "body read error"
+	case status == 403 && isSecondaryRateLimit(folded):
+		r.Outcome, r.Reason = Throttled, "secondary rate limit"
+		d, src := parseWait(resp.Header, c.now, true)
+		if src == waitNone {
+			d = SecondaryRateLimitWait
+		}
+		r.RetryAfter = d
 	default:
 		c.statusRules(resp.Header, &r)
 	}
@@ -359,7 +368,7 @@ func (c *Classifier) shouldPeek(resp *http.Response, status int) bool {
 // bodyCanMatch reports whether a body marker or the agent token could match
 // a response with this status.
 func (c *Classifier) bodyCanMatch(status int) bool {
-	if c.token != nil && (status == 401 || status == 403) {
+	if status == 403 || (c.token != nil && status == 401) { // 403: also a secondary rate limit
 		return true
 	}
 	if c.bodyAny {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"net/http"
+	"strconv"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 func FuzzParseRetryAfter(f *testing.F) {
 	for _, s := range [][4]string{
 		{"120", "", "", ""},
+		{"2.0", "", "", ""},
 		{"Sun, 29 Nov 2026 12:01:30 GMT", "", "", ""},
 		{"Sunday, 29-Nov-26 12:01:30 GMT", "", "", ""},
 		{"Sun Nov 29 12:01:30 2026", "", "", ""},
@@ -40,6 +42,41 @@ func FuzzParseRetryAfter(f *testing.F) {
 		}
 		if d < 0 || d > classify.MaxRetryAfter {
 			t.Errorf("ParseRetryAfter(%v) = %v, outside [0, %v]", h, d, classify.MaxRetryAfter)
+		}
+	})
+}
+
+// FuzzRetryAfterMonotonic checks that a longer Retry-After is never
+// honoured less: for delay-seconds a <= b (with or without a fraction),
+// the wait of b is at least the wait of a, both parse, and a whole number
+// of seconds below MaxRetryAfter is read exactly.
+func FuzzRetryAfterMonotonic(f *testing.F) {
+	f.Add(uint64(120), uint64(86400), uint16(0))
+	f.Add(uint64(86400), uint64(86401), uint16(5))
+	f.Add(uint64(86401), uint64(99999999999), uint16(0))
+	f.Add(uint64(1), uint64(1<<63), uint16(999))
+	f.Fuzz(func(t *testing.T, a, b uint64, frac uint16) {
+		if a > b {
+			a, b = b, a
+		}
+		fa := strconv.FormatUint(a, 10)
+		if frac > 0 {
+			fa += "." + strconv.Itoa(int(frac))
+		}
+		fb := strconv.FormatUint(b, 10)
+		da, oka := classify.ParseRetryAfter(http.Header{"Retry-After": {fa}}, testNow)
+		db, okb := classify.ParseRetryAfter(http.Header{"Retry-After": {fb}}, testNow)
+		if !oka || !okb {
+			t.Fatalf("ParseRetryAfter(%q) ok=%v, (%q) ok=%v; want both parsed", fa, oka, fb, okb)
+		}
+		if b > a && db < da || b == a && frac == 0 && db != da {
+			t.Errorf("Retry-After %q waits %v, longer %q waits %v", fa, da, fb, db)
+		}
+		if a < uint64(classify.MaxRetryAfter/time.Second) && frac == 0 && da != time.Duration(a)*time.Second {
+			t.Errorf("Retry-After %q = %v, want %ds", fa, da, a)
+		}
+		if frac > 0 && da <= time.Duration(min(a, uint64(classify.MaxRetryAfter/time.Second)-1))*time.Second {
+			t.Errorf("Retry-After %q = %v, want rounded up above %ds", fa, da, a)
 		}
 	})
 }

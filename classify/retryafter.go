@@ -1,20 +1,27 @@
 package classify
 
 import (
+	"bytes"
 	"net/http"
 	"time"
 )
 
-// MaxRetryAfter is the longest server-requested wait ParseRetryAfter
-// accepts. A longer value (Retry-After: 999999999999, a date decades ahead)
-// is treated as malformed and ignored like garbage: it is a broken server or
-// a "go away", and the layers above answer both with their own capped
-// backoff and pause rather than with a sleep the server chose.
-const MaxRetryAfter = 24 * time.Hour
+// MaxRetryAfter is the longest wait ParseRetryAfter reports. A longer one
+// (Retry-After: 99999999999, a date centuries ahead) is reported as
+// MaxRetryAfter, never ignored: a server that asks for a longer wait must
+// never be contacted sooner than one that asks for a shorter one. The layers
+// above cap what they honour: retry hands the response back instead of
+// waiting past its MaxDelay, and ratelimit pauses the host for at most its
+// MaxPause.
+const MaxRetryAfter = 365 * 24 * time.Hour
 
-// epochThreshold tells a Unix time from a delay in X-RateLimit-Reset:
+// epochThreshold tells a Unix time from a delay in the reset fields:
 // values above it (2001-09-09) are absolute epoch seconds.
 const epochThreshold = 1_000_000_000
+
+// epochMillisThreshold tells a Unix time in milliseconds from one in
+// seconds: a reset above it (the year 33658 in seconds) is milliseconds.
+const epochMillisThreshold = 1_000_000_000_000
 
 // maxNumber bounds every integer parsed here, so no parse can overflow.
 const maxNumber = 1 << 50
@@ -27,22 +34,29 @@ const (
 	hRateLimitRemaining = "Ratelimit-Remaining"
 	hXRateLimitReset    = "X-Ratelimit-Reset"
 	hXRateLimitRemain   = "X-Ratelimit-Remaining"
+	hXRateDashReset     = "X-Rate-Limit-Reset"
+	hXRateDashRemain    = "X-Rate-Limit-Remaining"
 )
 
 // ParseRetryAfter returns the wait a response asks for, relative to now,
 // and whether it asks for one.
 //
-// Retry-After comes first: delay-seconds (digits only) or an HTTP-date in
-// any of the three forms http.ParseTime accepts (IMF-fixdate, RFC 850,
-// asctime). A date in the past means 0. Negative, fractional, garbage and
-// overflowing values, and any wait above MaxRetryAfter, are ignored.
+// Retry-After comes first: delay-seconds, or an HTTP-date in any of the
+// three forms http.ParseTime accepts (IMF-fixdate, RFC 850, asctime). A
+// date in the past means 0. Delay-seconds may carry a fraction ("2.0", as
+// some APIs send), rounded up to the next whole second. A wait longer than
+// MaxRetryAfter, however long, is reported as MaxRetryAfter. Only values
+// that do not parse (negative, signed, garbage, an empty fraction) are
+// ignored.
 //
 // When Retry-After is absent or ignored, the rate-limit fields are the
 // fallback, in this order: the IETF RateLimit field (structured form
 // `"default";r=0;t=30`, or the older `limit=10, remaining=0, reset=30`),
-// RateLimit-Reset with RateLimit-Remaining, and the legacy
-// X-RateLimit-Reset with X-RateLimit-Remaining, whose value is a delay in
-// seconds or, above 1e9, a Unix time. A reset counts as a wait only when the
+// RateLimit-Reset with RateLimit-Remaining, the legacy X-RateLimit-Reset
+// with X-RateLimit-Remaining, and X-Rate-Limit-Reset with
+// X-Rate-Limit-Remaining. The value of the three reset fields is a delay
+// in seconds or, above 1e9, a Unix time in seconds (above 1e12, in
+// milliseconds); a fraction rounds the wait up. A reset counts as a wait only when the
 // matching remaining value is 0: a reset alone describes a quota window, not
 // a request to wait. (The classifier also accepts a reset without remaining
 // on a 429 or 503, whose status already says the quota is spent.) With
@@ -77,21 +91,24 @@ func parseWait(h http.Header, now func() time.Time, anyReset bool) (time.Duratio
 			return d, waitRateLimit
 		}
 	}
-	if vs := h[hRateLimitReset]; len(vs) > 0 {
-		if exhausted(h[hRateLimitRemaining], anyReset) {
-			if d, ok := seconds(atoiOr(trimOWS(vs[0]), -1)); ok {
-				return d, waitRateLimit
-			}
-		}
-	}
-	if vs := h[hXRateLimitReset]; len(vs) > 0 {
-		if exhausted(h[hXRateLimitRemain], anyReset) {
-			if d, ok := parseLegacyReset(vs[0], now); ok {
-				return d, waitRateLimit
+	for _, f := range resetFields {
+		if vs := h[f.reset]; len(vs) > 0 {
+			if exhausted(h[f.remaining], anyReset) {
+				if d, ok := parseReset(vs[0], now); ok {
+					return d, waitRateLimit
+				}
 			}
 		}
 	}
 	return 0, waitNone
+}
+
+// resetFields are the reset fields read after the RateLimit field, each
+// with the remaining count that says whether its quota is spent.
+var resetFields = [...]struct{ reset, remaining string }{
+	{hRateLimitReset, hRateLimitRemaining},
+	{hXRateLimitReset, hXRateLimitRemain},
+	{hXRateDashReset, hXRateDashRemain},
 }
 
 // parseRetryAfterValue parses one Retry-After value.
@@ -100,12 +117,12 @@ func parseRetryAfterValue(v string, now func() time.Time) (time.Duration, bool) 
 	if v == "" {
 		return 0, false
 	}
-	if isDigits(v) {
-		secs, ok := leadingUint(v)
+	if isDigit(v[0]) {
+		n, ok := decimalCeil(v)
 		if !ok {
 			return 0, false
 		}
-		return seconds(secs)
+		return seconds(n)
 	}
 	t, err := http.ParseTime(v)
 	if err != nil {
@@ -114,16 +131,33 @@ func parseRetryAfterValue(v string, now func() time.Time) (time.Duration, bool) 
 	return until(t, now())
 }
 
-// parseLegacyReset parses X-RateLimit-Reset: delay seconds, or a Unix time
-// above epochThreshold; a fraction rounds the wait up.
-func parseLegacyReset(v string, now func() time.Time) (time.Duration, bool) {
-	v = trimOWS(v)
+// parseReset parses a reset field: delay seconds, or a Unix time above
+// epochThreshold; a fraction rounds the wait up.
+func parseReset(v string, now func() time.Time) (time.Duration, bool) {
+	n, ok := decimalCeil(trimOWS(v))
+	if !ok {
+		return 0, false
+	}
+	switch {
+	case n > maxNumber:
+		return MaxRetryAfter, true
+	case n > epochMillisThreshold:
+		return until(time.UnixMilli(int64(n)), now())
+	case n > epochThreshold:
+		return until(time.Unix(int64(n), 0), now())
+	}
+	return seconds(n)
+}
+
+// decimalCeil parses digits with an optional fraction (".5"; at least one
+// digit on each side of the point) and rounds up. A value too large to
+// hold is reported as maxNumber+1, which every caller saturates.
+func decimalCeil(v string) (int, bool) {
 	n, i := 0, 0
 	for i < len(v) && isDigit(v[i]) {
-		if n > maxNumber {
-			return 0, false
+		if n <= maxNumber {
+			n = n*10 + int(v[i]-'0')
 		}
-		n = n*10 + int(v[i]-'0')
 		i++
 	}
 	if i == 0 {
@@ -140,10 +174,7 @@ func parseLegacyReset(v string, now func() time.Time) (time.Duration, bool) {
 			}
 		}
 	}
-	if n > epochThreshold {
-		return until(time.Unix(int64(n), 0), now())
-	}
-	return seconds(n)
+	return min(n, maxNumber+1), true
 }
 
 // parseRateLimitField parses the IETF RateLimit field, both the structured
@@ -278,10 +309,7 @@ func atoiOr(s string, def int) int {
 	if !isDigits(s) {
 		return def
 	}
-	n, ok := leadingUint(s)
-	if !ok {
-		return def
-	}
+	n, _ := decimalCeil(s) // saturates: the caller's seconds caps it
 	return n
 }
 
@@ -299,26 +327,41 @@ func leadingUint(s string) (int, bool) {
 	return n, i > 0
 }
 
-// seconds converts a delay in seconds to a Duration, rejecting waits above
-// MaxRetryAfter.
+// seconds converts a delay in seconds to a Duration, at most
+// MaxRetryAfter; it rejects only negative values.
 func seconds(n int) (time.Duration, bool) {
-	if n < 0 || n > int(MaxRetryAfter/time.Second) {
+	if n < 0 {
 		return 0, false
+	}
+	if n > int(MaxRetryAfter/time.Second) {
+		return MaxRetryAfter, true
 	}
 	return time.Duration(n) * time.Second, true
 }
 
-// until returns t - now, 0 for a past t, rejecting waits above
-// MaxRetryAfter.
+// until returns t - now, 0 for a past t, at most MaxRetryAfter.
 func until(t, now time.Time) (time.Duration, bool) {
 	d := t.Sub(now)
 	if d <= 0 {
 		return 0, true
 	}
-	if d > MaxRetryAfter {
-		return 0, false
-	}
-	return d, true
+	return min(d, MaxRetryAfter), true
+}
+
+// secondaryRateLimit is the phrase of GitHub's secondary rate limit: a 403
+// whose JSON body says "You have exceeded a secondary rate limit", with no
+// rate-limit header. The classifier reads such a 403 as Throttled, with a
+// wait of SecondaryRateLimitWait unless a header states one.
+const secondaryRateLimit = "secondary rate limit"
+
+// SecondaryRateLimitWait is the wait of a secondary rate limit that states
+// none: GitHub asks clients to wait at least a minute.
+const SecondaryRateLimitWait = time.Minute
+
+// isSecondaryRateLimit reports whether a 403's lower-cased body head is a
+// secondary rate limit answer.
+func isSecondaryRateLimit(folded []byte) bool {
+	return bytes.Contains(folded, []byte(secondaryRateLimit))
 }
 
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }
