@@ -1,7 +1,6 @@
 package telemetry_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -391,34 +390,6 @@ func TestVerifyEmptyAndGarbage(t *testing.T) {
 		err := telemetry.Verify(strings.NewReader(tt.in))
 		wantVerifyError(t, tt.name, err, tt.line)
 	}
-}
-
-func FuzzVerify(f *testing.F) {
-	var buf bytes.Buffer
-	path := filepath.Join(f.TempDir(), "seed.jsonl")
-	a, err := telemetry.NewAudit(telemetry.AuditConfig{Path: path, Now: fixedClock()})
-	if err != nil {
-		f.Fatal(err)
-	}
-	a.Observe(context.Background(), sampleEvent())
-	a.Close()
-	b, _ := os.ReadFile(path)
-	buf.Write(b)
-	f.Add(buf.Bytes())
-	f.Add([]byte("{}\n"))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		err := telemetry.Verify(bytes.NewReader(data))
-		if err == nil {
-			// A log that verifies must consist of complete, valid lines.
-			sc := bufio.NewScanner(bytes.NewReader(data))
-			sc.Buffer(nil, 1<<24)
-			for sc.Scan() {
-				if !json.Valid(sc.Bytes()) {
-					t.Errorf("Verify accepted invalid JSON line %q", sc.Bytes())
-				}
-			}
-		}
-	})
 }
 
 func TestAuditLongLines(t *testing.T) {
