@@ -97,3 +97,26 @@ func BenchmarkRoundTrip(b *testing.B) {
 		run(b, tr)
 	})
 }
+
+// BenchmarkSelectRules is BenchmarkSelect with rules: 101 endpoints
+// labelled by region, and hosts under three rules or none.
+func BenchmarkSelectRules(b *testing.B) {
+	pool, err := egress.New(egress.Config{Endpoints: geoEndpoints(50), Rules: geoRules()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(pool.Close)
+	hosts := rulesBenchHosts(1000)
+	ctx := context.Background()
+	for _, h := range hosts {
+		pool.Select(ctx, h)
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if _, err := pool.Select(ctx, hosts[i%len(hosts)]); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}

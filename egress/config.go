@@ -13,6 +13,11 @@ type Config struct {
 	// Endpoints are the pool's endpoints; at least one is required.
 	Endpoints []Endpoint
 
+	// Rules restrict, per host pattern, the endpoints a request may leave
+	// from, by their labels (see Rule). New validates them against
+	// Endpoints. Default none: every endpoint is eligible for every host.
+	Rules []Rule
+
 	// SubsetSize is how many endpoints each host maps to. Default 2.
 	SubsetSize int
 	// FailWhenFull makes RoundTrip fail with ErrAtCapacity when every

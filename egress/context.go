@@ -33,10 +33,19 @@ type Choice struct {
 	EndpointID string
 	// Reason is why it was chosen.
 	Reason Reason
+	// Rule is the name of the rule that decided which endpoints were
+	// eligible (see Rule), or "" when no rule governs the host and every
+	// endpoint was.
+	Rule string
 }
 
-// String returns "id (reason)".
-func (c Choice) String() string { return c.EndpointID + " (" + string(c.Reason) + ")" }
+// String returns "id (reason)", or "id (reason, rule name)".
+func (c Choice) String() string {
+	if c.Rule != "" {
+		return c.EndpointID + " (" + string(c.Reason) + ", rule " + c.Rule + ")"
+	}
+	return c.EndpointID + " (" + string(c.Reason) + ")"
+}
 
 type ctxKey uint8
 

@@ -7,24 +7,47 @@
 // # Selection
 //
 // Each target host maps to a small, stable subset of endpoints (SubsetSize,
-// default 2) by rendezvous hashing (highest random weight): every endpoint
-// gets a pseudo-random weight per host, and the host's subset is the
-// endpoints with the highest weights. When an endpoint joins or leaves, only
-// the hosts whose subset contained it move, so a target sees few addresses
-// and the mapping barely changes as the pool changes. Weights use fixed
-// hash functions, so every process of a fleet maps a host to the same
-// subset. A bounded per-host cache, reset whenever membership changes,
-// keeps selection at a map lookup in steady state.
+// default 2) by weighted rendezvous hashing: every endpoint gets a score
+// per host, -Weight/ln(u) with u a pseudo-random number in (0, 1) drawn
+// from the host and the endpoint, and the host's subset is the endpoints
+// with the highest scores. An endpoint of weight 2 heads the subset of
+// about twice as many hosts as one of weight 1. When an endpoint joins or
+// leaves, only the hosts whose subset contained it move — its share of the
+// total weight, about 1/N of hosts — so a target sees few addresses and
+// the mapping barely changes as the pool changes. Scores use fixed hash
+// functions, so every process of a fleet maps a host to the same subset. A
+// bounded per-host cache, reset whenever membership changes, keeps
+// selection at a map lookup in steady state.
 //
-// Inside the subset the request goes to the healthiest endpoint with a free
-// slot (ReasonAffinity); endpoints in the same health tier (healthy, or
-// degraded) are taken in the host's rendezvous order, so a host keeps its
-// first endpoint while it is healthy. When every subset endpoint is
-// quarantined, the request goes outside the subset (ReasonAffinityUnhealthy);
-// when a subset endpoint is usable but full, it goes outside the subset too
+// # Rules
+//
+// Rules (Config.Rules) restrict by labels the endpoints a host's requests
+// may leave from: "*.de" and "site:example.fr" only from region=eu, say.
+// The rule governing a host is found by its most specific pattern (see
+// Rule); the subset is drawn from the endpoints the rule makes eligible,
+// and so is every fallback below. A rule is a hard constraint: when no
+// eligible endpoint is usable the request fails with a *RuleError naming
+// the rule, and it never leaves from an excluded endpoint, whatever the
+// health of the others and even when forced or bound. The rule's name is
+// in the Choice. Rules are validated by New (unknown label keys, patterns,
+// overlaps) and can be read from JSON with ReadRules.
+//
+// # Choice inside the subset
+//
+// Inside the subset the request goes to the healthiest endpoint with a
+// free slot (ReasonAffinity); within a health tier (healthy, or degraded)
+// to the least loaded — requests in flight over Capacity, an endpoint
+// without a limit counting as unloaded — and between equals in the host's
+// rendezvous order, so a host keeps its first endpoint while load allows.
+// A saturated member therefore never makes a request wait while another
+// member has room. When every subset endpoint is quarantined, the request
+// goes outside the subset (ReasonAffinityUnhealthy); when a subset
+// endpoint is usable but full, it goes outside the subset too
 // (ReasonCapacity). Outside the subset the best tier wins and, within a
 // tier, the host's rendezvous order decides: displaced hosts spread over the
 // pool instead of piling onto the one endpoint with the best score.
+// Selection is blind to outcomes: nothing a target answers changes a rule,
+// a weight or a load.
 //
 // When every usable endpoint is at capacity, RoundTrip waits for a slot
 // while the request's context allows. Capacity is a concurrency limit of

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"math"
 	"net"
 	"net/url"
 	"strconv"
@@ -23,11 +24,20 @@ type Endpoint struct {
 	// Without a port, 80, 443 and 1080 are used.
 	Proxy string
 	// Labels are free-form metadata, e.g. "region": "eu",
-	// "kind": "residential". They are reported, not interpreted.
+	// "kind": "residential". Rules (Config.Rules) select endpoints by
+	// them; otherwise they are only reported.
 	Labels map[string]string
 	// Capacity is the most requests the endpoint carries at once; 0 means
-	// no limit.
+	// no limit. Within a host's subset, requests go to the endpoint with
+	// the smallest share of its capacity in use; an endpoint without a
+	// limit counts as never loaded.
 	Capacity int
+	// Weight scales the share of hosts the endpoint serves: an endpoint
+	// of weight 2 is first in the subset of about twice as many hosts as
+	// one of weight 1 (weighted rendezvous hashing). Use it for an
+	// endpoint's capacity or cost. 0 means 1; it must be finite and not
+	// negative.
+	Weight float64
 }
 
 // String returns the endpoint's ID and its proxy URL without credentials.
@@ -38,8 +48,8 @@ func (e Endpoint) String() string {
 // GoString is the %#v form of the endpoint, with the proxy's credentials
 // removed.
 func (e Endpoint) GoString() string {
-	return fmt.Sprintf("egress.Endpoint{ID:%q, Proxy:%q, Labels:%#v, Capacity:%d}",
-		e.ID, redactProxy(e.Proxy), e.Labels, e.Capacity)
+	return fmt.Sprintf("egress.Endpoint{ID:%q, Proxy:%q, Labels:%#v, Capacity:%d, Weight:%g}",
+		e.ID, redactProxy(e.Proxy), e.Labels, e.Capacity, e.Weight)
 }
 
 // LogValue implements slog.LogValuer: the endpoint is logged with its
@@ -50,6 +60,7 @@ func (e Endpoint) LogValue() slog.Value {
 		slog.String("proxy", redactProxy(e.Proxy)),
 		slog.Any("labels", e.Labels),
 		slog.Int("capacity", e.Capacity),
+		slog.Float64("weight", e.Weight),
 	)
 }
 
@@ -180,6 +191,9 @@ func validateEndpoint(e Endpoint, i int) (parsedProxy, error) {
 	}
 	if e.Capacity < 0 {
 		return parsedProxy{}, &ConfigError{EndpointID: e.ID, Field: "Capacity", Value: strconv.Itoa(e.Capacity), Err: ErrBadCapacity}
+	}
+	if w := e.Weight; w < 0 || math.IsNaN(w) || math.IsInf(w, 0) {
+		return parsedProxy{}, &ConfigError{EndpointID: e.ID, Field: "Weight", Value: strconv.FormatFloat(w, 'g', -1, 64), Err: ErrBadWeight}
 	}
 	return parseProxy(e.ID, e.Proxy)
 }

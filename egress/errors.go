@@ -27,6 +27,8 @@ var (
 	ErrMalformedProxy = errors.New("egress: malformed proxy URL")
 	// ErrBadCapacity: an endpoint's Capacity is negative.
 	ErrBadCapacity = errors.New("egress: negative capacity")
+	// ErrBadWeight: an endpoint's Weight is negative, NaN or infinite.
+	ErrBadWeight = errors.New("egress: weight must be finite and not negative")
 	// ErrBadSetting: a pool-level setting is out of range.
 	ErrBadSetting = errors.New("egress: setting out of range")
 )

@@ -168,8 +168,8 @@ func TestSubsetMovement(t *testing.T) {
 	changedHosts, movedPlaces := 0, 0
 	for i := range hosts {
 		hh := hostHash(fmt.Sprintf("site-%d.example", i))
-		before := topK(members, hh, 2)
-		after := topK(append(members[:20:20], added), hh, 2)
+		before := topK(members, hh, 2, true)
+		after := topK(append(members[:20:20], added), hh, 2, true)
 		changed := false
 		for _, e := range after {
 			if !inSubset(before, e) {
@@ -199,22 +199,33 @@ func TestSubsetMovement(t *testing.T) {
 func TestTopKOrder(t *testing.T) {
 	var members []*endpoint
 	for i := range 100 {
-		members = append(members, &endpoint{seed: endpointSeed(fmt.Sprint(i))})
+		members = append(members, &endpoint{seed: endpointSeed(fmt.Sprint(i)), weight: float64(1 + i%3)})
 	}
 	hh := hostHash("example.com")
 	for k := 0; k <= 101; k += 7 {
-		got := topK(members, hh, k)
+		got := topK(members, hh, k, false)
 		if len(got) != min(k, 100) {
 			t.Fatalf("topK(k=%d) has %d members", k, len(got))
 		}
 		for i := 1; i < len(got); i++ {
-			if weight(hh, got[i-1].seed) < weight(hh, got[i].seed) {
+			if score(hh, got[i-1]) < score(hh, got[i]) {
 				t.Fatalf("topK(k=%d) not in descending weight order at %d", k, i)
+			}
+		}
+		// With equal weights the shortcut ranks as the score does.
+		equal := make([]*endpoint, len(members))
+		for i, e := range members {
+			equal[i] = &endpoint{seed: e.seed, weight: 3}
+		}
+		a, b := topK(equal, hh, k, true), topK(equal, hh, k, false)
+		for i := range a {
+			if a[i] != b[i] {
+				t.Fatalf("topK(k=%d) with equal weights: uniform ranking differs from the score at %d", k, i)
 			}
 		}
 		// Nothing outside beats the last member.
 		for _, e := range members {
-			if len(got) > 0 && !inSubset(got, e) && weight(hh, e.seed) > weight(hh, got[len(got)-1].seed) {
+			if len(got) > 0 && !inSubset(got, e) && score(hh, e) > score(hh, got[len(got)-1]) {
 				t.Fatalf("topK(k=%d) misses a heavier member", k)
 			}
 		}

@@ -18,13 +18,16 @@ type Pool struct {
 	// mu guards the fields below and the mutable fields of every
 	// endpoint (see endpoint). It is never held across I/O, a wait or
 	// a call to Config.Now.
-	mu      sync.Mutex
-	closed  bool
-	order   []*endpoint          // present endpoints, in the order added
-	byID    map[string]*endpoint // present endpoints, draining ones included
-	members []*endpoint          // endpoints open to selection: present, not draining
-	cache   hostCache            // host → subset of members
-	freed   chan struct{}        // closed when capacity may have appeared; nil if nobody waits
+	mu       sync.Mutex
+	closed   bool
+	order    []*endpoint          // present endpoints, in the order added
+	byID     map[string]*endpoint // present endpoints, draining ones included
+	members  []*endpoint          // endpoints open to selection: present, not draining
+	cache    hostCache            // host → route
+	uniform  bool                 // every member has the same weight
+	rules    *Rules               // nil: none
+	eligible map[*Rule]eligible   // rule → its eligible members
+	freed    chan struct{}        // closed when capacity may have appeared; nil if nobody waits
 
 	// blemished counts the present endpoints whose health depends on the
 	// time (quarantined, or a score below 1). While it is zero, selection
@@ -35,12 +38,19 @@ type Pool struct {
 
 var _ http.RoundTripper = (*Pool)(nil)
 
+// eligible are the members a rule allows.
+type eligible struct {
+	members []*endpoint
+	uniform bool // every one has the same weight
+}
+
 // endpoint is an Endpoint in a Pool.
 type endpoint struct {
-	ep    Endpoint // labels cloned
-	proxy parsedProxy
-	seed  uint64
-	rt    *http.Transport
+	ep     Endpoint // labels cloned
+	proxy  parsedProxy
+	seed   uint64
+	weight float64 // Endpoint.Weight, 1 when unset
+	rt     *http.Transport
 
 	// Guarded by Pool.mu.
 	h         health
@@ -103,6 +113,11 @@ func New(cfg Config) (*Pool, error) {
 		byID: make(map[string]*endpoint, len(cfg.Endpoints)),
 	}
 	p.cache.init(s.cacheSize)
+	if len(cfg.Rules) > 0 {
+		if p.rules, err = NewRules(cfg.Rules, cfg.Endpoints); err != nil {
+			return nil, err
+		}
+	}
 	for i, e := range cfg.Endpoints {
 		ep, err := p.newEndpoint(e, i)
 		if err != nil {
@@ -126,7 +141,10 @@ func (p *Pool) newEndpoint(e Endpoint, i int) (*endpoint, error) {
 		return nil, err
 	}
 	e.Labels = cloneLabels(e.Labels)
-	ep := &endpoint{ep: e, proxy: pp, seed: endpointSeed(e.ID), h: newHealth()}
+	ep := &endpoint{ep: e, proxy: pp, seed: endpointSeed(e.ID), weight: e.Weight, h: newHealth()}
+	if ep.weight == 0 {
+		ep.weight = 1
+	}
 	ep.rt = p.newTransport(ep)
 	return ep, nil
 }
@@ -141,6 +159,19 @@ func (p *Pool) rebuildLocked() {
 	for _, e := range p.order {
 		if !e.draining {
 			p.members = append(p.members, e)
+		}
+	}
+	p.uniform = uniformWeight(p.members)
+	if p.rules != nil {
+		p.eligible = make(map[*Rule]eligible, len(p.rules.list))
+		for _, r := range p.rules.list {
+			var el []*endpoint
+			for _, e := range p.members {
+				if r.Eligible(e.ep) {
+					el = append(el, e)
+				}
+			}
+			p.eligible[r] = eligible{members: el, uniform: uniformWeight(el)}
 		}
 	}
 	p.cache.reset()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 )
@@ -36,17 +37,44 @@ func hostHash(host string) uint64 { return mix64(fnv1a(host)) }
 
 func endpointSeed(id string) uint64 { return mix64(fnv1a(id) ^ 0x9e3779b97f4a7c15) }
 
-// weight is the rendezvous weight of an endpoint for a host.
-func weight(hostHash, seed uint64) uint64 { return mix64(hostHash ^ seed) }
+// score is the weighted rendezvous score of an endpoint for a host:
+// -w/ln(u), with u uniform in (0, 1) drawn from the host and the
+// endpoint. An endpoint of weight w then ranks first for a share w/Σw of
+// hosts, and adding or removing one endpoint moves only the hosts whose
+// top endpoints it enters or leaves. With equal weights the order is that
+// of u, plain rendezvous hashing.
+func score(hostHash uint64, e *endpoint) float64 {
+	u := (float64(mix64(hostHash^e.seed)>>11) + 0.5) / (1 << 53)
+	return -e.weight / math.Log(u)
+}
 
-// topK returns the k members with the highest weights for the host,
-// highest first.
-func topK(members []*endpoint, hh uint64, k int) []*endpoint {
+// rank orders endpoints as score does. Among endpoints of equal weight
+// the order is that of u alone, so the logarithm is skipped.
+func rank(hostHash uint64, e *endpoint, uniform bool) float64 {
+	if uniform {
+		return float64(mix64(hostHash^e.seed) >> 11)
+	}
+	return score(hostHash, e)
+}
+
+// uniformWeight reports whether every endpoint has the same weight.
+func uniformWeight(eps []*endpoint) bool {
+	for _, e := range eps {
+		if e.weight != eps[0].weight {
+			return false
+		}
+	}
+	return true
+}
+
+// topK returns the k members with the highest scores for the host,
+// highest first. uniform says that all members have the same weight.
+func topK(members []*endpoint, hh uint64, k int, uniform bool) []*endpoint {
 	k = min(k, len(members))
 	out := make([]*endpoint, 0, k)
-	ws := make([]uint64, 0, k)
+	ws := make([]float64, 0, k)
 	for _, e := range members {
-		w := weight(hh, e.seed)
+		w := rank(hh, e, uniform)
 		if len(out) == k {
 			if k == 0 || w <= ws[k-1] {
 				continue
@@ -75,13 +103,23 @@ func hostKey(host string) string {
 	return strings.ToLower(host)
 }
 
-// hostCache maps hosts to their subsets. It keeps two generations of at
+// route is what selection needs to know about a host: the rule that
+// governs it (nil for none), the endpoints eligible under it, and its
+// subset of them.
+type route struct {
+	rule     *Rule
+	eligible []*endpoint
+	uniform  bool // every eligible endpoint has the same weight
+	subset   []*endpoint
+}
+
+// hostCache maps hosts to their routes. It keeps two generations of at
 // most limit entries each: lookups promote entries from the old generation
 // to the new one, and when the new one is full it becomes the old one. It
 // is bounded, O(1), and close to LRU. Guarded by Pool.mu.
 type hostCache struct {
 	limit     int
-	hot, cold map[string][]*endpoint
+	hot, cold map[string]*route
 }
 
 func (c *hostCache) init(size int) {
@@ -95,10 +133,10 @@ func (c *hostCache) reset() {
 	if c.limit == 0 {
 		return
 	}
-	c.hot, c.cold = make(map[string][]*endpoint), nil
+	c.hot, c.cold = make(map[string]*route), nil
 }
 
-func (c *hostCache) get(host string) ([]*endpoint, bool) {
+func (c *hostCache) get(host string) (*route, bool) {
 	if s, ok := c.hot[host]; ok {
 		return s, true
 	}
@@ -109,24 +147,30 @@ func (c *hostCache) get(host string) ([]*endpoint, bool) {
 	return nil, false
 }
 
-func (c *hostCache) put(host string, s []*endpoint) {
+func (c *hostCache) put(host string, s *route) {
 	if c.limit == 0 {
 		return
 	}
 	if len(c.hot) >= c.limit {
-		c.cold, c.hot = c.hot, make(map[string][]*endpoint, c.limit)
+		c.cold, c.hot = c.hot, make(map[string]*route, c.limit)
 	}
 	c.hot[strings.Clone(host)] = s
 }
 
-// subsetLocked returns the host's subset of members, highest weight first.
-func (p *Pool) subsetLocked(host string) []*endpoint {
-	if s, ok := p.cache.get(host); ok {
-		return s
+// routeLocked returns the host's route; its subset holds the eligible
+// endpoints of highest score, highest first.
+func (p *Pool) routeLocked(host string) *route {
+	if r, ok := p.cache.get(host); ok {
+		return r
 	}
-	s := topK(p.members, hostHash(host), p.set.subsetSize)
-	p.cache.put(host, s)
-	return s
+	r := &route{rule: p.rules.match(host), eligible: p.members, uniform: p.uniform}
+	if r.rule != nil {
+		el := p.eligible[r.rule]
+		r.eligible, r.uniform = el.members, el.uniform
+	}
+	r.subset = topK(r.eligible, hostHash(host), p.set.subsetSize, r.uniform)
+	p.cache.put(host, r)
+	return r
 }
 
 // decision is a selection: the endpoint, why, and whether the request is
@@ -143,28 +187,47 @@ var errFull = errors.New("egress: full")
 
 func (e *endpoint) hasSlot() bool { return e.ep.Capacity == 0 || e.inFlight < e.ep.Capacity }
 
-func (e *endpoint) decide(r Reason, probe bool) decision {
-	return decision{e: e, choice: Choice{EndpointID: e.ep.ID, Reason: r}, probe: probe}
+// load is the share of the endpoint's capacity in use; an endpoint
+// without a capacity limit is never loaded.
+func (e *endpoint) load() float64 {
+	if e.ep.Capacity == 0 {
+		return 0
+	}
+	return float64(e.inFlight) / float64(e.ep.Capacity)
+}
+
+func (e *endpoint) decide(r Reason, rule *Rule, probe bool) decision {
+	c := Choice{EndpointID: e.ep.ID, Reason: r}
+	if rule != nil {
+		c.Rule = rule.Name
+	}
+	return decision{e: e, choice: c, probe: probe}
 }
 
 // decideLocked picks the endpoint for a request to host at now. It returns
 // errFull when the request should wait for a slot.
 func (p *Pool) decideLocked(now time.Time, host, forced, bound string) (decision, error) {
 	c := &p.set.health
+	rt := p.routeLocked(host)
 	if forced != "" {
 		e := p.byID[forced]
 		switch {
 		case e == nil:
 			return decision{}, fmt.Errorf("%w %q", ErrUnknownEndpoint, forced)
+		case rt.rule != nil && !rt.rule.Eligible(e.ep):
+			return decision{}, &RuleError{Rule: rt.rule.Name, Host: host, EndpointID: forced}
 		case !e.hasSlot():
 			return decision{}, errFull
 		}
-		return e.decide(ReasonForced, false), nil
+		return e.decide(ReasonForced, rt.rule, false), nil
 	}
 	if bound != "" {
 		e := p.byID[bound]
 		if e == nil || e.draining {
 			return decision{}, fmt.Errorf("%w: %q", ErrBindingUnavailable, bound)
+		}
+		if rt.rule != nil && !rt.rule.Eligible(e.ep) {
+			return decision{}, &RuleError{Rule: rt.rule.Name, Host: host, EndpointID: bound}
 		}
 		probe := false
 		switch e.h.state(now) {
@@ -176,19 +239,20 @@ func (p *Pool) decideLocked(now time.Time, host, forced, bound string) (decision
 		if !e.hasSlot() {
 			return decision{}, errFull
 		}
-		return e.decide(ReasonSticky, probe), nil
+		return e.decide(ReasonSticky, rt.rule, probe), nil
 	}
 
-	subset := p.subsetLocked(host)
+	subset := rt.subset
 	// A subset endpoint whose quarantine is over gets its probe first.
 	for _, e := range subset {
 		if e.h.state(now) == stateHalfOpen && e.hasSlot() {
-			return e.decide(ReasonProbe, true), nil
+			return e.decide(ReasonProbe, rt.rule, true), nil
 		}
 	}
-	// The healthiest subset endpoint with a slot, in rendezvous order
-	// within a tier.
+	// The healthiest subset endpoint with a slot; within a health tier
+	// the least loaded, then the host's rendezvous order.
 	var best *endpoint
+	var bestLoad float64
 	bestDegraded, usable := true, false
 	for _, e := range subset {
 		if e.h.state(now) != stateActive {
@@ -198,25 +262,27 @@ func (p *Pool) decideLocked(now time.Time, host, forced, bound string) (decision
 		if !e.hasSlot() {
 			continue
 		}
-		if d := e.h.degraded(now, c); best == nil || (bestDegraded && !d) {
-			best, bestDegraded = e, d
+		d, l := e.h.degraded(now, c), e.load()
+		if best == nil || (bestDegraded && !d) || (bestDegraded == d && l < bestLoad) {
+			best, bestLoad, bestDegraded = e, l, d
 		}
 	}
 	if best != nil {
-		return best.decide(ReasonAffinity, false), nil
+		return best.decide(ReasonAffinity, rt.rule, false), nil
 	}
 	reason := ReasonAffinityUnhealthy
 	if usable {
 		reason = ReasonCapacity
 	}
 
-	// Outside the subset: the best tier, then the host's rendezvous order.
-	// A half-open endpoint is probed only if no active one has a slot.
+	// Outside the subset, among the eligible: the best tier, then the
+	// host's rendezvous order. A half-open endpoint is probed only if no
+	// active one has a slot.
 	hh := hostHash(host)
 	var out, probe *endpoint
-	var outW, probeW uint64
+	var outW, probeW float64
 	outDegraded := true
-	for _, e := range p.members {
+	for _, e := range rt.eligible {
 		if inSubset(subset, e) {
 			continue
 		}
@@ -227,7 +293,7 @@ func (p *Pool) decideLocked(now time.Time, host, forced, bound string) (decision
 				continue
 			}
 			d := e.h.degraded(now, c)
-			w := weight(hh, e.seed)
+			w := rank(hh, e, rt.uniform)
 			if out == nil || (outDegraded && !d) || (outDegraded == d && w > outW) {
 				out, outW, outDegraded = e, w, d
 			}
@@ -235,18 +301,20 @@ func (p *Pool) decideLocked(now time.Time, host, forced, bound string) (decision
 			if !e.hasSlot() {
 				continue
 			}
-			if w := weight(hh, e.seed); probe == nil || w > probeW {
+			if w := rank(hh, e, rt.uniform); probe == nil || w > probeW {
 				probe, probeW = e, w
 			}
 		}
 	}
 	switch {
 	case out != nil:
-		return out.decide(reason, false), nil
+		return out.decide(reason, rt.rule, false), nil
 	case probe != nil:
-		return probe.decide(ReasonProbe, true), nil
+		return probe.decide(ReasonProbe, rt.rule, true), nil
 	case usable:
 		return decision{}, errFull
+	case rt.rule != nil:
+		return decision{}, &RuleError{Rule: rt.rule.Name, Host: host}
 	}
 	return decision{}, ErrNoEndpoint
 }
