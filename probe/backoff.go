@@ -22,7 +22,7 @@ type Backoff struct {
 	AttemptTimeout time.Duration
 }
 
-// tiers are the seed's fixed backoffs per status, the floor of the
+// tiers are the fixed backoffs per status, the floor of the
 // recommendation.
 var tiers = [...]Backoff{
 	Healthy:  {Initial: 1 * time.Second, Max: 10 * time.Second, MaxRetries: 2},
@@ -45,12 +45,18 @@ func recommendBackoff(d Diagnosis) Backoff {
 // Recommendation is how to dispatch the fleet.
 type Recommendation struct {
 	// Concurrency is the fraction of the planned concurrency to use: 1.0
-	// when HEALTHY; when DEGRADED, the success rate, scaled down further by
-	// DegradedLatency / mean latency when the mean is too high; when
-	// CRITICAL by throttling alone, half of the share of probes that were
-	// not rate-limited; 0 (halt) when CRITICAL otherwise. Rounded down to
-	// two decimals.
+	// when HEALTHY; when DEGRADED, the success rate (when below
+	// DegradedSuccessRate), scaled down by DegradedLatency / mean latency
+	// when the mean is too high, and capped at half of the share of probes
+	// that were not rate-limited when any was; never below 0.01. It is 0
+	// (halt) exactly when the status is CRITICAL. Rounded down to two
+	// decimals.
 	Concurrency float64
+	// MaxConcurrency is Workers(Options.Workers), the recommended number
+	// of requests in flight for the crawl, set by Run; Diagnose leaves it
+	// 0 (it does not know the plan). Zero when the recommendation is to
+	// halt.
+	MaxConcurrency int
 	// HostPerMinute is the recommended pacing, in requests per minute, of
 	// every host that rate-limited a probe, by host key: one request per
 	// the longest Retry-After the host asked for, or half of package
@@ -66,7 +72,8 @@ type Recommendation struct {
 	AvoidEgresses []string
 }
 
-// Halt reports whether the recommendation is not to dispatch at all.
+// Halt reports whether the recommendation is not to dispatch at all. It is
+// true exactly when the diagnosis is CRITICAL.
 func (r Recommendation) Halt() bool { return r.Concurrency == 0 }
 
 // Workers scales a planned worker count by Concurrency: at least 1 unless
@@ -93,13 +100,12 @@ func recommend(d Diagnosis, th Thresholds) Recommendation {
 		if th.DegradedLatency > 0 && d.Latency.Mean > th.DegradedLatency {
 			f *= float64(th.DegradedLatency) / float64(d.Latency.Mean)
 		}
+		if d.RateLimited > 0 && d.Measured > 0 {
+			f = min(f, 0.5*(1-float64(d.RateLimited)/float64(d.Measured)))
+		}
 		r.Concurrency = max(floor2(f), 0.01)
 	case Critical:
-		throttledOnly := d.Measured > 0 &&
-			(th.CriticalSuccessRate <= 0 || d.SuccessRate >= th.CriticalSuccessRate)
-		if throttledOnly {
-			r.Concurrency = max(floor2(0.5*(1-float64(d.RateLimited)/float64(d.Measured))), 0.01)
-		}
+		r.Concurrency = 0
 	}
 	base := defaultPerMinute()
 	for _, h := range d.Hosts {

@@ -84,7 +84,7 @@ func BenchmarkDeadlineOvershoot(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		start := time.Now()
-		rep, err := probe.Run(context.Background(), targets, probe.Options{Deadline: deadline, Concurrency: 256})
+		rep, err := probe.Run(context.Background(), targets, probe.Options{Deadline: deadline, Concurrency: 256, PerHost: -1, IgnoreRobots: true})
 		over = append(over, time.Since(start)-deadline)
 		if err != nil || rep.Outcomes.Deadline != len(targets) {
 			b.Fatalf("Run: %v, %d of %d cut by the deadline", err, rep.Outcomes.Deadline, len(targets))

@@ -19,8 +19,8 @@ const (
 	// Degraded: dispatch with reduced concurrency and the recommended
 	// backoff.
 	Degraded
-	// Critical: do not dispatch (or only at the recommended fraction when
-	// the cause is throttling); a breaker should trip.
+	// Critical: do not dispatch at all. A diagnosis is CRITICAL exactly
+	// when its Recommendation.Halt() is true.
 	Critical
 )
 
@@ -34,14 +34,20 @@ func (s Status) String() string {
 	return "UNKNOWN"
 }
 
-// Thresholds decide the status. The zero value holds the defaults, which
-// are the seed's: CRITICAL on any rate-limited response or a success rate
-// below 0.5; DEGRADED on a success rate below 0.9 or a mean latency above
-// 2 s. Comparisons are strict, so a value exactly at a threshold passes.
+// Thresholds decide the status. The zero value holds the defaults: CRITICAL
+// (halt) on a success rate below 0.5; DEGRADED on any rate-limited response,
+// a success rate below 0.9 or a mean latency above 2 s. Rate limiting alone
+// slows the fleet down and paces the hosts that asked; it halts the run
+// only when CriticalRateLimited says so, or when it drives the success rate
+// below CriticalSuccessRate. Comparisons are strict, so a value exactly at a
+// threshold passes.
 type Thresholds struct {
 	// CriticalRateLimited: this many rate-limited results or more make the
-	// status CRITICAL. Zero means 1; negative disables the rule.
+	// status CRITICAL. Zero or negative disables the rule (the default).
 	CriticalRateLimited int
+	// DegradedRateLimited: this many rate-limited results or more make the
+	// status DEGRADED. Zero means 1; negative disables the rule.
+	DegradedRateLimited int
 	// CriticalSuccessRate: a success rate below it is CRITICAL. Zero means
 	// 0.5; negative disables the rule.
 	CriticalSuccessRate float64
@@ -67,8 +73,8 @@ func (t Thresholds) validate() error {
 
 // withDefaults replaces zeros by the defaults.
 func (t Thresholds) withDefaults() Thresholds {
-	if t.CriticalRateLimited == 0 {
-		t.CriticalRateLimited = 1
+	if t.DegradedRateLimited == 0 {
+		t.DegradedRateLimited = 1
 	}
 	if t.CriticalSuccessRate == 0 {
 		t.CriticalSuccessRate = 0.5
@@ -155,7 +161,8 @@ type Diagnosis struct {
 	Reasons []string
 
 	// Total is the number of results; Measured excludes those the caller
-	// cancelled (they say nothing about the targets).
+	// cancelled and those robots.txt disallowed (they say nothing about
+	// the targets' health).
 	Total, Measured int
 	// Succeeded counts the results for which Result.Success holds.
 	Succeeded int
@@ -167,13 +174,13 @@ type Diagnosis struct {
 	Outcomes Counts
 
 	// RateLimited counts results with status 429 or outcome Throttled
-	// (a 503 with Retry-After is Throttled). The seed's rate_limited_count.
+	// (a 503 with Retry-After is Throttled); rate_limited_count in JSON.
 	RateLimited int
 	// Blocked counts results that are not rate-limited and were refused
 	// (outcome Refused: a challenge page or a refusal naming the agent),
 	// or had status 403 or 503, or got no response because the connection
 	// failed (ConnectionFailures), timed out (Timeouts) or was cut by the
-	// deadline. The seed's blocked_count. Failures without a response that
+	// deadline; blocked_count in JSON. Failures without a response that
 	// are the URL's own (Permanent: a redirect loop, a certificate error)
 	// and the caller's cancellation do not count.
 	Blocked int
@@ -185,6 +192,9 @@ type Diagnosis struct {
 	Timeouts int
 	// NotStarted counts results the deadline came before (Stage queued).
 	NotStarted int
+	// Disallowed counts the probes robots.txt disallowed; they were not
+	// sent and are not measured.
+	Disallowed int
 	// MaxRetryAfter is the longest Retry-After seen.
 	MaxRetryAfter time.Duration
 
@@ -193,8 +203,12 @@ type Diagnosis struct {
 	// FailingEgresses are egresses through which no probe succeeded while
 	// some other egress did succeed: blacklisted or dead proxies.
 	FailingEgresses []string
-	// BlockingHosts are hosts no probe succeeded with while some egress did
+	// BlockingHosts are hosts no probe succeeded with, of which at least
+	// one probe was blocked (counted in Blocked) through an egress that did
 	// succeed with another host: the host blocks us, whatever the egress.
+	// A host that only rate-limited or only answered with errors of its
+	// own (404) is not blocking, so BlockingHosts is empty whenever Blocked
+	// is 0.
 	BlockingHosts []string
 
 	// Backoff is the recommended retry backoff.
@@ -223,9 +237,11 @@ func isCallerCanceled(r Result) bool { return r.Outcome == classify.Canceled && 
 //
 // The status rules, in order (the worst status that fires wins, and each
 // rule that fires adds a reason): no measured result is CRITICAL; at least
-// CriticalRateLimited rate-limited results is CRITICAL; a success rate
-// below CriticalSuccessRate is CRITICAL; below DegradedSuccessRate is
-// DEGRADED; a mean latency above DegradedLatency is DEGRADED.
+// CriticalRateLimited rate-limited results is CRITICAL (off by default); at
+// least DegradedRateLimited is DEGRADED; a success rate below
+// CriticalSuccessRate is CRITICAL; below DegradedSuccessRate is DEGRADED; a
+// mean latency above DegradedLatency is DEGRADED. The status is CRITICAL
+// exactly when Recommendation.Halt() is true.
 func Diagnose(results []Result, th Thresholds) Diagnosis {
 	th = th.withDefaults()
 	d := Diagnosis{Total: len(results)}
@@ -256,8 +272,11 @@ func Diagnose(results []Result, th Thresholds) Diagnosis {
 		d.Outcomes.add(r)
 		tally(egresses, r.Egress, r)
 		tally(hosts, r.Host, r)
-		if !isCallerCanceled(r) {
+		if !isCallerCanceled(r) && !r.Disallowed {
 			d.Measured++
+		}
+		if r.Disallowed {
+			d.Disallowed++
 		}
 		if r.Success() {
 			d.Succeeded++
@@ -274,7 +293,7 @@ func Diagnose(results []Result, th Thresholds) Diagnosis {
 		if r.TimedOut {
 			d.Timeouts++
 		}
-		if r.Deadline && r.Stage == StageQueued {
+		if r.Deadline && r.Stage == StageQueued && !r.Disallowed {
 			d.NotStarted++
 		}
 		d.MaxRetryAfter = max(d.MaxRetryAfter, r.RetryAfter)
@@ -341,13 +360,14 @@ func attribute(results []Result, egresses, hosts []Breakdown) (failing, blocking
 			failing = append(failing, e.Name)
 		}
 	}
-	// A host blocks when it failed through egresses that worked elsewhere.
+	// A host blocks when it was blocked through egresses that worked
+	// elsewhere and never succeeded.
 	for _, h := range hosts {
-		if h.Succeeded > 0 || h.Total == h.Outcomes.Canceled {
+		if h.Succeeded > 0 || h.Blocked == 0 {
 			continue
 		}
 		for _, r := range results {
-			if r.Host == h.Name && working[r.Egress] && !isCallerCanceled(r) {
+			if r.Host == h.Name && working[r.Egress] && isBlocked(r) {
 				blocking = append(blocking, h.Name)
 				break
 			}
@@ -368,8 +388,11 @@ func judge(d Diagnosis, th Thresholds) (Status, []string) {
 		fire(Critical, "no probe was measured")
 		return status, reasons
 	}
-	if th.CriticalRateLimited > 0 && d.RateLimited >= th.CriticalRateLimited {
+	switch {
+	case th.CriticalRateLimited > 0 && d.RateLimited >= th.CriticalRateLimited:
 		fire(Critical, "%d of %d probes were rate-limited (critical at %d)", d.RateLimited, d.Measured, th.CriticalRateLimited)
+	case th.DegradedRateLimited > 0 && d.RateLimited >= th.DegradedRateLimited:
+		fire(Degraded, "%d of %d probes were rate-limited (degraded at %d)", d.RateLimited, d.Measured, th.DegradedRateLimited)
 	}
 	if th.CriticalSuccessRate > 0 && d.SuccessRate < th.CriticalSuccessRate {
 		fire(Critical, "success rate %.4g is below %.4g", d.SuccessRate, th.CriticalSuccessRate)

@@ -73,9 +73,12 @@ func TestDiagnoseStatus(t *testing.T) {
 		{"success below 0.5", concat(repeat(4, okAt(ms)), repeat(5, refusedConn())), probe.Thresholds{}, probe.Critical, 4.0 / 9},
 		{"mean latency exactly 2s is healthy", repeat(4, okAt(2*time.Second)), probe.Thresholds{}, probe.Healthy, 1},
 		{"mean latency above 2s", concat(repeat(3, okAt(2*time.Second)), repeat(1, okAt(2*time.Second+4))), probe.Thresholds{}, probe.Degraded, 1},
-		{"one 429 is critical", concat(repeat(99, okAt(ms)), repeat(1, throttled(7*time.Second))), probe.Thresholds{}, probe.Critical, 0.99},
-		{"429 rule disabled", concat(repeat(99, okAt(ms)), repeat(1, throttled(7*time.Second))), probe.Thresholds{CriticalRateLimited: -1}, probe.Healthy, 0.99},
-		{"429 rule at 2", concat(repeat(99, okAt(ms)), repeat(1, throttled(0))), probe.Thresholds{CriticalRateLimited: 2}, probe.Healthy, 0.99},
+		{"one 429 degrades", concat(repeat(99, okAt(ms)), repeat(1, throttled(7*time.Second))), probe.Thresholds{}, probe.Degraded, 0.99},
+		{"one 429 among 3 degrades", concat(repeat(2, okAt(ms)), repeat(1, throttled(7*time.Second))), probe.Thresholds{}, probe.Degraded, 2.0 / 3},
+		{"429 rule disabled", concat(repeat(99, okAt(ms)), repeat(1, throttled(7*time.Second))), probe.Thresholds{DegradedRateLimited: -1}, probe.Healthy, 0.99},
+		{"429 rule at 2", concat(repeat(99, okAt(ms)), repeat(1, throttled(0))), probe.Thresholds{DegradedRateLimited: 2}, probe.Healthy, 0.99},
+		{"critical 429 rule opted in", concat(repeat(99, okAt(ms)), repeat(1, throttled(0))), probe.Thresholds{CriticalRateLimited: 1}, probe.Critical, 0.99},
+		{"only 429s", repeat(3, throttled(0)), probe.Thresholds{}, probe.Critical, 0},
 		{"custom success thresholds", concat(repeat(7, okAt(ms)), repeat(3, refusedConn())), probe.Thresholds{CriticalSuccessRate: 0.8}, probe.Critical, 0.7},
 		{"latency rule disabled", repeat(2, okAt(time.Minute)), probe.Thresholds{DegradedLatency: -1}, probe.Healthy, 1},
 		{"failure latency does not count", concat(repeat(10, okAt(ms)), repeat(1, statusAt(404, classify.Permanent, time.Hour))), probe.Thresholds{DegradedSuccessRate: -1}, probe.Degraded, 10.0 / 11},
@@ -91,6 +94,14 @@ func TestDiagnoseStatus(t *testing.T) {
 			}
 			if (d.Status == probe.Healthy) != (len(d.Reasons) == 0) {
 				t.Errorf("Diagnose(%s): status %v with reasons %q", tt.name, d.Status, d.Reasons)
+			}
+			// CRITICAL means halt, and only CRITICAL does.
+			if (d.Status == probe.Critical) != d.Recommendation.Halt() {
+				t.Errorf("Diagnose(%s): status %v with Halt() = %v (concurrency %v)", tt.name, d.Status, d.Recommendation.Halt(), d.Recommendation.Concurrency)
+			}
+			// A blocking host implies a blocked probe.
+			if len(d.BlockingHosts) > 0 && d.Blocked == 0 {
+				t.Errorf("Diagnose(%s): BlockingHosts %v with Blocked 0", tt.name, d.BlockingHosts)
 			}
 		})
 	}
@@ -195,8 +206,8 @@ func TestDiagnoseCounts(t *testing.T) {
 	if d.Backoff.Initial != 45*time.Second || d.Backoff.Max != 90*time.Second {
 		t.Errorf("Backoff = %+v, want Initial 45s, Max 90s", d.Backoff)
 	}
-	if p := d.Backoff.Policy(); p.BaseDelay != 45*time.Second || p.MaxDelay != 90*time.Second || p.MaxRetries != 5 {
-		t.Errorf("Policy() = %+v, want BaseDelay 45s, MaxDelay 90s, MaxRetries 5", p)
+	if p := d.Backoff.Policy(); p.BaseDelay != 45*time.Second || p.MaxDelay != 90*time.Second || p.MaxRetries != 3 {
+		t.Errorf("Policy() = %+v, want BaseDelay 45s, MaxDelay 90s, MaxRetries 3 (DEGRADED)", p)
 	}
 	// Throttled alone: half the share that was not rate-limited.
 	if c := d.Recommendation.Concurrency; c != 0.45 {

@@ -40,10 +40,13 @@
 // challenge page, a refusal naming the agent), had status 403 or 503, or got
 // no response because its connection failed, it timed out, or the deadline
 // cut it. Latency statistics cover the probes that received a response;
-// percentiles use the nearest-rank definition. The default thresholds are
-// those of the seed document: CRITICAL on any rate-limited probe or a
-// success rate below 0.5, DEGRADED on a success rate below 0.9 or a mean
-// latency above 2 s; comparisons are strict.
+// percentiles use the nearest-rank definition. The default thresholds:
+// CRITICAL on a success rate below 0.5 (or no probe measured); DEGRADED on
+// any rate-limited probe, a success rate below 0.9 or a mean latency above
+// 2 s; comparisons are strict. CRITICAL means halt: the status is CRITICAL
+// exactly when Recommendation.Halt() is true. Rate limiting alone degrades
+// (slower fleet, paced hosts) rather than halting. BlockingHosts lists only
+// hosts with blocked probes, so it is empty whenever Blocked is 0.
 //
 // The recommended Backoff starts from the status's tier (1 s/10 s/2 retries,
 // 2 s/30 s/3, 5 s/60 s/5) and is raised to what was observed: the initial
@@ -58,11 +61,11 @@
 //
 // # JSON
 //
-// A Report marshals to a superset of the seed's document: timestamp,
+// A Report marshals to JSON with stable field names: timestamp,
 // total_probed, results[] (url, proxy, status_code, latency_ms, success,
 // error_message) and diagnosis (status, success_rate, average_latency_ms,
 // rate_limited_count, blocked_count, recommended_backoff{initial_delay_sec,
-// max_delay_sec, max_retries}), with the same names and units, plus
-// schema_version and the fields of this package. The command preflight
+// max_delay_sec, max_retries}), plus schema_version and the fields
+// documented on Report. Fields are only ever added, never renamed. The command preflight
 // prints it.
 package probe

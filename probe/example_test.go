@@ -44,14 +44,14 @@ func ExampleRun() {
 	fmt.Println(policy.BaseDelay, policy.MaxDelay, policy.MaxRetries)
 	fmt.Println(len(limits.Overrides), rep.Recommendation.Concurrency)
 	// Output:
-	// CRITICAL 0.5 1
-	//  - 1 of 2 probes were rate-limited (critical at 1)
+	// DEGRADED 0.5 1
+	//  - 1 of 2 probes were rate-limited (degraded at 1)
 	//  - success rate 0.5 is below 0.9
-	// 7s 1m0s 5
+	// 7s 30s 3
 	// 1 0.25
 }
 
-// The diagnosis marshals to the seed's "diagnosis" object, plus fields of
+// The diagnosis marshals to a stable "diagnosis" object, plus fields of
 // its own.
 func ExampleDiagnose() {
 	results := []probe.Result{

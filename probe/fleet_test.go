@@ -94,9 +94,14 @@ func TestRunFleetDeadline(t *testing.T) {
 		deadline = 6 * time.Second
 	}
 	start := time.Now()
+	// The test is about the deadline with 150 connections stuck at once,
+	// so it lifts the per-host cap and skips robots.txt; the cap and the
+	// robots check have their own tests.
 	rep, err := probe.Run(context.Background(), f.targets, probe.Options{
-		Deadline:    deadline,
-		Concurrency: 256,
+		Deadline:     deadline,
+		Concurrency:  256,
+		PerHost:      -1,
+		IgnoreRobots: true,
 	})
 	elapsed := time.Since(start)
 	if err != nil {
@@ -161,7 +166,7 @@ func TestRunFleetDeadline(t *testing.T) {
 		{"Blocked", d.Blocked, 200},
 		{"NotStarted", d.NotStarted, 0},
 		{"MaxRetryAfter", d.MaxRetryAfter, 7 * time.Second},
-		{"Status", d.Status, probe.Critical},
+		{"Status", d.Status, probe.Degraded}, // success 0.75; throttling alone does not halt
 		{"Latency.Samples", d.Latency.Samples, 850},
 	}
 	for _, c := range checks {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/egresskit/egresskit"
 	"github.com/egresskit/egresskit/classify"
 	"github.com/egresskit/egresskit/egress"
 )
@@ -20,15 +21,23 @@ const (
 	DefaultConcurrency = 64
 	// DefaultMaxRedirects is the number of redirects a probe follows.
 	DefaultMaxRedirects = 5
-	// DefaultUserAgent is sent when Options.UserAgent is empty.
-	DefaultUserAgent = "egresskit-probe/1"
+	// DefaultPerHost is the number of probes in flight to one host.
+	DefaultPerHost = 2
+	// DefaultWorkers is the crawl's planned concurrency when
+	// Options.Workers is zero.
+	DefaultWorkers = 16
 )
+
+// DefaultUserAgent is sent when Options.UserAgent is empty: the chain's own
+// User-Agent, so that the probe is judged by robots.txt, and named in
+// refusals, under the same agent token as the crawl it prepares.
+const DefaultUserAgent = egresskit.DefaultUserAgent
 
 // ErrInvalidOption is wrapped by every error about a bad Options value.
 var ErrInvalidOption = errors.New("probe: invalid option")
 
 // Options configures Run. The zero value works: direct egress, GET, a 10 s
-// deadline, 64 probes in flight, the default classifier and the seed's
+// deadline, 64 probes in flight, the default classifier and the default
 // thresholds.
 type Options struct {
 	// Matrix probes every target through every egress (Options.Proxies,
@@ -58,6 +67,26 @@ type Options struct {
 	// DefaultConcurrency; negative is an error.
 	Concurrency int
 
+	// PerHost is the number of probes in flight to one host (by host key,
+	// across egresses). Zero means DefaultPerHost; negative means no cap.
+	// Probes to a host at its cap wait while probes to other hosts go.
+	PerHost int
+
+	// IgnoreRobots sends every probe without asking robots.txt. By
+	// default each probe first checks robots.txt (RFC 9309), fetched
+	// through the probe's own egress with the probe's User-Agent and
+	// within its deadline; a URL the host's rules disallow is not probed
+	// and is reported with Disallowed set, outside the measured probes. A
+	// robots.txt that cannot be fetched (5xx, 429, a network failure)
+	// does not stop the probe: that failure is what the diagnosis is for,
+	// and the crawl's own chain applies RFC 9309's full disallow.
+	IgnoreRobots bool
+
+	// Workers is the crawl's planned concurrency, which
+	// Recommendation.MaxConcurrency scales. Zero means DefaultWorkers;
+	// negative is an error.
+	Workers int
+
 	// Method is http.MethodGet (when empty) or http.MethodHead.
 	Method string
 
@@ -71,7 +100,10 @@ type Options struct {
 	// (the text before the first '/', space or '('), as the chain sets it.
 	Classifier *classify.Classifier
 
-	// UserAgent is sent with every probe. Empty means DefaultUserAgent.
+	// UserAgent is sent with every probe and with its robots.txt fetch.
+	// Empty means DefaultUserAgent, the chain's default; set it to the
+	// crawler's own User-Agent. A value that is not a valid header value
+	// (a control character such as CR or LF) is an error.
 	UserAgent string
 
 	// TLSClientConfig is used for https targets. Nil means the defaults of
@@ -148,6 +180,20 @@ func (o Options) resolve() (settings, error) {
 	}
 	if o.UserAgent == "" {
 		s.UserAgent = DefaultUserAgent
+	} else if err := ValidHeaderValue(o.UserAgent); err != nil {
+		return bad("UserAgent", err.Error())
+	}
+	switch {
+	case o.PerHost == 0:
+		s.PerHost = DefaultPerHost
+	case o.PerHost < 0:
+		s.PerHost = 0 // no cap
+	}
+	switch {
+	case o.Workers < 0:
+		return bad("Workers", "must not be negative")
+	case o.Workers == 0:
+		s.Workers = DefaultWorkers
 	}
 	if o.Classifier == nil {
 		s.Classifier = classify.New(classify.Config{AgentToken: productToken(s.UserAgent)})
@@ -159,6 +205,20 @@ func (o Options) resolve() (settings, error) {
 		return settings{}, err
 	}
 	return s, nil
+}
+
+// ValidHeaderValue reports why v cannot be sent as an HTTP header field
+// value (RFC 9110 section 5.5): it returns an error naming the first
+// offending byte's position for a control character other than horizontal
+// tab (CR and LF among them) or DEL, and nil otherwise. The error never
+// contains v.
+func ValidHeaderValue(v string) error {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; (c < ' ' && c != '\t') || c == 0x7f {
+			return fmt.Errorf("has a control character (0x%02x) at byte %d", c, i)
+		}
+	}
+	return nil
 }
 
 // productToken returns the product token of a User-Agent: the text before

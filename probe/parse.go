@@ -12,6 +12,9 @@ import (
 	"github.com/egresskit/egresskit/egress"
 )
 
+// utf8BOM is the UTF-8 encoding of U+FEFF, the byte order mark.
+var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
+
 // lineError carries the line number of an input error out of lines.
 type lineError struct {
 	line int
@@ -21,7 +24,8 @@ type lineError struct {
 func (e *lineError) Error() string { return e.err.Error() }
 
 // lines calls fn for every non-blank, non-comment ('#') line of r with its
-// 1-based number and its whitespace-separated fields. A line longer than
+// 1-based number and its whitespace-separated fields. A UTF-8 byte order
+// mark at the start of r is skipped, as editors on some systems write one. A line longer than
 // MaxLineLength stops the scan with a *lineError naming it; errors from fn
 // are returned as they are; a read error is returned wrapped.
 func lines(r io.Reader, fn func(line int, fields []string) error) error {
@@ -44,7 +48,11 @@ func lines(r io.Reader, fn func(line int, fields []string) error) error {
 		if err != nil && err != io.EOF {
 			return fmt.Errorf("probe: reading line %d: %w", n, err)
 		}
-		line := bytes.TrimSpace(buf)
+		line := buf
+		if n == 1 {
+			line = bytes.TrimPrefix(line, utf8BOM)
+		}
+		line = bytes.TrimSpace(line)
 		if len(line) > 0 && line[0] != '#' {
 			if ferr := fn(n, strings.Fields(string(line))); ferr != nil {
 				return ferr

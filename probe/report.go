@@ -7,14 +7,14 @@ import (
 )
 
 // SchemaVersion is the version of the JSON document a Report marshals to.
-// It grows when fields are added; the seed's fields never change.
+// It grows when fields are added; existing fields never change.
 const SchemaVersion = 1
 
 // Report is the outcome of a Run: every probe's result and the diagnosis
 // drawn from them. The embedded Diagnosis makes rep.Status, rep.Backoff and
 // rep.Recommendation read directly.
 //
-// Report marshals to JSON as a superset of the seed's document: timestamp
+// Report marshals to JSON with these fields, never renamed: timestamp
 // (Unix seconds, float), total_probed, results[] with url, proxy,
 // status_code (null when none), latency_ms, success, error_message (null
 // when none), and diagnosis with status, success_rate, average_latency_ms,
@@ -65,6 +65,7 @@ type wireResult struct {
 	Markers      []string   `json:"markers"`
 	RetryAfter   float64    `json:"retry_after_sec"`
 	Reason       string     `json:"reason,omitempty"`
+	Disallowed   bool       `json:"disallowed_by_robots,omitempty"`
 	Phases       wirePhases `json:"phases"`
 }
 
@@ -114,6 +115,7 @@ type wireBreakdown struct {
 
 type wireRecommendation struct {
 	Concurrency   float64            `json:"concurrency_factor"`
+	MaxConc       int                `json:"max_concurrency"`
 	Halt          bool               `json:"halt"`
 	HostPerMinute map[string]float64 `json:"host_per_minute"`
 	HaltHosts     []string           `json:"halt_hosts"`
@@ -136,6 +138,7 @@ type wireDiag struct {
 	ConnectionFailures int                `json:"connection_failure_count"`
 	Timeouts           int                `json:"timeout_count"`
 	NotStarted         int                `json:"not_started_count"`
+	Disallowed         int                `json:"disallowed_count"`
 	MaxRetryAfter      float64            `json:"max_retry_after_sec"`
 	Egresses           []wireBreakdown    `json:"egresses"`
 	Hosts              []wireBreakdown    `json:"hosts"`
@@ -174,6 +177,7 @@ func (r Result) wire() wireResult {
 		Markers:    nonNil(r.Markers),
 		RetryAfter: secs(r.RetryAfter),
 		Reason:     r.Reason,
+		Disallowed: r.Disallowed,
 		Phases:     wirePhases{ms(r.Phases.DNS), ms(r.Phases.Connect), ms(r.Phases.TLS), ms(r.Phases.TTFB)},
 	}
 	if r.Proxy != "" {
@@ -220,6 +224,7 @@ func (d Diagnosis) wire() wireDiag {
 		ConnectionFailures: d.ConnectionFailures,
 		Timeouts:           d.Timeouts,
 		NotStarted:         d.NotStarted,
+		Disallowed:         d.Disallowed,
 		MaxRetryAfter:      secs(d.MaxRetryAfter),
 		Egresses:           wireBreakdowns(d.Egresses),
 		Hosts:              wireBreakdowns(d.Hosts),
@@ -227,6 +232,7 @@ func (d Diagnosis) wire() wireDiag {
 		BlockingHosts:      nonNil(d.BlockingHosts),
 		Recommendation: wireRecommendation{
 			Concurrency:   d.Recommendation.Concurrency,
+			MaxConc:       d.Recommendation.MaxConcurrency,
 			Halt:          d.Recommendation.Halt(),
 			HostPerMinute: nonNilMap(d.Recommendation.HostPerMinute),
 			HaltHosts:     nonNil(d.Recommendation.HaltHosts),

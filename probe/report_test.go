@@ -10,9 +10,9 @@ import (
 	"github.com/egresskit/egresskit/probe"
 )
 
-// checkSeedSchema checks that doc has every field of the seed's document,
+// checkStableSchema checks that doc has every field of the seed's document,
 // with the seed's types, and returns it decoded.
-func checkSeedSchema(t *testing.T, doc []byte) map[string]any {
+func checkStableSchema(t *testing.T, doc []byte) map[string]any {
 	t.Helper()
 	var m map[string]any
 	if err := json.Unmarshal(doc, &m); err != nil {
@@ -82,7 +82,7 @@ func TestReportJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := checkSeedSchema(t, doc)
+	m := checkStableSchema(t, doc)
 	if got := m["timestamp"]; got != 1711928400.123456 {
 		t.Errorf("timestamp = %v, want 1711928400.123456 (float Unix seconds)", got)
 	}
@@ -104,8 +104,16 @@ func TestReportJSON(t *testing.T) {
 		t.Errorf("connection failure = %v, want status_code null and an error_message", dead)
 	}
 	d := m["diagnosis"].(map[string]any)
-	if d["rate_limited_count"] != 1.0 || d["blocked_count"] != 1.0 || d["status"] != "CRITICAL" {
-		t.Errorf("diagnosis = %v, want 1 rate-limited, 1 blocked, CRITICAL", d)
+	// One 429 among four, success rate 0.5: DEGRADED, not a halt.
+	if d["rate_limited_count"] != 1.0 || d["blocked_count"] != 1.0 || d["status"] != "DEGRADED" {
+		t.Errorf("diagnosis = %v, want 1 rate-limited, 1 blocked, DEGRADED", d)
+	}
+	rec := d["recommendation"].(map[string]any)
+	if rec["halt"] != false || rec["max_concurrency"] != float64(probe.Recommendation{Concurrency: rec["concurrency_factor"].(float64)}.Workers(probe.DefaultWorkers)) {
+		t.Errorf("recommendation = %v, want no halt and max_concurrency = Workers(%d)", rec, probe.DefaultWorkers)
+	}
+	if bh := d["blocking_hosts"].([]any); len(bh) != 1 || bh[0] != dead["host"] {
+		t.Errorf("blocking_hosts = %v, want only the dead host %v", bh, dead["host"])
 	}
 	if b := d["recommended_backoff"].(map[string]any); b["initial_delay_sec"] != 7.0 {
 		t.Errorf("recommended_backoff = %v, want initial_delay_sec 7", b)

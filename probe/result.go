@@ -83,6 +83,10 @@ type Result struct {
 	Deadline bool
 	// TimedOut is true when the probe ran out of PerRequestTimeout.
 	TimedOut bool
+	// Disallowed is true when robots.txt disallows the URL for the
+	// probe's agent: the probe was not sent (Stage queued, Outcome
+	// Permanent) and is not among the measured probes.
+	Disallowed bool
 	// Stage is the last step the probe reached.
 	Stage Stage
 	// Reused is true when the probe went over a connection an earlier probe

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptrace"
+	"net/url"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/egresskit/egresskit/classify"
 	"github.com/egresskit/egresskit/egress"
+	"github.com/egresskit/egresskit/robots"
 )
 
 // idleConnTimeout closes a connection no probe has used for that long.
@@ -72,16 +74,16 @@ func Run(ctx context.Context, targets []Target, opts Options) (*Report, error) {
 	stop := context.AfterFunc(ctx, r.callerCancel)
 
 	rep := &Report{Started: started, Results: make([]Result, len(p.jobs))}
-	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range min(s.Concurrency, len(p.jobs)) {
 		wg.Go(func() {
 			for {
-				i := int(next.Add(1) - 1)
-				if i >= len(p.jobs) {
+				i, ok := r.sched.take(p.jobs)
+				if !ok {
 					return
 				}
 				rep.Results[i] = r.probe(&p.jobs[i])
+				r.sched.done(p.jobs[i].host)
 				r.progress(rep.Results[i])
 			}
 		})
@@ -90,9 +92,15 @@ func Run(ctx context.Context, targets []Target, opts Options) (*Report, error) {
 	if !stop() {
 		<-r.callerDone // callerCancel ran, or is running: wait for it
 	}
+	// Probes the deadline or the caller came before: reported as queued.
+	for _, i := range r.sched.rest() {
+		rep.Results[i] = r.probe(&p.jobs[i])
+		r.progress(rep.Results[i])
+	}
 	// Closing the pool and diagnosing overlap; both are done on return.
 	wg.Go(r.close)
 	rep.Diagnosis = Diagnose(rep.Results, s.Thresholds)
+	rep.Recommendation.MaxConcurrency = rep.Recommendation.Workers(s.Workers)
 	wg.Wait()
 	rep.Finished = s.Now()
 	if r.canceled.Load() && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
@@ -111,6 +119,8 @@ type runner struct {
 	total    int
 	pool     *egress.Pool
 	clients  map[*exit]*http.Client
+	robots   map[*exit]*robots.Checker // nil with IgnoreRobots
+	sched    *sched
 	closed   sync.Once
 
 	done     atomic.Int64 // probes finished
@@ -166,6 +176,7 @@ func newRunner(ctx context.Context, s settings, p *plan, deadline time.Time) (*r
 		total:    len(p.jobs),
 		pool:     pool,
 		clients:  make(map[*exit]*http.Client, len(p.exits)),
+		sched:    newSched(p.jobs, s.PerHost),
 		active:   map[*job]context.CancelFunc{},
 
 		timerDone:  make(chan struct{}),
@@ -181,6 +192,14 @@ func newRunner(ctx context.Context, s settings, p *plan, deadline time.Time) (*r
 			Transport:     classify.NewTransport(rt, s.Classifier),
 			CheckRedirect: checkRedirect(s.maxRedirects),
 		}
+		if !s.IgnoreRobots {
+			if r.robots == nil {
+				r.robots = make(map[*exit]*robots.Checker, len(p.exits))
+			}
+			// robots.txt leaves through the probe's own egress, under the
+			// probe's User-Agent; the probe's context bounds the fetch.
+			r.robots[e] = robots.New(robots.Config{UserAgent: s.UserAgent, Transport: rt, FetchTimeout: 2 * s.Deadline})
+		}
 	}
 	return r, nil
 }
@@ -193,6 +212,7 @@ func (r *runner) arm() {
 	r.timer = time.AfterFunc(time.Until(r.deadline), func() {
 		defer close(r.timerDone)
 		r.expired.Store(true)
+		r.sched.end()
 		r.cancelAll()
 	})
 }
@@ -215,6 +235,7 @@ func (r *runner) close() {
 func (r *runner) callerCancel() {
 	defer close(r.callerDone)
 	r.canceled.Store(true)
+	r.sched.end()
 	r.cancelAll()
 }
 
@@ -291,6 +312,25 @@ func (r *runner) probe(j *job) Result {
 		defer cancel()
 	}
 	rec := newRecorder(r.Now)
+	if chk := r.robots[j.exit]; chk != nil {
+		u, err := url.Parse(j.url)
+		if err == nil {
+			_, err = chk.Check(httptrace.WithClientTrace(ctx, rec.trace()), u)
+		}
+		var de *robots.DisallowedError
+		if errors.As(err, &de) && de.Source == robots.Parsed {
+			res.Outcome, res.Disallowed, res.Stage = classify.Permanent, true, StageQueued
+			res.Err, res.Reason = "disallowed by robots.txt", "disallowed by robots.txt"
+			return res
+		}
+		// An unreachable robots.txt does not stop the probe (see
+		// Options.IgnoreRobots). When the probe's context ended during the
+		// fetch, the probe below fails at once and keeps the fetch's
+		// stage; otherwise it measures its own phases.
+		if ctx.Err() == nil {
+			rec = newRecorder(r.Now)
+		}
+	}
 	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, rec.trace()), r.Method, j.url, nil)
 	if err != nil { // the URL was validated; this is not expected
 		res.Stage, res.Outcome, res.Err, res.Reason = StageDNS, classify.Permanent, "invalid request", "invalid request"

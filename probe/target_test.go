@@ -34,6 +34,10 @@ func TestParseTargets(t *testing.T) {
 		{"100 KB line", "http://a.example/\nhttp://b.example/" + strings.Repeat("x", 100<<10) + "\nhttp://c.example/\n", nil, probe.ErrTooLong, 2},
 		{"long URL", "http://b.example/" + strings.Repeat("x", probe.MaxURLLength) + "\n", nil, probe.ErrTooLong, 1},
 		{"control character", "http://a.example/\x7f\n", nil, probe.ErrMalformedURL, 1},
+		{"byte order mark", "\xef\xbb\xbfhttp://a.example/\r\nhttp://b.example/\r\n",
+			[]probe.Target{{URL: "http://a.example/"}, {URL: "http://b.example/"}}, nil, 0},
+		{"byte order mark before a comment", "\xef\xbb\xbf# fleet\nhttp://a.example/\n", []probe.Target{{URL: "http://a.example/"}}, nil, 0},
+		{"byte order mark only at the start", "http://a.example/\n\xef\xbb\xbfhttp://b.example/\n", nil, probe.ErrMalformedURL, 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -70,7 +70,7 @@ func TestReserve(t *testing.T) {
 	}
 }
 
-// TestThrottle is the seed's test: a 429 with Retry-After 5s on a 40 rpm
+// TestThrottle: a 429 with Retry-After 5s on a 40 rpm
 // host pauses it for at least 5s and halves its rate to 20, not resets it.
 func TestThrottle(t *testing.T) {
 	c := newClock()

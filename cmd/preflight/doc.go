@@ -9,8 +9,30 @@
 //
 // Targets come from arguments, from -targets FILE, or from standard input
 // (-targets - or the argument -): one per line, "URL" or "URL EGRESS",
-// blank lines and '#' comments skipped. Proxies come from -proxy URL
-// (repeatable) and -proxies FILE ("[ID] URL" per line).
+// blank lines and '#' comments skipped, a leading UTF-8 byte order mark
+// ignored. Proxies come from -proxy URL (repeatable) and -proxies FILE
+// ("[ID] URL" per line).
+//
+// -timeout bounds the whole command, reading the input included: when
+// standard input (or a named pipe) has not ended by then, preflight exits
+// 64 with a message and probes nothing, rather than probing a list cut at
+// an arbitrary point. Probing gets what is left of the budget.
+//
+// Probes are polite by default: at most -per-host (2) in flight to one
+// host, each URL checked against its host's robots.txt first (fetched
+// through the same proxy; a disallowed URL is reported, not probed, and
+// not measured; -ignore-robots turns this off), and sent with -user-agent,
+// which should be the crawler's own User-Agent so that robots.txt and
+// refusals are judged for the same agent token as the crawl.
+//
+// The status is CRITICAL exactly when the recommendation is to halt
+// (diagnosis.recommendation.halt): no measured probe, or a success rate
+// below 0.5. Rate limiting alone is DEGRADED, with a smaller
+// concurrency_factor and per-host pacing. blocking_hosts lists only hosts
+// with blocked probes (blocked_count counts them), never a host that only
+// rate-limited. diagnosis.recommendation.max_concurrency is -workers scaled
+// by the concurrency factor: the number of requests in flight to start the
+// crawl with.
 //
 // The JSON report goes to standard output, and nothing else does. When
 // standard error is a terminal, progress and a summary are written there;
@@ -22,8 +44,11 @@
 //	0    HEALTHY (or any status with -exit-zero)
 //	1    DEGRADED
 //	2    CRITICAL
-//	64   usage error: a bad flag, no targets, a malformed target or proxy
-//	     (named by its line), a non-positive timeout; nothing was sent
+//	64   usage error: a bad flag or header value (-user-agent with a
+//	     control character), no targets, a malformed target or proxy (named
+//	     by its line), an unreadable input (missing file, directory, read
+//	     error), an input that did not end within -timeout, a non-positive
+//	     timeout; nothing was sent
 //	70   the probe could not run or the report could not be written
 //	130  interrupted; the partial report is still written
 //

@@ -6,10 +6,42 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/egresskit/egresskit/egress"
 	"github.com/egresskit/egresskit/probe"
 )
+
+// readInputs reads the targets and the proxies, giving up at deadline: a
+// standard input (or a named pipe) that never ends must not hold the run
+// past its -timeout. Giving up is a usage error and nothing is probed: a
+// list cut at an arbitrary point, perhaps inside a line, is not the list
+// the caller meant. The reading goroutine is abandoned to its read; the
+// command exits soon after.
+func readInputs(cfg *config, stdin io.Reader, deadline time.Time) ([]probe.Target, []egress.Endpoint, error) {
+	type inputs struct {
+		targets []probe.Target
+		proxies []egress.Endpoint
+		err     error
+	}
+	done := make(chan inputs, 1)
+	go func() {
+		var in inputs
+		in.targets, in.err = readTargets(cfg, stdin)
+		if in.err == nil {
+			in.proxies, in.err = readProxies(cfg)
+		}
+		done <- in
+	}()
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	select {
+	case in := <-done:
+		return in.targets, in.proxies, in.err
+	case <-timer.C:
+		return nil, nil, usagef("the input did not end within -timeout %v: close standard input, or name a file with -targets", cfg.timeout)
+	}
+}
 
 // readTargets gathers the targets of -targets FILE and of the arguments;
 // "-" (as FILE or as an argument) reads standard input, once.
@@ -79,6 +111,9 @@ func fromFile(name string, read func(string, io.Reader) error) error {
 		return usagef("%s: %v", name, err)
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.IsDir() {
+		return usagef("%s: is a directory, want a file", name)
+	}
 	return read(name, f)
 }
 
@@ -137,5 +172,11 @@ func describe(source string, err error) error {
 	case errors.Is(err, probe.ErrNoProxies), errors.Is(err, probe.ErrNoTargets), errors.Is(err, probe.ErrTooManyProbes):
 		return usagef("%s: %v", source, err)
 	}
-	return fmt.Errorf("%s: %w", source, err) // a read error
+	// A read error: the input is unreadable, which the caller fixes like
+	// a missing file (exit 64); nothing was sent.
+	var pathErr *os.PathError
+	if errors.As(err, &pathErr) {
+		err = pathErr.Err
+	}
+	return usagef("%s: %v", source, err)
 }

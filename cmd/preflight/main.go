@@ -57,6 +57,9 @@ type config struct {
 	timeout     time.Duration
 	perRequest  time.Duration
 	concurrency int
+	perHost     int
+	workers     int
+	noRobots    bool
 	matrix      bool
 	method      string
 	format      string
@@ -84,11 +87,14 @@ func newFlagSet(cfg *config, out io.Writer) *flag.FlagSet {
 	fs.DurationVar(&cfg.timeout, "timeout", probe.DefaultDeadline, "global deadline of the whole run")
 	fs.DurationVar(&cfg.perRequest, "per-request-timeout", 0, "deadline of each probe (default: the global deadline)")
 	fs.IntVar(&cfg.concurrency, "concurrency", probe.DefaultConcurrency, "probes in flight at once")
+	fs.IntVar(&cfg.perHost, "per-host", probe.DefaultPerHost, "probes in flight to one host (-1: no cap)")
+	fs.IntVar(&cfg.workers, "workers", probe.DefaultWorkers, "the crawl's planned concurrency, scaled into recommendation.max_concurrency")
+	fs.BoolVar(&cfg.noRobots, "ignore-robots", false, "probe URLs that robots.txt disallows")
 	fs.BoolVar(&cfg.matrix, "matrix", false, "probe every target through every proxy")
 	fs.StringVar(&cfg.method, "method", "GET", "request method, GET or HEAD")
 	fs.StringVar(&cfg.format, "format", "json", "output format on standard output, json or text")
 	fs.BoolVar(&cfg.exitZero, "exit-zero", false, "exit 0 whatever the status (usage errors still exit 64)")
-	fs.StringVar(&cfg.userAgent, "user-agent", probe.DefaultUserAgent, "User-Agent of the probes")
+	fs.StringVar(&cfg.userAgent, "user-agent", probe.DefaultUserAgent, "User-Agent of the probes and their robots.txt fetches: the crawler's own")
 	fs.Usage = func() {} // run prints the usage itself, on standard output
 	return fs
 }
@@ -136,7 +142,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 
-	targets, opts, err := prepare(&cfg, set, stdin)
+	start := time.Now() // -timeout bounds the whole run, reading the input included
+	targets, opts, err := prepare(&cfg, set, stdin, start)
 	if err != nil {
 		fmt.Fprintf(stderr, "preflight: %v\n", err)
 		var ue usageError
@@ -200,9 +207,10 @@ func isInputError(err error) bool {
 		errors.Is(err, probe.ErrInvalidOption)
 }
 
-// prepare validates the flags and reads the targets and proxies; every
-// error it returns is a usage error, except read failures.
-func prepare(cfg *config, set map[string]bool, stdin io.Reader) ([]probe.Target, probe.Options, error) {
+// prepare validates the flags and reads the targets and proxies within
+// the -timeout counted from start; every error it returns is a usage
+// error: nothing has been sent.
+func prepare(cfg *config, set map[string]bool, stdin io.Reader, start time.Time) ([]probe.Target, probe.Options, error) {
 	var opts probe.Options
 	if cfg.timeout <= 0 {
 		return nil, opts, usagef("-timeout %v: must be positive", cfg.timeout)
@@ -220,20 +228,32 @@ func prepare(cfg *config, set map[string]bool, stdin io.Reader) ([]probe.Target,
 	if cfg.format != "json" && cfg.format != "text" {
 		return nil, opts, usagef("-format %q: want json or text", cfg.format)
 	}
-	targets, err := readTargets(cfg, stdin)
+	if cfg.perHost == 0 || cfg.perHost < -1 {
+		return nil, opts, usagef("-per-host %d: want a positive number, or -1 for no cap", cfg.perHost)
+	}
+	if cfg.workers <= 0 {
+		return nil, opts, usagef("-workers %d: must be positive", cfg.workers)
+	}
+	if err := probe.ValidHeaderValue(cfg.userAgent); err != nil {
+		return nil, opts, usagef("-user-agent: %v", err)
+	}
+	targets, proxies, err := readInputs(cfg, stdin, start.Add(cfg.timeout))
 	if err != nil {
 		return nil, opts, err
 	}
-	proxies, err := readProxies(cfg)
-	if err != nil {
-		return nil, opts, err
+	left := time.Until(start.Add(cfg.timeout))
+	if left <= 0 {
+		return nil, opts, usagef("reading the input took the whole -timeout %v", cfg.timeout)
 	}
 	opts = probe.Options{
 		Matrix:            cfg.matrix,
 		Proxies:           proxies,
-		Deadline:          cfg.timeout,
+		Deadline:          left,
 		PerRequestTimeout: cfg.perRequest,
 		Concurrency:       cfg.concurrency,
+		PerHost:           cfg.perHost,
+		IgnoreRobots:      cfg.noRobots,
+		Workers:           cfg.workers,
 		Method:            method,
 		UserAgent:         cfg.userAgent,
 	}

@@ -120,9 +120,9 @@ func runBinary(t *testing.T, stdin string, args ...string) result {
 	return result{code, out.String(), errb.String()}
 }
 
-// checkSeedJSON checks that doc is exactly one JSON document with every
-// field of the seed's report, with the seed's types.
-func checkSeedJSON(t *testing.T, doc string) map[string]any {
+// checkStableJSON checks that doc is exactly one JSON document with every
+// field of the stable report, with its documented types.
+func checkStableJSON(t *testing.T, doc string) map[string]any {
 	t.Helper()
 	dec := json.NewDecoder(strings.NewReader(doc))
 	var m map[string]any
@@ -176,9 +176,14 @@ func TestEndToEndJSON(t *testing.T) {
 	dead := deadProxy(t)
 	r := runBinary(t, "", "-timeout", "5s",
 		site+"/ok/1", site+"/throttle/2", site+"/ok/3")
-	m := checkSeedJSON(t, r.stdout)
-	if r.code != exitCritical {
-		t.Errorf("exit status = %d, want %d (a 429 is CRITICAL)", r.code, exitCritical)
+	m := checkStableJSON(t, r.stdout)
+	// One 429 among three: DEGRADED (slow down, pace the host), not a halt.
+	if r.code != exitDegraded {
+		t.Errorf("exit status = %d, want %d (one 429 among 3 degrades)", r.code, exitDegraded)
+	}
+	if d := m["diagnosis"].(map[string]any); d["status"] != "DEGRADED" ||
+		d["recommendation"].(map[string]any)["halt"] != false || len(d["blocking_hosts"].([]any)) != 0 || d["blocked_count"] != 0.0 {
+		t.Errorf("diagnosis = %v, want DEGRADED, no halt, no blocking host, blocked_count 0", d)
 	}
 	if r.stderr != "" {
 		t.Errorf("stderr = %q, want nothing when it is not a terminal", r.stderr)
@@ -193,7 +198,7 @@ func TestEndToEndJSON(t *testing.T) {
 
 	// A dead proxy with credentials: a diagnosis, and no credential anywhere.
 	r = runBinary(t, "", "-timeout", "5s", "-proxy", dead, site+"/ok/1")
-	checkSeedJSON(t, r.stdout)
+	checkStableJSON(t, r.stdout)
 	if r.code != exitCritical {
 		t.Errorf("dead proxy: exit status = %d, want %d", r.code, exitCritical)
 	}
@@ -243,7 +248,7 @@ func TestEndToEndExitCodes(t *testing.T) {
 				}
 				return
 			}
-			checkSeedJSON(t, r.stdout)
+			checkStableJSON(t, r.stdout)
 		})
 	}
 }
@@ -260,13 +265,13 @@ func TestEndToEndTargetFile(t *testing.T) {
 	}
 	good := write("good.txt", "# fleet\n"+site+"/ok/1\n\n"+site+"/ok/2 direct\n")
 	r := runBinary(t, "", "-targets", good)
-	if m := checkSeedJSON(t, r.stdout); r.code != exitHealthy || m["total_probed"] != 2.0 {
+	if m := checkStableJSON(t, r.stdout); r.code != exitHealthy || m["total_probed"] != 2.0 {
 		t.Errorf("good file: exit %d, total_probed %v, want 0, 2", r.code, m["total_probed"])
 	}
 	// Standard input, by -targets - and by the argument -.
 	for _, args := range [][]string{{"-targets", "-"}, {"-"}} {
 		r = runBinary(t, site+"/ok/1\n"+site+"/ok/2\n", args...)
-		if m := checkSeedJSON(t, r.stdout); r.code != exitHealthy || m["total_probed"] != 2.0 {
+		if m := checkStableJSON(t, r.stdout); r.code != exitHealthy || m["total_probed"] != 2.0 {
 			t.Errorf("stdin %v: exit %d, total_probed %v, want 0, 2", args, r.code, m["total_probed"])
 		}
 	}
@@ -323,8 +328,8 @@ func TestRunInProcess(t *testing.T) {
 	out.Reset()
 	errb.Reset()
 	code = run(context.Background(), []string{site + "/ok/1", site + "/throttle/1"}, strings.NewReader(""), &out, &errb, true)
-	checkSeedJSON(t, out.String())
-	if code != exitCritical || !strings.Contains(errb.String(), "probed 2/2") || !strings.Contains(errb.String(), "CRITICAL") {
-		t.Errorf("tty run: exit %d, stderr %q; want 2, progress and summary", code, errb.String())
+	checkStableJSON(t, out.String())
+	if code != exitDegraded || !strings.Contains(errb.String(), "probed 2/2") || !strings.Contains(errb.String(), "DEGRADED") {
+		t.Errorf("tty run: exit %d, stderr %q; want 1, progress and summary", code, errb.String())
 	}
 }

@@ -61,7 +61,7 @@ func TestEndToEndTerminal(t *testing.T) {
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitCritical {
 		t.Fatalf("preflight: %v, want exit status %d", err, exitCritical)
 	}
-	checkSeedJSON(t, stdout.String())
+	checkStableJSON(t, stdout.String())
 	term := tty.String()
 	for _, want := range []string{"probed 4/4", "CRITICAL", "failing egresses", "backoff"} {
 		if !strings.Contains(term, want) {

@@ -45,7 +45,7 @@ func TestEndToEndInterrupt(t *testing.T) {
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitInterrupted {
 		t.Fatalf("preflight: %v, want exit status %d; stderr %q", err, exitInterrupted, stderr.String())
 	}
-	m := checkSeedJSON(t, stdout.String())
+	m := checkStableJSON(t, stdout.String())
 	r := m["results"].([]any)[0].(map[string]any)
 	if r["outcome"] != "canceled" || r["error_message"] != "canceled" {
 		t.Errorf("interrupted result = %v, want outcome and error_message \"canceled\"", r)

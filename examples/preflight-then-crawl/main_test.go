@@ -15,12 +15,12 @@ func TestMain(m *testing.M) {
 }
 
 // received is what one host saw: page requests (probe and crawl) and
-// robots.txt requests.
+// robots.txt requests (the probe's check, then the chain's own).
 type received struct{ pages, robots int }
 
 func TestScenarios(t *testing.T) {
 	const pages = 3
-	crawled := received{pages: 1 + pages, robots: 1} // the probe, then the crawl
+	crawled := received{pages: 1 + pages, robots: 2} // the probe, then the crawl
 	tests := []struct {
 		scenario string
 		wantErr  error
@@ -49,14 +49,14 @@ func TestScenarios(t *testing.T) {
 				"crawled 12 of 15 pages\n",
 			},
 			unwanted: []string{"halting"},
-			received: map[string]received{"docs": {pages: 1}}, // the probe only
+			received: map[string]received{"docs": {pages: 1, robots: 1}}, // the probe only
 		},
 		{
 			scenario: scenarioCritical,
 			wantErr:  errCritical,
 			want: []string{
 				"scenario critical: probed 5 hosts: CRITICAL (success rate 0.40, rate-limited 2, blocked 1)\n",
-				"reason: 2 of 5 probes were rate-limited (critical at 1)\n",
+				"reason: 2 of 5 probes were rate-limited (degraded at 1)\n",
 				"reason: success rate 0.4 is below 0.5\n",
 				"blog  429  throttled  status 429\n",
 				"wiki  403  refused    challenge marker\n",
@@ -67,7 +67,8 @@ func TestScenarios(t *testing.T) {
 			},
 			unwanted: []string{"chain:", "\ncrawled"},
 			received: map[string]received{ // the probes only
-				"blog": {pages: 1}, "docs": {pages: 1}, "news": {pages: 1}, "shop": {pages: 1}, "wiki": {pages: 1},
+				"blog": {pages: 1, robots: 1}, "docs": {pages: 1, robots: 1}, "news": {pages: 1, robots: 1},
+				"shop": {pages: 1, robots: 1}, "wiki": {pages: 1, robots: 1},
 			},
 		},
 	}

@@ -197,7 +197,7 @@ func refusedHaltsOnce(t *testing.T, env Env) {
 	}
 }
 
-// throttledHalvesAndPauses is the seed's test: a 429 with Retry-After 5s on
+// throttledHalvesAndPauses: a 429 with Retry-After 5s on
 // a 40/min host pauses it for 5s and halves its rate to 20, not resets it.
 func throttledHalvesAndPauses(t *testing.T, env Env) {
 	a := admit(t, env, host)
