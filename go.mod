@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/hashicorp/go-retryablehttp v0.7.8
 	github.com/jimsmart/grobotstxt v1.0.3
+	github.com/miekg/dns v1.1.73
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/sony/gobreaker/v2 v2.4.0
 	go.uber.org/goleak v1.3.0

@@ -64,6 +64,11 @@ type Config struct {
 	// direct ones, target names. Nil means net.DefaultResolver.
 	Resolver *net.Resolver
 
+	// DNS configures the cache of target names for direct and socks5://
+	// endpoints. The zero value caches, asking the servers of
+	// /etc/resolv.conf.
+	DNS DNSConfig
+
 	// Health tunes the health score and the quarantine.
 	Health HealthConfig
 

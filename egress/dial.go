@@ -31,6 +31,12 @@ func (p *Pool) newTransport(e *endpoint) *http.Transport {
 		DialContext:           nd.DialContext,
 	}
 	switch e.proxy.kind {
+	case kindDirect:
+		if p.dns != nil {
+			tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+				return p.dns.dial(ctx, nd, network, addr)
+			}
+		}
 	case kindHTTP, kindHTTPS:
 		tr.Proxy = http.ProxyURL(e.proxy.url)
 		tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -144,7 +150,7 @@ func forwardedFailure(id string, resp *http.Response) *ProxyError {
 // socks5h it hands the proxy the name.
 func (p *Pool) dialSOCKS(ctx context.Context, e *endpoint, nd *net.Dialer, network, addr string) (net.Conn, error) {
 	if e.proxy.kind == kindSOCKS5 {
-		resolved, err := resolveLocally(ctx, p.set.resolver, addr)
+		resolved, err := p.resolveTarget(ctx, addr)
 		if err != nil {
 			return nil, err // the target's name, not the endpoint
 		}
@@ -179,6 +185,15 @@ func (p *Pool) dialSOCKS(ctx context.Context, e *endpoint, nd *net.Dialer, netwo
 	fwd.conn.stop()
 	p.sampleSetup(e, p.now().Sub(start))
 	return c, nil
+}
+
+// resolveTarget resolves a target's name for a socks5 proxy, through the
+// DNS cache when it is on.
+func (p *Pool) resolveTarget(ctx context.Context, addr string) (string, error) {
+	if p.dns != nil {
+		return p.dns.resolveAddr(ctx, addr)
+	}
+	return resolveLocally(ctx, p.set.resolver, addr)
 }
 
 // resolveLocally resolves the host of addr, preferring IPv4, and returns

@@ -14,6 +14,7 @@ import (
 // end with Close.
 type Pool struct {
 	set settings
+	dns *dnsCache // nil when off
 
 	// mu guards the fields below and the mutable fields of every
 	// endpoint (see endpoint). It is never held across I/O, a wait or
@@ -113,6 +114,9 @@ func New(cfg Config) (*Pool, error) {
 		byID: make(map[string]*endpoint, len(cfg.Endpoints)),
 	}
 	p.cache.init(s.cacheSize)
+	if p.dns, err = newDNSCache(cfg.DNS, s.now, s.resolver); err != nil {
+		return nil, err
+	}
 	if len(cfg.Rules) > 0 {
 		if p.rules, err = NewRules(cfg.Rules, cfg.Endpoints); err != nil {
 			return nil, err
@@ -286,6 +290,7 @@ func (p *Pool) Close() {
 	eps := append([]*endpoint(nil), p.order...)
 	p.mu.Unlock()
 	p.closeTransports(eps)
+	p.dns.close()
 }
 
 // EndpointState is a snapshot of one endpoint. It carries no credentials.

@@ -1,0 +1,472 @@
+package egress
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+// DNSConfig configures the pool's DNS cache, which resolves target names
+// for direct endpoints and socks5:// endpoints (local resolution). It is
+// not used for socks5h:// and HTTP proxies, which resolve target names
+// themselves, nor for the proxies' own names (Config.Resolver resolves
+// those).
+//
+// The cache asks the DNS servers directly and keeps each answer for its
+// TTL: one query per name per TTL, however many connections are dialled.
+// Concurrent lookups of one name share one query. A name that does not
+// exist is remembered too, for the SOA's negative TTL (RFC 2308). When
+// every server fails, an expired answer is served for up to ServeStale
+// after its TTL (RFC 8767), and the servers are asked again at most every
+// 30 seconds meanwhile. The cache starts no goroutine of its own beyond
+// the lookups in flight, which Pool.Close ends and waits for.
+//
+// Names without a dot (other than "localhost") are left to Config.Resolver,
+// which applies the system's search list; "localhost" and names under it
+// are loopback (RFC 6761). The cache does not read /etc/hosts.
+type DNSConfig struct {
+	// Disabled turns the cache off: every dial resolves the target's
+	// name afresh through Config.Resolver.
+	Disabled bool
+	// Servers are the DNS servers, "host:port" (or a host, port 53),
+	// asked in order until one answers. Empty means the nameservers of
+	// /etc/resolv.conf; when that file cannot be read or names none, the
+	// cache is off as if Disabled.
+	Servers []string
+	// MaxEntries bounds the names kept. Default 4096.
+	MaxEntries int
+	// MaxTTL caps the time an answer is kept. Default 1h.
+	MaxTTL time.Duration
+	// NegativeTTL caps the time a name that does not exist is remembered;
+	// without a SOA in the answer, it is that time. Default 30s.
+	NegativeTTL time.Duration
+	// ServeStale is how long after its TTL an answer may still be served
+	// when every server fails. Default 1h; negative means never.
+	ServeStale time.Duration
+	// Timeout bounds each query to one server. Default 2s.
+	Timeout time.Duration
+}
+
+// DNSStats are the DNS cache's counters since the pool was created.
+type DNSStats struct {
+	// Enabled is false when the cache is off (see DNSConfig).
+	Enabled bool
+	// Hits counts resolutions answered from the cache within the TTL,
+	// negative answers included.
+	Hits uint64
+	// Misses counts resolutions that waited for a query (their own, or
+	// one already in flight for the same name).
+	Misses uint64
+	// Stale counts resolutions answered past the TTL because every
+	// server failed.
+	Stale uint64
+	// Queries counts the DNS queries sent.
+	Queries uint64
+	// Failures counts lookups that failed at every server with no stale
+	// answer to fall back on.
+	Failures uint64
+	// Entries is the number of names cached now.
+	Entries int
+}
+
+// staleRecheck is how long a stale answer is served after a failed
+// refresh before the servers are asked again (RFC 8767's "failure
+// recheck timer" suggests 30 seconds).
+const staleRecheck = 30 * time.Second
+
+// dnsCache resolves and caches target names. Safe for concurrent use.
+type dnsCache struct {
+	servers    []string
+	udp, tcp   *dns.Client
+	now        func() time.Time
+	limit      int // per generation
+	maxTTL     time.Duration
+	negTTL     time.Duration
+	serveStale time.Duration
+	fallback   *net.Resolver // names without a dot
+
+	base   context.Context // cancelled by close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // lookups in flight
+
+	// mu guards the maps and every entry's fields.
+	mu        sync.Mutex
+	hot, cold map[string]*dnsEntry
+	calls     map[string]*dnsCall // lookups in flight, by name
+
+	hits, misses, stale, queries, failures atomic.Uint64
+}
+
+// dnsEntry is one name's answer. No addresses means the name does not
+// exist.
+type dnsEntry struct {
+	addrs   []netip.Addr
+	expires time.Time // end of the TTL
+	recheck time.Time // after a failed refresh: serve stale until then
+}
+
+// dnsCall is a lookup in flight, shared by every resolution of its name.
+type dnsCall struct {
+	done  chan struct{}
+	addrs []netip.Addr
+	stale bool
+	err   error
+}
+
+// newDNSCache returns the cache described by c, or nil when it is off.
+func newDNSCache(c DNSConfig, now func() time.Time, fallback *net.Resolver) (*dnsCache, error) {
+	if c.Disabled {
+		return nil, nil
+	}
+	servers := c.Servers
+	if len(servers) == 0 {
+		cc, err := dns.ClientConfigFromFile("/etc/resolv.conf")
+		if err != nil || len(cc.Servers) == 0 {
+			return nil, nil
+		}
+		for _, s := range cc.Servers {
+			servers = append(servers, net.JoinHostPort(s, cc.Port))
+		}
+	}
+	norm := make([]string, len(servers))
+	for i, s := range servers {
+		if _, _, err := net.SplitHostPort(s); err != nil {
+			s = net.JoinHostPort(strings.Trim(s, "[]"), "53")
+		}
+		if host, _, _ := net.SplitHostPort(s); host == "" {
+			return nil, &ConfigError{Field: "DNS.Servers", Value: s, Err: ErrBadSetting}
+		}
+		norm[i] = s
+	}
+	bad := func(field string, d time.Duration) (*dnsCache, error) {
+		return nil, &ConfigError{Field: field, Value: d.String(), Err: ErrBadSetting}
+	}
+	switch {
+	case c.MaxEntries < 0:
+		return nil, &ConfigError{Field: "DNS.MaxEntries", Value: fmt.Sprint(c.MaxEntries), Err: ErrBadSetting}
+	case c.MaxTTL < 0:
+		return bad("DNS.MaxTTL", c.MaxTTL)
+	case c.NegativeTTL < 0:
+		return bad("DNS.NegativeTTL", c.NegativeTTL)
+	case c.Timeout < 0:
+		return bad("DNS.Timeout", c.Timeout)
+	}
+	timeout := cmp0(c.Timeout, 2*time.Second)
+	d := &dnsCache{
+		servers:    norm,
+		udp:        &dns.Client{Net: "udp", Timeout: timeout},
+		tcp:        &dns.Client{Net: "tcp", Timeout: timeout},
+		now:        now,
+		limit:      max(1, cmp0(c.MaxEntries, 4096)/2),
+		maxTTL:     cmp0(c.MaxTTL, time.Hour),
+		negTTL:     cmp0(c.NegativeTTL, 30*time.Second),
+		serveStale: orDefault(c.ServeStale, time.Hour),
+		fallback:   fallback,
+		hot:        map[string]*dnsEntry{},
+		calls:      map[string]*dnsCall{},
+	}
+	d.base, d.cancel = context.WithCancel(context.Background())
+	return d, nil
+}
+
+// cmp0 returns d for a zero v, else v.
+func cmp0[T comparable](v, d T) T {
+	var zero T
+	if v == zero {
+		return d
+	}
+	return v
+}
+
+// close ends the lookups in flight and waits for them.
+func (d *dnsCache) close() {
+	if d == nil {
+		return
+	}
+	d.cancel()
+	d.wg.Wait()
+}
+
+func (d *dnsCache) stats() DNSStats {
+	if d == nil {
+		return DNSStats{}
+	}
+	d.mu.Lock()
+	n := len(d.hot) + len(d.cold)
+	d.mu.Unlock()
+	return DNSStats{
+		Enabled:  true,
+		Hits:     d.hits.Load(),
+		Misses:   d.misses.Load(),
+		Stale:    d.stale.Load(),
+		Queries:  d.queries.Load(),
+		Failures: d.failures.Load(),
+		Entries:  n,
+	}
+}
+
+func (d *dnsCache) getLocked(name string) *dnsEntry {
+	if e, ok := d.hot[name]; ok {
+		return e
+	}
+	if e, ok := d.cold[name]; ok {
+		d.putLocked(name, e)
+		return e
+	}
+	return nil
+}
+
+func (d *dnsCache) putLocked(name string, e *dnsEntry) {
+	if len(d.hot) >= d.limit {
+		d.cold, d.hot = d.hot, make(map[string]*dnsEntry, d.limit)
+	}
+	d.hot[name] = e
+}
+
+// notFound is the error of a name that does not exist.
+func notFound(name string) error {
+	return &net.DNSError{Err: "no such host", Name: name, IsNotFound: true}
+}
+
+// lookup returns the addresses of name (lower case, no trailing dot).
+func (d *dnsCache) lookup(ctx context.Context, name string) ([]netip.Addr, error) {
+	now := d.now()
+	d.mu.Lock()
+	if e := d.getLocked(name); e != nil {
+		switch {
+		case now.Before(e.expires):
+			d.mu.Unlock()
+			d.hits.Add(1)
+			return answer(name, e.addrs)
+		case now.Before(e.recheck):
+			d.mu.Unlock()
+			d.stale.Add(1)
+			return answer(name, e.addrs)
+		}
+	}
+	call := d.calls[name]
+	if call == nil {
+		call = &dnsCall{done: make(chan struct{})}
+		d.calls[name] = call
+		d.wg.Add(1)
+		go d.resolve(name, call)
+	}
+	d.mu.Unlock()
+	d.misses.Add(1)
+	select {
+	case <-call.done:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if call.err != nil {
+		return nil, call.err
+	}
+	if call.stale {
+		d.stale.Add(1)
+	}
+	return answer(name, call.addrs)
+}
+
+func answer(name string, addrs []netip.Addr) ([]netip.Addr, error) {
+	if len(addrs) == 0 {
+		return nil, notFound(name)
+	}
+	return addrs, nil
+}
+
+// resolve runs one lookup for name and settles call.
+func (d *dnsCache) resolve(name string, call *dnsCall) {
+	defer d.wg.Done()
+	addrs, ttl, err := d.query(name)
+	now := d.now()
+	d.mu.Lock()
+	delete(d.calls, name)
+	old := d.getLocked(name)
+	switch {
+	case err == nil:
+		d.putLocked(name, &dnsEntry{addrs: addrs, expires: now.Add(ttl)})
+		call.addrs = addrs
+	case old != nil && d.serveStale > 0 && now.Before(old.expires.Add(d.serveStale)):
+		old.recheck = now.Add(staleRecheck)
+		call.addrs, call.stale = old.addrs, true
+	default:
+		d.failures.Add(1)
+		call.err = &net.DNSError{Err: err.Error(), Name: name, IsTemporary: true}
+	}
+	d.mu.Unlock()
+	close(call.done)
+}
+
+// query asks for A records, then AAAA records when there are none. A name
+// that does not exist is an answer without addresses.
+func (d *dnsCache) query(name string) ([]netip.Addr, time.Duration, error) {
+	fqdn := dns.Fqdn(name)
+	neg := d.negTTL
+	for _, qt := range []uint16{dns.TypeA, dns.TypeAAAA} {
+		r, err := d.exchange(fqdn, qt)
+		if err != nil {
+			return nil, 0, err
+		}
+		neg = min(neg, soaTTL(r, d.negTTL))
+		if r.Rcode == dns.RcodeNameError {
+			return nil, neg, nil
+		}
+		var addrs []netip.Addr
+		ttl := d.maxTTL
+		for _, rr := range r.Answer {
+			ttl = min(ttl, time.Duration(rr.Header().Ttl)*time.Second)
+			var ip net.IP
+			switch rr := rr.(type) {
+			case *dns.A:
+				ip = rr.A
+			case *dns.AAAA:
+				ip = rr.AAAA
+			default:
+				continue
+			}
+			if a, ok := netip.AddrFromSlice(ip); ok {
+				addrs = append(addrs, a.Unmap())
+			}
+		}
+		if len(addrs) > 0 {
+			return addrs, ttl, nil
+		}
+	}
+	return nil, neg, nil
+}
+
+// soaTTL is the negative TTL a response's SOA allows (RFC 2308 §5), or
+// def when it carries none.
+func soaTTL(r *dns.Msg, def time.Duration) time.Duration {
+	for _, rr := range r.Ns {
+		if soa, ok := rr.(*dns.SOA); ok {
+			return time.Duration(min(soa.Hdr.Ttl, soa.Minttl)) * time.Second
+		}
+	}
+	return def
+}
+
+// errServers is the failure of every server.
+var errServers = errors.New("DNS servers failed")
+
+// exchange sends one question to each server in turn until one answers
+// with NOERROR or NXDOMAIN.
+func (d *dnsCache) exchange(fqdn string, qtype uint16) (*dns.Msg, error) {
+	last := errServers
+	for _, s := range d.servers {
+		m := new(dns.Msg)
+		m.SetQuestion(fqdn, qtype)
+		ctx, cancel := context.WithTimeout(d.base, d.udp.Timeout)
+		d.queries.Add(1)
+		r, _, err := d.udp.ExchangeContext(ctx, m, s)
+		if err == nil && r.Truncated {
+			d.queries.Add(1)
+			r, _, err = d.tcp.ExchangeContext(ctx, m, s)
+		}
+		cancel()
+		switch {
+		case err != nil:
+			last = fmt.Errorf("%w: %s: %w", errServers, s, err)
+		case r.Rcode == dns.RcodeSuccess || r.Rcode == dns.RcodeNameError:
+			return r, nil
+		default:
+			last = fmt.Errorf("%w: %s answered %s", errServers, s, dns.RcodeToString[r.Rcode])
+		}
+		if d.base.Err() != nil {
+			break
+		}
+	}
+	return nil, last
+}
+
+// isLocalhost reports whether name is "localhost" or a name under it.
+func isLocalhost(name string) bool {
+	return name == "localhost" || strings.HasSuffix(name, ".localhost")
+}
+
+// addrs resolves host for a dial: an address stands for itself,
+// localhost is loopback, a name without a dot goes to the fallback
+// resolver (nil addresses, nil error: dial the name as given).
+func (d *dnsCache) addrs(ctx context.Context, host string) ([]netip.Addr, error) {
+	if a, err := netip.ParseAddr(host); err == nil {
+		return []netip.Addr{a}, nil
+	}
+	name := strings.TrimSuffix(strings.ToLower(host), ".")
+	switch {
+	case isLocalhost(name):
+		return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
+	case !strings.Contains(name, "."):
+		return nil, nil
+	}
+	return d.lookup(ctx, name)
+}
+
+// dial dials addr, resolving its host through the cache and trying each
+// address in turn.
+func (d *dnsCache) dial(ctx context.Context, nd *net.Dialer, network, addr string) (net.Conn, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	ips, err := d.addrs(ctx, host)
+	if err != nil {
+		return nil, &net.OpError{Op: "dial", Net: network, Err: err}
+	}
+	if ips == nil {
+		return nd.DialContext(ctx, network, addr)
+	}
+	var last error
+	for _, ip := range ips {
+		if (network == "tcp4" && !ip.Is4()) || (network == "tcp6" && !ip.Is6()) {
+			continue
+		}
+		c, err := nd.DialContext(ctx, network, net.JoinHostPort(ip.String(), port))
+		if err == nil {
+			return c, nil
+		}
+		last = err
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	if last == nil {
+		last = &net.OpError{Op: "dial", Net: network, Err: &net.AddrError{Err: "no suitable address", Addr: host}}
+	}
+	return nil, last
+}
+
+// resolve returns ip:port for addr, for a socks5 proxy that is handed
+// an address.
+func (d *dnsCache) resolveAddr(ctx context.Context, addr string) (string, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", err
+	}
+	ips, err := d.addrs(ctx, host)
+	if err != nil {
+		return "", err
+	}
+	if ips == nil {
+		return resolveLocally(ctx, d.fallback, addr)
+	}
+	ip := ips[0]
+	for _, a := range ips {
+		if a.Is4() {
+			ip = a
+			break
+		}
+	}
+	return net.JoinHostPort(ip.String(), port), nil
+}
+
+// DNSStats returns the DNS cache's counters; Enabled is false when the
+// cache is off.
+func (p *Pool) DNSStats() DNSStats { return p.dns.stats() }
