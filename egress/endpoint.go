@@ -97,31 +97,59 @@ type parsedProxy struct {
 	redacted string   // scheme://host:port, no credentials
 }
 
-// isDirect reports whether s denotes the direct route.
+// isDirect reports whether s denotes the direct route: "" or "direct" (in
+// any case).
 func isDirect(s string) bool {
-	s = strings.TrimSpace(s)
 	return s == "" || strings.EqualFold(s, "direct")
 }
 
 // parseProxy validates a proxy URL. Its errors are *ConfigError values that
 // name the endpoint and never contain the URL's credentials: the parser's
-// own messages are dropped because they quote the raw URL.
+// own messages are dropped because they quote the raw URL, and no part of
+// a URL whose credentials may have spilled into its path is quoted.
+//
+// It rejects, wrapping ErrMalformedProxy: surrounding spaces, a URL
+// without "scheme://", a path other than "/", a query or a fragment (an
+// unencoded '/', '?' or '#' in a password produces these), and SOCKS
+// credentials outside RFC 1929's lengths. The scheme is case-insensitive
+// (RFC 3986) and is normalised to lower case.
 func parseProxy(id, raw string) (parsedProxy, error) {
 	fail := func(err error, value string) (parsedProxy, error) {
 		return parsedProxy{}, &ConfigError{EndpointID: id, Field: "Proxy", Value: value, Err: err}
 	}
-	raw = strings.TrimSpace(raw)
+	malformed := func(why string) (parsedProxy, error) {
+		return fail(fmt.Errorf("%w: %s", ErrMalformedProxy, why), "")
+	}
 	if isDirect(raw) {
 		return parsedProxy{kind: kindDirect, redacted: "direct"}, nil
 	}
+	if strings.TrimSpace(raw) != raw {
+		return malformed("surrounding spaces")
+	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return fail(ErrMalformedProxy, "")
+		if strings.Contains(raw, "@") {
+			return malformed("cannot parse (percent-encode '/', '?', '#', '@' and ':' in credentials)")
+		}
+		return malformed("cannot parse")
 	}
 	if u.Opaque != "" || !strings.Contains(raw, "://") {
 		// "user:pass@host" or "host:port" parse as a scheme and an
 		// opaque part; the "scheme" may be a username, so it is not quoted.
-		return fail(ErrMalformedProxy, "")
+		return malformed(`missing "scheme://"`)
+	}
+	if strings.Contains(u.Path+u.RawQuery+u.Fragment, "@") {
+		// The credentials hold an unencoded '/', '?' or '#': the parser
+		// cut the password and took part of it for the host.
+		return malformed("unencoded '/', '?' or '#' in credentials; percent-encode them")
+	}
+	switch {
+	case u.Path != "" && u.Path != "/":
+		return malformed("a proxy URL has no path")
+	case u.RawQuery != "" || u.ForceQuery:
+		return malformed("a proxy URL has no query")
+	case u.Fragment != "" || strings.Contains(raw, "#"):
+		return malformed("a proxy URL has no fragment")
 	}
 	var kind proxyKind
 	defPort := ""
@@ -153,7 +181,7 @@ func parseProxy(id, raw string) (parsedProxy, error) {
 		// RFC 1929: a username of 1–255 bytes, a password of at most 255.
 		pw, _ := u.User.Password()
 		if n := len(u.User.Username()); n == 0 || n > 255 || len(pw) > 255 {
-			return fail(ErrMalformedProxy, "")
+			return malformed("SOCKS5 credentials need a user of 1-255 bytes and a password of at most 255")
 		}
 	}
 	addr := net.JoinHostPort(host, port)
@@ -167,16 +195,14 @@ func parseProxy(id, raw string) (parsedProxy, error) {
 }
 
 // redactProxy renders a proxy URL without credentials, for String methods
-// of unvalidated endpoints.
+// of unvalidated endpoints. A URL that does not validate is shown as
+// "<malformed proxy URL>": its host may hold a piece of a password.
 func redactProxy(raw string) string {
-	if isDirect(raw) {
-		return "direct"
-	}
-	u, err := url.Parse(strings.TrimSpace(raw))
-	if err != nil || u.Opaque != "" || u.Host == "" {
+	pp, err := parseProxy("", raw)
+	if err != nil {
 		return "<malformed proxy URL>"
 	}
-	return strings.ToLower(u.Scheme) + "://" + u.Host
+	return pp.redacted
 }
 
 // validateEndpoint checks everything about e but the uniqueness of its ID.

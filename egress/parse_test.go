@@ -108,7 +108,8 @@ func TestParseProxy(t *testing.T) {
 		wantRedacted string
 	}{
 		{"", kindDirect, "", "direct"},
-		{" Direct ", kindDirect, "", "direct"},
+		{"Direct", kindDirect, "", "direct"},
+		{"http://proxy.example:3128/", kindHTTP, "proxy.example:3128", "http://proxy.example:3128"},
 		{"http://proxy.example", kindHTTP, "proxy.example:80", "http://proxy.example:80"},
 		{"HTTPS://u:p@proxy.example", kindHTTPS, "proxy.example:443", "https://proxy.example:443"},
 		{"socks5://u:p@10.0.0.1", kindSOCKS5, "10.0.0.1:1080", "socks5://10.0.0.1:1080"},

@@ -11,7 +11,8 @@ import (
 // Pool is a pool of egress endpoints and an http.RoundTripper that sends
 // each request through one of them. It is safe for concurrent use. A Pool
 // starts no goroutine of its own; the transports' connection goroutines
-// end with Close.
+// end with Close. The methods of a nil *Pool do not panic: it has no
+// endpoint, and is closed.
 type Pool struct {
 	set settings
 	dns *dnsCache // nil when off
@@ -200,6 +201,9 @@ func (p *Pool) closeTransports(eps []*endpoint) {
 // wrapping ErrDuplicateID when the ID is present (draining included), and
 // ErrClosed after Close.
 func (p *Pool) Add(e Endpoint) error {
+	if p == nil {
+		return ErrClosed
+	}
 	ep, err := p.newEndpoint(e, -1)
 	if err != nil {
 		return err
@@ -229,6 +233,9 @@ func (p *Pool) Add(e Endpoint) error {
 // it. It stays listed by Endpoints until Remove. Drain returns an error
 // wrapping ErrUnknownEndpoint if no endpoint has the ID.
 func (p *Pool) Drain(id string) error {
+	if p == nil {
+		return fmt.Errorf("%w %q", ErrUnknownEndpoint, id)
+	}
 	p.mu.Lock()
 	e := p.byID[id]
 	if e == nil {
@@ -249,6 +256,9 @@ func (p *Pool) Drain(id string) error {
 // closed once the last one ends. Remove returns an error wrapping
 // ErrUnknownEndpoint if no endpoint has the ID.
 func (p *Pool) Remove(id string) error {
+	if p == nil {
+		return fmt.Errorf("%w %q", ErrUnknownEndpoint, id)
+	}
 	p.mu.Lock()
 	e := p.byID[id]
 	if e == nil {
@@ -280,6 +290,9 @@ func (p *Pool) Remove(id string) error {
 // response body is closed. Close starts and leaves nothing running; it
 // may be called more than once.
 func (p *Pool) Close() {
+	if p == nil {
+		return
+	}
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -291,6 +304,23 @@ func (p *Pool) Close() {
 	p.mu.Unlock()
 	p.closeTransports(eps)
 	p.dns.close()
+}
+
+// CloseIdleConnections closes the idle keep-alive connections of every
+// endpoint's transport — to the proxies, and to the targets of direct
+// endpoints — as http.Client.CloseIdleConnections expects of its
+// Transport. Connections in use are left alone. The pool stays open.
+func (p *Pool) CloseIdleConnections() {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	eps := make([]*endpoint, 0, len(p.byID))
+	for _, e := range p.byID {
+		eps = append(eps, e)
+	}
+	p.mu.Unlock()
+	p.closeTransports(eps)
 }
 
 // EndpointState is a snapshot of one endpoint. It carries no credentials.
@@ -323,6 +353,9 @@ type EndpointState struct {
 // Endpoints returns a snapshot of every present endpoint, in the order
 // they were added.
 func (p *Pool) Endpoints() []EndpointState {
+	if p == nil {
+		return nil
+	}
 	now := p.now()
 	c := &p.set.health
 	p.mu.Lock()
@@ -354,6 +387,9 @@ func (p *Pool) Endpoints() []EndpointState {
 // during a quarantine are ignored. The probe package uses it to test each
 // proxy. It reports false if no endpoint has the ID.
 func (p *Pool) Transport(id string) (http.RoundTripper, bool) {
+	if p == nil {
+		return nil, false
+	}
 	p.mu.Lock()
 	e := p.byID[id]
 	p.mu.Unlock()

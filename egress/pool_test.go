@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -30,6 +31,15 @@ func TestNewRejectsBadInput(t *testing.T) {
 		{"port not a number", egress.Config{Endpoints: []egress.Endpoint{{ID: "port-x", Proxy: "http://u:" + secret + "@proxy.example:x1"}}}, "port-x", egress.ErrMalformedProxy},
 		{"malformed userinfo", egress.Config{Endpoints: []egress.Endpoint{{ID: "bad-ui", Proxy: "http://u:" + secret + " x@proxy.example"}}}, "bad-ui", egress.ErrMalformedProxy},
 		{"socks without username", egress.Config{Endpoints: []egress.Endpoint{{ID: "socks-nouser", Proxy: "socks5://:" + secret + "@proxy.example"}}}, "socks-nouser", egress.ErrMalformedProxy},
+		{"path", egress.Config{Endpoints: []egress.Endpoint{{ID: "path", Proxy: "http://u:" + secret + "@proxy.example:3128/proxy"}}}, "path", egress.ErrMalformedProxy},
+		{"query", egress.Config{Endpoints: []egress.Endpoint{{ID: "query", Proxy: "http://u:" + secret + "@proxy.example:3128?x=1"}}}, "query", egress.ErrMalformedProxy},
+		{"empty query", egress.Config{Endpoints: []egress.Endpoint{{ID: "query0", Proxy: "http://proxy.example:3128?"}}}, "query0", egress.ErrMalformedProxy},
+		{"fragment", egress.Config{Endpoints: []egress.Endpoint{{ID: "frag", Proxy: "http://proxy.example:3128#x"}}}, "frag", egress.ErrMalformedProxy},
+		{"surrounding spaces", egress.Config{Endpoints: []egress.Endpoint{{ID: "spaces", Proxy: " http://u:" + secret + "@proxy.example:3128 "}}}, "spaces", egress.ErrMalformedProxy},
+		{"spaces around direct", egress.Config{Endpoints: []egress.Endpoint{{ID: "spaces-d", Proxy: " direct"}}}, "spaces-d", egress.ErrMalformedProxy},
+		{"unencoded slash in password", egress.Config{Endpoints: []egress.Endpoint{{ID: "slash", Proxy: "http://u:" + secret + "/x@proxy.example:3128"}}}, "slash", egress.ErrMalformedProxy},
+		{"unencoded slash after digits", egress.Config{Endpoints: []egress.Endpoint{{ID: "slash2", Proxy: "http://u:12/" + secret + "@proxy.example:3128"}}}, "slash2", egress.ErrMalformedProxy},
+		{"unencoded question mark", egress.Config{Endpoints: []egress.Endpoint{{ID: "qm", Proxy: "socks5://u:99?" + secret + "@proxy.example:1080"}}}, "qm", egress.ErrMalformedProxy},
 		{"negative capacity", egress.Config{Endpoints: []egress.Endpoint{{ID: "neg", Proxy: "direct", Capacity: -1}}}, "neg", egress.ErrBadCapacity},
 		{"duplicate ID", egress.Config{Endpoints: []egress.Endpoint{{ID: "dup", Proxy: "direct"}, {ID: "dup", Proxy: "http://u:" + secret + "@proxy.example"}}}, "dup", egress.ErrDuplicateID},
 		{"empty ID", egress.Config{Endpoints: []egress.Endpoint{{Proxy: "http://u:" + secret + "@proxy.example"}}}, "", egress.ErrEmptyID},
@@ -229,4 +239,34 @@ func TestAffinityUnhealthy(t *testing.T) {
 	if got := byID[r.choice.EndpointID].carried(); got != 1 {
 		t.Errorf("the fallback's proxy carried %d requests, want 1", got)
 	}
+}
+
+// TestNilPool calls every method of a nil *Pool: none panics, and each
+// reports an empty, closed pool.
+func TestNilPool(t *testing.T) {
+	var p *egress.Pool
+	if got := p.Endpoints(); got != nil {
+		t.Errorf("nil Pool.Endpoints() = %v, want nil", got)
+	}
+	if _, ok := p.Transport("a"); ok {
+		t.Error("nil Pool.Transport reported an endpoint")
+	}
+	if _, err := p.Select(t.Context(), "example.com"); !errors.Is(err, egress.ErrClosed) {
+		t.Errorf("nil Pool.Select = %v, want ErrClosed", err)
+	}
+	if err := p.Add(egress.Endpoint{ID: "d", Proxy: "direct"}); !errors.Is(err, egress.ErrClosed) {
+		t.Errorf("nil Pool.Add = %v, want ErrClosed", err)
+	}
+	if err := p.Drain("a"); !errors.Is(err, egress.ErrUnknownEndpoint) {
+		t.Errorf("nil Pool.Drain = %v, want ErrUnknownEndpoint", err)
+	}
+	if err := p.Remove("a"); !errors.Is(err, egress.ErrUnknownEndpoint) {
+		t.Errorf("nil Pool.Remove = %v, want ErrUnknownEndpoint", err)
+	}
+	req := httptest.NewRequest("GET", "http://example.com/", nil)
+	if _, err := p.RoundTrip(req); !errors.Is(err, egress.ErrClosed) {
+		t.Errorf("nil Pool.RoundTrip = %v, want ErrClosed", err)
+	}
+	p.CloseIdleConnections()
+	p.Close()
 }

@@ -119,6 +119,8 @@ func TestEndpointString(t *testing.T) {
 		{egress.Endpoint{ID: "res-1", Proxy: "SOCKS5H://u:secret@[::1]:1080"}, "res-1 socks5h://[::1]:1080"},
 		{egress.Endpoint{ID: "home", Proxy: ""}, "home direct"},
 		{egress.Endpoint{ID: "bad", Proxy: "http://u:sec ret@x"}, "bad <malformed proxy URL>"},
+		{egress.Endpoint{ID: "slash", Proxy: "http://u:12/secret@proxy.example:3128"}, "slash <malformed proxy URL>"},
+		{egress.Endpoint{ID: "http-default-port", Proxy: "http://u:secret@proxy.example"}, "http-default-port http://proxy.example:80"},
 	}
 	for _, tt := range tests {
 		if got := tt.e.String(); got != tt.want {

@@ -25,6 +25,10 @@ import (
 // the context's error when it ends while waiting for a slot, and the
 // endpoint transport's own errors.
 func (p *Pool) RoundTrip(req *http.Request) (*http.Response, error) {
+	if p == nil {
+		closeRequestBody(req)
+		return nil, &NotSentError{Err: ErrClosed}
+	}
 	if req.URL == nil {
 		closeRequestBody(req)
 		return nil, errors.New("egress: request without URL")

@@ -336,6 +336,9 @@ func inSubset(subset []*endpoint, e *endpoint) bool {
 // a forced endpoint that is absent, ErrBindingUnavailable, ErrNoEndpoint,
 // ErrClosed.
 func (p *Pool) Select(ctx context.Context, host string) (Choice, error) {
+	if p == nil {
+		return Choice{}, ErrClosed
+	}
 	forced, bound := forcedFrom(ctx), bindingFrom(ctx)
 	key := hostKey(host)
 	now := p.lockWithTime()
