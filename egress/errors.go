@@ -1,6 +1,7 @@
 package egress
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"strings"
@@ -42,13 +43,24 @@ var (
 	// not sent; it is never moved to another endpoint.
 	ErrBindingUnavailable = errors.New("egress: bound endpoint unavailable")
 	// ErrNoEndpoint: every endpoint is quarantined or draining, or the pool
-	// is empty.
+	// is empty. From RoundTrip it comes with the last failure of the
+	// quarantined endpoints, which errors.As finds as a *ProxyError (and
+	// errors.Is as its cause: ErrProxyAuthRejected, an x509 error, ...).
 	ErrNoEndpoint = errors.New("egress: no usable endpoint")
 	// ErrAtCapacity: every usable endpoint is at capacity, and the caller
 	// asked not to wait (Select, or Config.FailWhenFull).
 	ErrAtCapacity = errors.New("egress: every usable endpoint is at capacity")
 	// ErrClosed: the pool has been closed.
 	ErrClosed = errors.New("egress: pool closed")
+)
+
+// Causes of a KindAuth *ProxyError, in its Err field.
+var (
+	// ErrProxyAuthRequired: the proxy wants credentials and the endpoint's
+	// proxy URL has none.
+	ErrProxyAuthRequired = errors.New("egress: proxy wants credentials, none configured")
+	// ErrProxyAuthRejected: the proxy refused the endpoint's credentials.
+	ErrProxyAuthRejected = errors.New("egress: proxy rejected the credentials")
 )
 
 // NotSentError wraps an error of selection (ErrBindingUnavailable,
@@ -112,11 +124,17 @@ const (
 	// KindDial: the proxy could not be reached (refused, timeout,
 	// unreachable).
 	KindDial FailureKind = "dial"
-	// KindTLS: the TLS handshake with an https:// proxy failed.
+	// KindTLS: the TLS handshake with an https:// proxy failed. When the
+	// proxy's certificate is not trusted (Err wraps an x509 error), the
+	// endpoint is quarantined at once.
 	KindTLS FailureKind = "tls"
 	// KindAuth: the proxy rejected our credentials, or wanted some and got
-	// none (HTTP 407, a 401 carrying Proxy-Authenticate, SOCKS
-	// authentication failure or no acceptable method).
+	// none: HTTP 407; a 401 from the proxy itself (any 401 to CONNECT; on an
+	// absolute-form request, a 401 carrying only Proxy-Authenticate, or one
+	// marked as the proxy's own page, as tinyproxy answers a wrong
+	// password); SOCKS authentication failure or no acceptable method. Err
+	// is ErrProxyAuthRequired or ErrProxyAuthRejected. The endpoint is
+	// quarantined at once: credentials do not heal by themselves.
 	KindAuth FailureKind = "auth"
 	// KindHandshake: the proxy broke its protocol (a malformed SOCKS
 	// reply, a SOCKS command or address type it refuses).
@@ -147,6 +165,11 @@ type ProxyError struct {
 	// ProxyStatus is the RFC 9209 error type the proxy reported in its
 	// Proxy-Status header, e.g. "dns_timeout", or "".
 	ProxyStatus string
+	// ProxyCode is the proxy's own error code when it sent one in a
+	// product-specific form: squid's X-Squid-Error code (e.g.
+	// "ERR_CONNECT_FAIL"), or tinyproxy's reason phrase (e.g. "Unable to
+	// connect"); else "".
+	ProxyCode string
 	// Err is the underlying dial, TLS or SOCKS error, or nil.
 	Err error
 }
@@ -174,15 +197,42 @@ func (e *ProxyError) Error() string {
 	if e.ProxyStatus != "" {
 		fmt.Fprintf(&b, " (Proxy-Status error=%s)", e.ProxyStatus)
 	}
+	if e.ProxyCode != "" {
+		fmt.Fprintf(&b, " (%q)", e.ProxyCode)
+	}
 	if e.Err != nil {
 		b.WriteString(": ")
-		b.WriteString(e.Err.Error())
+		b.WriteString(strings.TrimPrefix(e.Err.Error(), "egress: "))
 	}
 	return b.String()
 }
 
 // Unwrap returns the underlying error, if any.
 func (e *ProxyError) Unwrap() error { return e.Err }
+
+// hard reports whether the failure will not heal by waiting: refused
+// credentials, or a proxy certificate that is not trusted.
+func (e *ProxyError) hard() bool {
+	if e.Kind == KindAuth {
+		return true
+	}
+	var cve *tls.CertificateVerificationError
+	return e.Kind == KindTLS && errors.As(e.Err, &cve)
+}
+
+// noEndpointError is ErrNoEndpoint with the last failure of the endpoints
+// that are now quarantined: errors.Is matches ErrNoEndpoint, errors.As
+// finds the *ProxyError and, through it, its cause.
+type noEndpointError struct {
+	cause *ProxyError
+}
+
+func (e *noEndpointError) Error() string {
+	return ErrNoEndpoint.Error() + " (last failure: " + strings.TrimPrefix(e.cause.Error(), "egress: ") + ")"
+}
+
+// Unwrap returns ErrNoEndpoint and the last failure.
+func (e *noEndpointError) Unwrap() []error { return []error{ErrNoEndpoint, e.cause} }
 
 // EndpointFault reports whether the failure counts against the endpoint:
 // true for every kind but KindDestination.

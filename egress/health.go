@@ -203,11 +203,12 @@ func (h *health) success(now time.Time, probe bool, c *HealthConfig) {
 }
 
 // failure records an egress failure. Outside a quarantine it lowers the
-// score and quarantines the endpoint below QuarantineBelow or after
+// score and quarantines the endpoint when the failure is hard (refused
+// credentials, an untrusted certificate), below QuarantineBelow, or after
 // QuarantineAfter failures in a row; a failed probe quarantines it again,
 // for longer. Results of requests sent before the quarantine began are
 // ignored.
-func (h *health) failure(now time.Time, probe bool, c *HealthConfig) {
+func (h *health) failure(now time.Time, probe, hard bool, c *HealthConfig) {
 	if h.quarantined {
 		if probe {
 			h.probing = false
@@ -221,7 +222,7 @@ func (h *health) failure(now time.Time, probe bool, c *HealthConfig) {
 	}
 	h.fails++
 	h.score -= c.Smoothing * h.score
-	if h.score < c.QuarantineBelow || (c.QuarantineAfter > 0 && h.fails >= c.QuarantineAfter) {
+	if hard || h.score < c.QuarantineBelow || (c.QuarantineAfter > 0 && h.fails >= c.QuarantineAfter) {
 		h.quarantine(now, c)
 	}
 }

@@ -42,7 +42,7 @@ func TestHealthScore(t *testing.T) {
 			if s == 's' {
 				h.success(t0, false, &c)
 			} else {
-				h.failure(t0, false, &c)
+				h.failure(t0, false, false, &c)
 			}
 		}
 		if got := h.effective(t0, &c); !near(got, tt.wantScore) {
@@ -58,7 +58,7 @@ func TestHealthPenaltyFades(t *testing.T) {
 	c := defaultHealth(t)
 	t0 := time.Unix(1000, 0)
 	h := newHealth()
-	h.failure(t0, false, &c) // 0.7
+	h.failure(t0, false, false, &c) // 0.7
 	tests := []struct {
 		after time.Duration
 		want  float64
@@ -80,7 +80,7 @@ func TestHealthQuarantineSchedule(t *testing.T) {
 	now := time.Unix(1000, 0)
 	h := newHealth()
 	for range 3 {
-		h.failure(now, false, &c)
+		h.failure(now, false, false, &c)
 	}
 	want := []time.Duration{15 * time.Second, 30 * time.Second, time.Minute, 2 * time.Minute,
 		4 * time.Minute, 8 * time.Minute, 10 * time.Minute, 10 * time.Minute}
@@ -97,7 +97,7 @@ func TestHealthQuarantineSchedule(t *testing.T) {
 		}
 		// Results of requests sent before the quarantine are ignored.
 		h.success(now, false, &c)
-		h.failure(now, false, &c)
+		h.failure(now, false, false, &c)
 		if s := h.state(now); s != stateHalfOpen {
 			t.Fatalf("quarantine %d: state after non-probe results = %v, want half-open", i+1, s)
 		}
@@ -105,7 +105,7 @@ func TestHealthQuarantineSchedule(t *testing.T) {
 		if s := h.state(now); s != stateProbing {
 			t.Fatalf("state with the probe in flight = %v, want probing", s)
 		}
-		h.failure(now, true, &c)
+		h.failure(now, true, false, &c)
 	}
 
 	// A neutral probe leaves the endpoint half-open; a successful one
@@ -127,14 +127,14 @@ func TestHealthQuarantineSchedule(t *testing.T) {
 	soon := now.Add(time.Second)
 	g := h
 	for range 3 {
-		g.failure(soon, false, &c)
+		g.failure(soon, false, false, &c)
 	}
 	if got := g.until.Sub(soon); got != 10*time.Minute {
 		t.Errorf("quarantine soon after readmission lasts %v, want 10m (continued)", got)
 	}
 	later := now.Add(10 * time.Minute) // the penalty has faded to ~0
 	for range 3 {
-		h.failure(later, false, &c)
+		h.failure(later, false, false, &c)
 	}
 	if got := h.until.Sub(later); got != 15*time.Second {
 		t.Errorf("quarantine after a full recovery lasts %v, want 15s (afresh)", got)

@@ -55,6 +55,8 @@ type endpoint struct {
 	rt     *http.Transport
 
 	// Guarded by Pool.mu.
+	lastErr   *ProxyError // the last egress failure, for ErrNoEndpoint's cause
+	lastErrAt time.Time
 	h         health
 	inFlight  int
 	draining  bool

@@ -18,6 +18,18 @@ import (
 // httpProxy is a small HTTP forward proxy for tests: CONNECT tunnels and
 // absolute-form requests, optional Basic credentials, a Via marker on
 // forwarded requests, counters, and scripted failures.
+//
+// What it imitates, and where the real program is compared:
+//   - 407 with Proxy-Authenticate for missing or wrong credentials: squid
+//     5.7 (TestRealAuthRefused);
+//   - withAuthStatus(401): tinyproxy 1.11.1's answer to a wrong password,
+//     401 with WWW-Authenticate, Server: tinyproxy/1.11.1 and no Via, and
+//     its 407 when no credentials are sent (TestRealAuthRefused);
+//   - failRaw: squid's and tinyproxy's own error pages, byte for byte in
+//     the parts egress reads (TestRealDeadTarget);
+//   - Proxy-Status on its own errors (fail, and a dead target's 502): RFC
+//     9209 as written. Neither squid 5.7 nor tinyproxy 1.11.1 sends
+//     Proxy-Status; these cases check the RFC path, not a real program.
 type httpProxy struct {
 	name       string
 	user, pass string // required credentials; "" = none
@@ -38,6 +50,7 @@ type httpProxy struct {
 	maxInFlight int
 	failStatus  int    // scripted: answer every request with this status
 	failPS      string // scripted: Proxy-Status error type of that answer
+	rawReply    string // scripted: raw response to every request
 }
 
 type proxyOption func(*httpProxy)
@@ -123,6 +136,21 @@ func (p *httpProxy) closeTunnels() {
 	p.mu.Unlock()
 }
 
+// failRaw makes the proxy answer every request with the raw HTTP
+// response raw ("" = normally), to imitate a real proxy's own error page
+// byte for byte, reason phrase included.
+func (p *httpProxy) failRaw(raw string) {
+	p.mu.Lock()
+	p.rawReply = raw
+	p.mu.Unlock()
+}
+
+func (p *httpProxy) failRawReply() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.rawReply
+}
+
 func (p *httpProxy) fail(status int, proxyStatus string) {
 	p.mu.Lock()
 	p.failStatus, p.failPS = status, proxyStatus
@@ -160,8 +188,24 @@ func (p *httpProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.mu.Unlock()
 	}()
 	if !p.authorized(r) {
+		if p.authStatus == http.StatusUnauthorized && r.Header.Get("Proxy-Authorization") != "" {
+			// tinyproxy 1.11.1 answers a wrong password so, to CONNECT
+			// and to absolute-form alike, with no Via (compared with
+			// the real program in TestRealAuthRefused).
+			w.Header().Set("Server", "tinyproxy/1.11.1")
+			w.Header().Set("WWW-Authenticate", `Basic realm="Tinyproxy"`)
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
 		w.Header().Set("Proxy-Authenticate", `Basic realm="test"`)
-		w.WriteHeader(p.authStatus)
+		w.WriteHeader(http.StatusProxyAuthRequired)
+		return
+	}
+	if raw := p.failRawReply(); raw != "" {
+		if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
+			io.WriteString(conn, raw)
+			conn.Close()
+		}
 		return
 	}
 	if failStatus != 0 {

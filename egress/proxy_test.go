@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -158,10 +159,11 @@ func TestSOCKSNameResolution(t *testing.T) {
 	}
 }
 
-// TestWrongCredentialsLowerScore checks that a proxy refusing our
-// credentials yields a *ProxyError of KindAuth, never the proxy's response,
-// and lowers the endpoint's score.
-func TestWrongCredentialsLowerScore(t *testing.T) {
+// TestWrongCredentialsQuarantine checks that a proxy refusing our
+// credentials yields a *ProxyError of KindAuth naming the cause, never the
+// proxy's response, and quarantines the endpoint at once; the next
+// request's ErrNoEndpoint names the same cause.
+func TestWrongCredentialsQuarantine(t *testing.T) {
 	const wrong = "pw-wrong-Qm27"
 	tests := []struct {
 		name      string
@@ -209,8 +211,19 @@ func TestWrongCredentialsLowerScore(t *testing.T) {
 			if strings.Contains(r.err.Error(), wrong) || strings.Contains(r.err.Error(), testPass) {
 				t.Errorf("error %q contains a password", r.err)
 			}
-			if st := stateOf(t, pool, "bad-creds"); st.Score >= 1 || !st.Degraded {
-				t.Errorf("score after an auth failure = %v (degraded %v), want < 1 and degraded", st.Score, st.Degraded)
+			wantCause := egress.ErrProxyAuthRejected
+			if strings.Contains(tt.name, "no credentials") {
+				wantCause = egress.ErrProxyAuthRequired
+			}
+			if !errors.Is(r.err, wantCause) {
+				t.Errorf("fetch error %v, want errors.Is %v", r.err, wantCause)
+			}
+			if st := stateOf(t, pool, "bad-creds"); st.Score >= 1 || !st.Quarantined {
+				t.Errorf("score after an auth failure = %v (quarantined %v), want < 1 and quarantined at once", st.Score, st.Quarantined)
+			}
+			r = fetch(context.Background(), pool, target.URL)
+			if !errors.Is(r.err, egress.ErrNoEndpoint) || !errors.Is(r.err, wantCause) || !errors.As(r.err, &pe) {
+				t.Errorf("second fetch error %v, want ErrNoEndpoint naming the cause %v", r.err, wantCause)
 			}
 		})
 	}
@@ -235,6 +248,12 @@ func TestProxyErrorsToldApart(t *testing.T) {
 		{"CONNECT, Proxy-Status dns_timeout", true, 502, "dns_timeout", 0, egress.KindProxy, false},
 		{"CONNECT, Proxy-Status destination_unavailable", true, 502, "destination_unavailable", 0, egress.KindDestination, true},
 		{"CONNECT, 403 without Proxy-Status", true, 403, "", 0, egress.KindProxy, false},
+		{"CONNECT, squid ERR_CONNECT_FAIL", true, 503, "", 0, egress.KindDestination, true},
+		{"CONNECT, squid ERR_ACCESS_DENIED", true, 403, "", 0, egress.KindProxy, false},
+		{"CONNECT, tinyproxy Unable to connect", true, 500, "", 0, egress.KindDestination, true},
+		{"absolute-form, squid ERR_CONNECT_FAIL", false, 503, "", 0, "", true},
+		{"absolute-form, squid ERR_ACCESS_DENIED", false, 403, "", 0, egress.KindProxy, false},
+		{"absolute-form, tinyproxy Unable to connect", false, 500, "", 0, "", true},
 		{"SOCKS general failure", false, 0, "", 1, egress.KindProxy, false},
 		{"SOCKS connection refused", true, 0, "", 5, egress.KindDestination, true},
 		{"SOCKS host unreachable", false, 0, "", 4, egress.KindDestination, true},
@@ -249,7 +268,16 @@ func TestProxyErrorsToldApart(t *testing.T) {
 				proxyURL = sp.URL("socks5h", "")
 			} else {
 				hp := newHTTPProxy(t, "p")
-				hp.fail(tt.status, tt.proxyStatus)
+				switch {
+				case strings.Contains(tt.name, "squid"):
+					code := tt.name[strings.Index(tt.name, "ERR_"):]
+					hp.failRaw(fmt.Sprintf("HTTP/1.1 %d %s\r\nServer: squid/5.7\r\nX-Squid-Error: %s 0\r\nVia: 1.1 vm (squid/5.7)\r\nContent-Length: 0\r\n\r\n",
+						tt.status, http.StatusText(tt.status), code))
+				case strings.Contains(tt.name, "tinyproxy"):
+					hp.failRaw("HTTP/1.1 500 Unable to connect\r\nServer: tinyproxy/1.11.1\r\nContent-Type: text/html\r\nConnection: close\r\n\r\n")
+				default:
+					hp.fail(tt.status, tt.proxyStatus)
+				}
 				proxyURL = hp.URL("")
 			}
 			pool := newPool(t, egress.Config{

@@ -80,6 +80,11 @@ func (p *Pool) acquire(ctx context.Context, host string) (decision, error) {
 			return d, nil
 		}
 		if err != errFull {
+			if err == ErrNoEndpoint {
+				if cause := p.lastCauseLocked(); cause != nil {
+					err = &noEndpointError{cause: cause}
+				}
+			}
 			p.mu.Unlock()
 			return decision{}, err
 		}
@@ -131,7 +136,7 @@ func (p *Pool) send(e *endpoint, req *http.Request, probe bool) (*http.Response,
 		var pe *ProxyError
 		if errors.As(err, &pe) {
 			if pe.EndpointFault() {
-				p.record(e, outcomeFailure, probe)
+				p.recordFailure(e, probe, pe)
 			} else {
 				p.record(e, outcomeSuccess, probe) // the proxy worked; the target did not
 			}
@@ -141,9 +146,9 @@ func (p *Pool) send(e *endpoint, req *http.Request, probe bool) (*http.Response,
 		return nil, err
 	}
 	if e.proxy.kind.isHTTPProxy() && req.URL.Scheme == "http" {
-		if pe := forwardedFailure(e.ep.ID, resp); pe != nil {
+		if pe := forwardedFailure(e.ep.ID, resp, e.proxy.url.User != nil); pe != nil {
 			drainClose(resp.Body)
-			p.record(e, outcomeFailure, probe)
+			p.recordFailure(e, probe, pe)
 			return nil, pe
 		}
 	}
@@ -151,7 +156,7 @@ func (p *Pool) send(e *endpoint, req *http.Request, probe bool) (*http.Response,
 	return resp, nil
 }
 
-// record feeds one outcome into e's health.
+// record feeds one success or neutral outcome into e's health.
 func (p *Pool) record(e *endpoint, o outcome, probe bool) {
 	now := p.now()
 	c := &p.set.health
@@ -159,13 +164,40 @@ func (p *Pool) record(e *endpoint, o outcome, probe bool) {
 	switch o {
 	case outcomeSuccess:
 		e.h.success(now, probe, c)
-	case outcomeFailure:
-		e.h.failure(now, probe, c)
 	default:
 		e.h.neutral(probe)
 	}
 	p.noteHealthLocked(e)
 	p.mu.Unlock()
+}
+
+// recordFailure feeds an egress failure into e's health and keeps it as
+// the endpoint's last cause. A refusal of credentials and an untrusted
+// proxy certificate quarantine the endpoint at once: waiting does not
+// heal them, and every attempt sent meanwhile would be lost.
+func (p *Pool) recordFailure(e *endpoint, probe bool, pe *ProxyError) {
+	now := p.now()
+	c := &p.set.health
+	p.mu.Lock()
+	e.h.failure(now, probe, pe.hard(), c)
+	e.lastErr, e.lastErrAt = pe, now
+	p.noteHealthLocked(e)
+	p.mu.Unlock()
+}
+
+// lastCauseLocked returns the most recent failure of a present endpoint
+// that is now quarantined, or nil.
+func (p *Pool) lastCauseLocked() *ProxyError {
+	var last *endpoint
+	for _, e := range p.order {
+		if e.lastErr != nil && e.h.quarantined && (last == nil || e.lastErrAt.After(last.lastErrAt)) {
+			last = e
+		}
+	}
+	if last == nil {
+		return nil
+	}
+	return last.lastErr
 }
 
 // drainClose reads a little of a discarded body, so that its connection
