@@ -285,6 +285,10 @@ func splice(client net.Conn, clientReader io.Reader, dst net.Conn) {
 }
 
 // socksProxy is a small SOCKS5 server for tests (RFC 1928, RFC 1929).
+// Its answers to a missing method (0xff), a wrong password (a non-zero
+// RFC 1929 status) and a refused target (reply 5) are those of microsocks
+// 1.0.3, compared with the real program in TestRealAuthRefused and
+// TestRealDeadTarget; its scripted replies (script) follow RFC 1928.
 type socksProxy struct {
 	name       string
 	user, pass string

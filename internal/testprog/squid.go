@@ -40,7 +40,6 @@ cache_mem 0 MB
 pinger_enable off
 shutdown_lifetime 0 seconds
 max_filedescriptors 1024
-dns_v4_first on
 `, port, dir)
 	if opts.TLS {
 		ca := newTestCA(t)
