@@ -6,8 +6,8 @@ import (
 	"go/token"
 	"os"
 	"os/exec"
-	"slices"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
