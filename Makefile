@@ -8,7 +8,7 @@ MODULES   := $(shell find . -name go.mod -not -path './.git/*' -exec dirname {} 
 STATICCHECK_VERSION ?= v0.8.2
 GOBIN     := $(shell $(GO) env GOPATH)/bin
 
-.PHONY: test vet staticcheck unit fuzz bench tools
+.PHONY: test vet staticcheck unit fuzz bench tools corpus
 
 test: vet staticcheck unit fuzz
 
@@ -42,3 +42,8 @@ fuzz:
 
 bench:
 	$(MAKE) -C bench results
+
+# Send every captured page of classify/testdata/corpus through the chain and
+# write the per-vendor table to classify/testdata/RESULTS.md.
+corpus:
+	$(GO) test -count=1 -run '^TestCorpus$$' ./classify -args -corpus.results=testdata/RESULTS.md

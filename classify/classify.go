@@ -43,6 +43,7 @@ type Classifier struct {
 	headers  []matcher // markers without a body condition, in table order
 	bodies   []matcher // markers with a body condition, in table order
 	bodyAny  bool      // some body marker applies to every status
+	jsonAny  bool      // some body marker applies to JSON bodies
 	peekSize int
 	now      func() time.Time
 	heads    sync.Pool // *[]byte of peekSize: peeked heads handed to bodies
@@ -66,6 +67,7 @@ func New(cfg Config) *Classifier {
 		}
 		c.bodies = append(c.bodies, m)
 		c.bodyAny = c.bodyAny || len(m.statuses) == 0
+		c.jsonAny = c.jsonAny || m.json
 	}
 	if t := strings.TrimSpace(cfg.AgentToken); t != "" {
 		c.token = newNeedle(t)
@@ -91,12 +93,18 @@ func New(cfg Config) *Classifier {
 // useful, the first PeekSize bytes of the body, then replaces resp.Body with
 // a body that carries the Result (see Of) and yields the complete original
 // body, byte for byte, whether it is read with Read or io.Copy. A body is
-// inspected when a marker or the agent token could match it and the
-// response is a 202, 401, 403, 405, 429 or 5xx, or has a text/html,
-// application/xhtml+xml, text/plain or missing Content-Type; never for HEAD
-// requests, 1xx, 204, 3xx, a nil or http.NoBody body, or a Content-Encoding
-// other than identity (compressed bytes carry no readable marker). So a 200
-// challenge page is caught while a large binary download is not held up.
+// inspected when a marker could match it, or the agent token could (a 401
+// or 403), given its Content-Type: markers read HTML (text/html,
+// application/xhtml+xml), JSON for the markers that allow it, and untyped
+// bodies whose head looks like either; the agent token also reads
+// text/plain; nothing reads other types, so a binary download is not held
+// up and a source file quoting a block page is not taken for one. Never
+// for HEAD requests, 1xx, 204, 3xx, or a nil or http.NoBody body. A gzip-
+// or deflate-encoded body (the caller set Accept-Encoding itself, so
+// net/http did not decompress it) is decoded for matching, at most PeekSize
+// decoded bytes from the PeekSize bytes read, and handed over still
+// encoded; other encodings (br, zstd) are not inspected and the Result says
+// so (Uninspected).
 // Reading the head stops at PeekSize bytes, the end of the body, or the end
 // of resp.Request's context, whichever comes first; if the context ends
 // while the body is being read, the body is closed so that even a body
@@ -207,25 +215,27 @@ func ContextWithResult(ctx context.Context, r Result) context.Context {
 // when useful and attaches the Result to resp.Body.
 func (c *Classifier) classifyResponse(ctx context.Context, resp *http.Response, inspect bool) Result {
 	if !inspect {
-		return c.decide(ctx, resp, nil, nil, false)
+		return c.decide(ctx, resp, nil, kindOther, nil, false)
 	}
 	if resp.StatusCode == http.StatusSwitchingProtocols {
 		// net/http hands out the upgraded connection as an
 		// io.ReadWriteCloser body; keep it writable. 1xx is never peeked.
 		if rw, ok := resp.Body.(io.ReadWriteCloser); ok {
-			r := c.decide(ctx, resp, nil, nil, false)
+			r := c.decide(ctx, resp, nil, kindOther, nil, false)
 			resp.Body = &rwBody{body: body{rc: rw, res: r}, w: rw}
 			return r
 		}
 	}
 	var (
 		b        *body
-		folded   []byte // lower-cased body head; nil when not inspected
+		folded   []byte // lower-cased (and decoded) body head; nil when not inspected
 		peekErr  error  // how a peek ended, when neither full nor at EOF
 		ctxEnded bool   // the request's context ended before or during the peek
 	)
+	kind, enc := kindOf(resp.Header), encodingOf(resp.Header)
+	peek, uninspected := c.shouldPeek(resp, resp.StatusCode, kind, enc)
 	switch {
-	case !c.shouldPeek(resp, resp.StatusCode):
+	case !peek:
 		b = &body{rc: resp.Body}
 	case ctx != nil && ctx.Err() != nil:
 		b = &body{rc: resp.Body}
@@ -235,8 +245,7 @@ func (c *Classifier) classifyResponse(ctx context.Context, resp *http.Response, 
 		b, pb.body.p, pb.peek.pool = &pb.body, &pb.peek, &c.heads
 		b.rc = resp.Body
 		if fp := c.peekHead(ctx, b.rc, b.p); fp != nil {
-			folded = (*fp)[:len(b.p.head)]
-			foldInto(folded, b.p.head)
+			folded = c.foldHead(*fp, b.p.head, enc)
 			defer c.folds.Put(fp)
 		}
 		if err := b.p.err; err != nil && err != io.EOF {
@@ -244,15 +253,33 @@ func (c *Classifier) classifyResponse(ctx context.Context, resp *http.Response, 
 			ctxEnded = ctx != nil && ctx.Err() != nil
 		}
 	}
-	r := c.decide(ctx, resp, folded, peekErr, ctxEnded)
+	if kind == kindUnknown && folded != nil {
+		kind = sniffKind(folded)
+	}
+	r := c.decide(ctx, resp, folded, kind, peekErr, ctxEnded)
+	r.Uninspected = uninspected
 	b.res = r
 	resp.Body = b
 	return r
 }
 
+// foldHead writes the lower-cased form of a peeked head into dst (at least
+// as long as head) and returns it: decoded first when the body is gzip- or
+// deflate-encoded (see decodeHead), so that markers match the page rather
+// than its compressed bytes. The caller still receives the encoded bytes.
+func (c *Classifier) foldHead(dst, head []byte, enc encoding) []byte {
+	if enc == encIdentity {
+		foldInto(dst, head)
+		return dst[:len(head)]
+	}
+	n := decodeHead(dst, head, enc)
+	foldInto(dst[:n], dst[:n])
+	return dst[:n]
+}
+
 // decide applies the rules of Classify to a response whose lower-cased body
 // head is folded (nil when not inspected).
-func (c *Classifier) decide(ctx context.Context, resp *http.Response, folded []byte, peekErr error, ctxEnded bool) Result {
+func (c *Classifier) decide(ctx context.Context, resp *http.Response, folded []byte, kind bodyKind, peekErr error, ctxEnded bool) Result {
 	status := resp.StatusCode
 	r := Result{Status: status}
 	var names [4]string
@@ -274,10 +301,10 @@ func (c *Classifier) decide(ctx context.Context, resp *http.Response, folded []b
 			matched = append(matched, m.name)
 		}
 	}
-	if folded != nil {
+	if folded != nil && (kind == kindHTML || kind == kindJSON) {
 		for i := range c.bodies {
 			m := &c.bodies[i]
-			if m.appliesTo(status) && m.matchHeader(resp.Header) && m.matchBody(folded) &&
+			if (kind == kindHTML || m.json) && m.appliesTo(status) && m.matchHeader(resp.Header) && m.matchBody(folded) &&
 				!slices.Contains(matched, m.name) {
 				matched = append(matched, m.name)
 			}
@@ -337,32 +364,28 @@ func (c *Classifier) statusRules(h http.Header, r *Result) {
 	}
 }
 
-// shouldPeek decides whether the body of resp is worth inspecting; see
-// Classify.
-func (c *Classifier) shouldPeek(resp *http.Response, status int) bool {
+// shouldPeek decides whether the body of resp is worth inspecting, and
+// reports when it would have been but cannot be (an encoding this package
+// does not decode); see Classify.
+func (c *Classifier) shouldPeek(resp *http.Response, status int, kind bodyKind, enc encoding) (peek, uninspected bool) {
 	if c.peekSize <= 0 || resp.Body == nil || resp.Body == http.NoBody {
-		return false
+		return false, false
 	}
 	if resp.Request != nil && resp.Request.Method == http.MethodHead {
-		return false
+		return false, false
 	}
 	if status < 200 || status == 204 || (status >= 300 && status < 400) {
-		return false
+		return false, false
 	}
-	if !c.bodyCanMatch(status) {
-		return false
+	markers := (kind == kindHTML || kind == kindUnknown || (kind == kindJSON && c.jsonAny)) && c.bodyCanMatch(status)
+	token := c.token != nil && (status == 401 || status == 403) && kind != kindOther
+	if !markers && !token {
+		return false, false
 	}
-	switch {
-	case status == 202, status == 401, status == 403, status == 405, status == 429, status >= 500:
-	case !textual(resp.Header["Content-Type"]):
-		return false
+	if enc == encUnsupported {
+		return false, true
 	}
-	for _, ce := range resp.Header["Content-Encoding"] {
-		if ce = trimOWS(ce); ce != "" && !strings.EqualFold(ce, "identity") {
-			return false
-		}
-	}
-	return true
+	return true, false
 }
 
 // bodyCanMatch reports whether a body marker or the agent token could match
@@ -380,20 +403,6 @@ func (c *Classifier) bodyCanMatch(status int) bool {
 		}
 	}
 	return false
-}
-
-// textual reports whether a Content-Type may be a challenge page: HTML,
-// plain text, or not stated.
-func textual(vs []string) bool {
-	if len(vs) == 0 {
-		return true
-	}
-	mt, _ := cutByte(vs[0], ';')
-	mt = trimOWS(mt)
-	return mt == "" ||
-		strings.EqualFold(mt, "text/html") ||
-		strings.EqualFold(mt, "application/xhtml+xml") ||
-		strings.EqualFold(mt, "text/plain")
 }
 
 // peekHead reads the head of rc into a pooled buffer owned by pk and

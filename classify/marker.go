@@ -17,7 +17,11 @@ import (
 //   - Header names a response header field; the marker needs that field with
 //     a value containing Value (any value when Value is empty).
 //   - Body must occur in the first Config.PeekSize bytes of the body, and
-//     AlsoBody too when it is set.
+//     AlsoBody too when it is set. Body conditions are tested only on HTML
+//     (a text/html or application/xhtml+xml Content-Type, or none and a head
+//     that looks like HTML), and on JSON when JSON is set; never on
+//     text/plain, source code, or any other type, so a file that quotes a
+//     vendor's page is not taken for the page.
 //   - Statuses, when not empty, restricts the marker to those status codes.
 //
 // Matching is ASCII case-insensitive. A marker with neither Header nor Body
@@ -39,48 +43,132 @@ type Marker struct {
 	// AlsoBody is a second substring of the body head that must also be
 	// present; empty means no second condition.
 	AlsoBody string
+	// JSON lets the body condition match a JSON body (application/json or
+	// a +json type) as well as HTML, for products that answer API clients
+	// in JSON.
+	JSON bool
 	// Statuses restricts the marker to these status codes; empty means any.
 	Statuses []int
 }
 
-// DefaultMarkers returns a fresh copy of the built-in marker table. Each
-// entry names a page or header that a bot-management product serves instead
-// of the requested content. Headers that only reveal a product's presence
-// (Server: cloudflare, CF-Ray, X-Sucuri-ID, X-DataDome) are deliberately
-// absent: they are on every normal response too.
+// challengeStatuses and refusalStatuses return the status sets shared by
+// several markers (fresh slices: DefaultMarkers hands out copies). A
+// challenge or refusal is sent with one of these, never with the 200 of a
+// normal page.
+func challengeStatuses() []int { return []int{403, 429, 503} }
+func refusalStatuses() []int   { return []int{401, 403, 405, 429} }
+
+// DefaultMarkers returns a fresh copy of the built-in marker table: the
+// vendor signatures, one entry per page family, each with a comment naming
+// the family it catches. Headers that only reveal a product's presence
+// (Server: cloudflare, CF-Ray, X-Sucuri-ID, X-DataDome, X-Iinfo) are
+// deliberately absent: they are on every normal response too, and on the
+// origin's own error pages that a CDN passes through. Signatures that
+// normal pages also carry (Cloudflare's and Imperva's injected scripts) are
+// paired with a second condition or restricted to challenge statuses.
+//
+// testdata/corpus holds captured pages of each family; TestCorpus checks
+// the table against them and against benign pages.
 func DefaultMarkers() []Marker {
 	return []Marker{
-		// Cloudflare: the header is set on every challenge response; the
-		// page texts are early in the challenge page's head.
+		// Cloudflare: the header every challenge response has carried
+		// since 2023.
 		{Name: "cloudflare", Header: "Cf-Mitigated", Value: "challenge"},
+		// Cloudflare challenge platform (2020 on): the options object of
+		// every JS, managed and interactive challenge page.
 		{Name: "cloudflare", Body: "_cf_chl_opt"},
+		// Cloudflare "Just a moment..." interstitials (IUAM, managed).
 		{Name: "cloudflare", Body: "Just a moment...", AlsoBody: "/cdn-cgi/"},
-		{Name: "cloudflare", Body: "Just a moment...", Statuses: []int{403, 429, 503}},
-		// Normal pages embed /cdn-cgi/challenge-platform/scripts/jsd/ for
-		// bot detection; only the challenge orchestration is a challenge.
+		{Name: "cloudflare", Body: "Just a moment...", Statuses: challengeStatuses()},
+		// Cloudflare challenge orchestration script. Normal pages embed
+		// /cdn-cgi/challenge-platform/scripts/jsd/ for bot detection, so
+		// the path alone needs a challenge status.
 		{Name: "cloudflare", Body: "/cdn-cgi/challenge-platform/", AlsoBody: "orchestrate"},
-		{Name: "cloudflare", Body: "/cdn-cgi/challenge-platform/", Statuses: []int{403, 429, 503}},
-		// AWS WAF answers a challenge with 202 and a CAPTCHA with 405.
+		{Name: "cloudflare", Body: "/cdn-cgi/challenge-platform/", Statuses: challengeStatuses()},
+		// Cloudflare IUAM pages of 2015-2020, whatever their title or
+		// language: the verification box, the answer form and its fields.
+		{Name: "cloudflare", Body: "cf-browser-verification", Statuses: challengeStatuses()},
+		{Name: "cloudflare", Body: "/cdn-cgi/l/chk_", Statuses: challengeStatuses()},
+		{Name: "cloudflare", Body: "jschl_vc", Statuses: challengeStatuses()},
+		// Cloudflare challenge tokens in form actions (__cf_chl_jschl_tk__,
+		// __cf_chl_captcha_tk__, __cf_chl_managed_tk__, __cf_chl_f_tk).
+		{Name: "cloudflare", Body: "__cf_chl_", Statuses: challengeStatuses()},
+		// Cloudflare "Attention Required! | Cloudflare" CAPTCHA pages
+		// (2015-2021) and the older 1020 block page that shares the title.
+		{Name: "cloudflare", Body: "Attention Required! | Cloudflare", AlsoBody: "/cdn-cgi/"},
+		// Cloudflare's own 1xxx refusal pages, served with 403: 1006-1009
+		// "Access denied ... banned your IP address", 1010 browser
+		// signature ban, 1012, 1020 "Sorry, you have been blocked". Its 5xx
+		// pages (520-527, origin trouble) and the 429 of 1015 (rate
+		// limited) use the same stylesheet and are not matched.
+		{Name: "cloudflare", Body: "/cdn-cgi/styles/cf.errors.css", Statuses: []int{403}},
+		{Name: "cloudflare", Body: "Sorry, you have been blocked", AlsoBody: "Cloudflare Ray ID"},
+		{Name: "cloudflare", Body: "used Cloudflare to restrict access", AlsoBody: "cf-error"},
+		// Cloudflare Bot Fight Mode interstitial (2020-2021): a near-empty
+		// page loading /cdn-cgi/bm/cv/. Normal pages loaded it too, so a
+		// challenge status is required.
+		{Name: "cloudflare", Body: "/cdn-cgi/bm/cv/", Statuses: challengeStatuses()},
+
+		// AWS WAF: challenge (202) and CAPTCHA (405) actions set the header;
+		// their pages carry the token script's gokuProps.
 		{Name: "aws-waf", Header: "X-Amzn-Waf-Action", Value: "challenge"},
 		{Name: "aws-waf", Header: "X-Amzn-Waf-Action", Value: "captcha"},
 		{Name: "aws-waf", Body: "gokuProps", Statuses: []int{202, 405}},
-		// PerimeterX / HUMAN block page.
+		// Amazon CloudFront "403 ERROR ... Request blocked." (a WAF rule or
+		// a geographic restriction); its 502/504 pages say "could not be
+		// satisfied" without "Request blocked".
+		{Name: "cloudfront", Body: "Request blocked.", AlsoBody: "cloudfront", Statuses: []int{403}},
+
+		// PerimeterX / HUMAN block and CAPTCHA pages, and the JSON an
+		// enforcer sends API clients (advanced blocking response).
 		{Name: "perimeterx", Body: "px-captcha"},
 		{Name: "perimeterx", Body: "Access to this page has been denied"},
-		// Imperva (Incapsula): normal pages load /_Incapsula_Resource
-		// scripts too, so the resource alone needs the incident reference.
+		{Name: "perimeterx", Body: `"blockScript"`, AlsoBody: `"appId"`, JSON: true, Statuses: refusalStatuses()},
+
+		// Imperva (Incapsula): the incident page and its iframe shell.
+		// Normal pages load /_Incapsula_Resource scripts too, so the
+		// resource alone needs the incident reference or the block iframe.
 		{Name: "imperva", Body: "Incapsula incident ID"},
 		{Name: "imperva", Body: "_Incapsula_Resource", AlsoBody: "incident"},
-		// DataDome serves its CAPTCHA from captcha-delivery.com.
-		{Name: "datadome", Body: "captcha-delivery.com"},
-		// Sucuri WebSite Firewall block page.
+		{Name: "imperva", Body: "main-iframe", AlsoBody: "_Incapsula_Resource"},
+		// Distil Networks (Imperva Advanced Bot Protection) "Pardon Our
+		// Interruption" block and CAPTCHA pages. The phrase alone is also a
+		// maintenance-page greeting, so a Distil name must be present.
+		{Name: "distil", Body: "Pardon Our Interruption", AlsoBody: "distilnetworks"},
+		{Name: "distil", Body: "distil_r_captcha"},
+
+		// DataDome CAPTCHA and block pages, and their JSON form for XHR
+		// ({"url":"https://geo.captcha-delivery.com/captcha/..."}); newer
+		// pages load the CAPTCHA from ct.datado.me or c.datado.me.
+		{Name: "datadome", Body: "captcha-delivery.com", JSON: true},
+		{Name: "datadome", Body: "datado.me/", Statuses: refusalStatuses()},
+
+		// Kasada: its 429 interstitial carries x-kpsdk-ct and loads
+		// ips.js through window.KPSDK; without them a 429 is throttling.
+		{Name: "kasada", Header: "X-Kpsdk-Ct", Statuses: []int{403, 429}},
+		{Name: "kasada", Body: "KPSDK", Statuses: []int{403, 429}},
+
+		// Vercel Security Checkpoint (attack challenge mode, bot rules).
+		{Name: "vercel", Header: "X-Vercel-Mitigated", Value: "challenge"},
+		{Name: "vercel", Header: "X-Vercel-Mitigated", Value: "deny"},
+		{Name: "vercel", Body: "Vercel Security Checkpoint", Statuses: refusalStatuses()},
+
+		// Sucuri WebSite Firewall: block page and header, and the
+		// "You are being redirected..." JS cookie challenge (served 200).
 		{Name: "sucuri", Header: "X-Sucuri-Block"},
 		{Name: "sucuri", Body: "Sucuri WebSite Firewall", AlsoBody: "Access Denied"},
+		{Name: "sucuri", Body: "sucuri_cloudproxy_js"},
+
 		// F5 BIG-IP ASM rejection page (often served with status 200).
 		{Name: "f5-asm", Body: "The requested URL was rejected"},
+
 		// Akamai edge denial; its page spells the reference with entities.
 		{Name: "akamai", Body: "Access Denied", AlsoBody: "Reference #"},
 		{Name: "akamai", Body: "Access Denied", AlsoBody: "Reference&#32;&#35;"},
+		{Name: "akamai", Body: "Access Denied", AlsoBody: "errors.edgesuite.net"},
+
+		// DDoS-Guard browser check.
+		{Name: "ddos-guard", Body: "<title>DDoS-Guard</title>", Statuses: challengeStatuses()},
 	}
 }
 
@@ -91,6 +179,7 @@ type matcher struct {
 	value    string  // lower-cased
 	body     *needle // nil when no body condition
 	also     *needle // nil when no second condition
+	json     bool    // the body condition applies to JSON bodies too
 	statuses []int
 }
 
@@ -109,6 +198,7 @@ func compile(ms []Marker) []matcher {
 			value:    lowerASCII(m.Value),
 			body:     newNeedle(m.Body),
 			also:     newNeedle(m.AlsoBody),
+			json:     m.JSON,
 			statuses: slices.Clone(m.Statuses),
 		}
 		if m.Header != "" {

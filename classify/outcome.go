@@ -54,6 +54,13 @@ type Result struct {
 	// Reason is a short, fixed explanation such as "status 503" or
 	// "challenge marker". It never contains a URL or a credential.
 	Reason string
+	// Uninspected is true when the body should have been inspected for
+	// challenge markers but could not be: it is encoded with a
+	// Content-Encoding this package does not decode (br, zstd, or a chain
+	// of codings; gzip and deflate are decoded). That happens only when the
+	// caller set Accept-Encoding itself. No body marker can have matched;
+	// header markers and the status rules still apply.
+	Uninspected bool
 	// Egress is true when the attempt failed on the egress route (the
 	// proxy), not at the target: the error implemented
 	// EndpointFault() bool and reported true. Such a failure is Transient,
