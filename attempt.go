@@ -47,12 +47,15 @@ func (a *attempts) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	if adm.Wait > 0 {
 		resume := retry.HoldAttemptTimer(ctx)
-		err := t.settle(ctx, key, adm)
+		var held bool
+		adm, held, err = t.settle(ctx, key, adm)
 		resume()
 		if err != nil {
 			err = notSent(err)
 			r := classify.Of(nil, err)
-			t.record(ctx, key, adm, classify.Result{Outcome: classify.Canceled, Reason: r.Reason})
+			if held {
+				t.record(ctx, key, adm, classify.Result{Outcome: classify.Canceled, Reason: r.Reason})
+			}
 			a.observe(ctx, req, key, start, adm.Wait, 0, r, adm, hoststate.Effect{}, nil, err)
 			return nil, err
 		}
@@ -82,44 +85,58 @@ func (a *attempts) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, err
 }
 
-// maxSettle bounds how often settle waits again for a pause that another
-// attempt started while this one waited.
-const maxSettle = 4
+// readmitted is how an admission taken before a pause is handed back.
+var readmitted = classify.Result{Outcome: classify.Canceled, Reason: "re-admitted after a pause"}
 
 // settle waits out an admission's pacing wait, then checks the host again:
 // while this attempt waited, another may have halted the host, opened its
-// breaker or paused it for a Retry-After. A halted or open host is not
-// sent to (the admission is handed back by the caller); a pause is waited
-// out too. The wait honours ctx and ends early with its error.
-func (t *Transport) settle(ctx context.Context, key string, adm hoststate.Admission) error {
+// breaker or throttled it. A halted or open host is not sent to. When a
+// throttle paused the host meanwhile (its epoch moved past the
+// admission's), the admission was reckoned at the old rate and is not
+// honoured: it is recorded as Canceled and taken again, so that the
+// attempts waiting when a pause ends go out one pacing interval apart at
+// the new rate, never together. The wait honours ctx and ends early with
+// its error.
+//
+// settle returns the admission to send with. held reports whether that
+// admission is still to be recorded (false only when taking it again
+// failed); on an error the caller records a held admission as Canceled.
+func (t *Transport) settle(ctx context.Context, key string, adm hoststate.Admission) (_ hoststate.Admission, held bool, _ error) {
 	wait := adm.Wait
-	for range maxSettle {
+	for {
 		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
-			return fmt.Errorf("egresskit: wait of %v for %s: %w", wait.Round(time.Millisecond), key, context.DeadlineExceeded)
+			return adm, true, fmt.Errorf("egresskit: wait of %v for %s: %w", wait.Round(time.Millisecond), key, context.DeadlineExceeded)
 		}
 		timer := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			timer.Stop()
-			return ctx.Err()
+			return adm, true, ctx.Err()
 		case <-timer.C:
 		}
 		st, err := t.state.State(ctx, key)
 		if err != nil {
-			return nil // the state is unavailable: the admission stands
+			return adm, true, nil // the state is unavailable: the admission stands
 		}
 		switch {
 		case st.Halted:
-			return &breaker.HaltError{Host: key, Since: st.HaltedAt}
+			return adm, true, &breaker.HaltError{Host: key, Since: st.HaltedAt}
 		case st.Breaker == hoststate.Open && !adm.Probe:
-			return &breaker.OpenError{Host: key, Until: st.OpenUntil}
+			return adm, true, &breaker.OpenError{Host: key, Until: st.OpenUntil}
+		case st.Epoch != adm.Epoch:
+			t.record(ctx, key, adm, readmitted)
+			next, err := t.state.Admit(ctx, key)
+			if err != nil {
+				return adm, false, err
+			}
+			adm, wait = next, next.Wait
+		default:
+			wait = time.Until(st.PausedUntil)
 		}
-		wait = time.Until(st.PausedUntil)
 		if wait <= 0 {
-			return nil
+			return adm, true, nil
 		}
 	}
-	return nil
 }
 
 func (t *Transport) record(ctx context.Context, key string, adm hoststate.Admission, r classify.Result) hoststate.Effect {

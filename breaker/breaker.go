@@ -12,7 +12,11 @@
 //     circuit.
 //   - Transient, Throttled and Refused (classify.Result.HostFailure) count as
 //     failures: FailureThreshold consecutive failures open the circuit for
-//     OpenTimeout, and any failure of a half-open probe reopens it.
+//     OpenTimeout, and any failure of a half-open probe reopens it. In the
+//     egresskit chain a throttle is pacing's business: package hoststate
+//     hands a Throttled result to the breaker only when the host's pacing
+//     is already at its floor (see hoststate.Store.Record), and as a
+//     neutral outcome before that.
 //   - Permanent (a dead URL) and Canceled (the caller gave up) are neutral:
 //     they neither reset nor add to the failure count, and a neutral probe
 //     frees its half-open slot for the next attempt.

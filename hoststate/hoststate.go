@@ -32,9 +32,19 @@ type Store interface {
 	Admit(ctx context.Context, host string) (Admission, error)
 
 	// Record feeds the classification of an attempt admitted by Admit back
-	// into the host's state: the breaker counts it, the limiter adapts
-	// (Throttled halves the rate and pauses the host for RetryAfter, runs of
-	// OK raise it), and Refused halts the host.
+	// into the host's state: the limiter adapts (Throttled halves the rate,
+	// drains the bucket and pauses the host for RetryAfter; OKs recover
+	// the rate), the breaker counts it, and Refused halts the host.
+	//
+	// Throttling is pacing's business: a Throttled result counts toward
+	// opening the breaker (as a failure, like Transient) only when the
+	// host's rate was already at its floor when it came (ratelimit.Config.Floor,
+	// or a lower configured rate or ceiling), so that pacing could not slow
+	// down any further. Before that it is neutral for the breaker: it
+	// neither adds to nor resets the failure count, and a throttled
+	// half-open probe frees its slot. A host answering nothing but 429s is
+	// thus slowed to its floor first, and its breaker opens only after
+	// FailureThreshold further throttles at the floor.
 	Record(ctx context.Context, host string, a Admission, r classify.Result) (Effect, error)
 
 	// Resume lifts a halt on host; it is the operator's action.
@@ -57,6 +67,12 @@ type Admission struct {
 	// Generation identifies the breaker generation that admitted the
 	// attempt; a Record from an older generation is ignored by the breaker.
 	Generation uint64
+	// Epoch is the host's pacing epoch when the attempt was admitted. When
+	// HostState.Epoch has moved past it by the time the wait is over, a
+	// throttle paused the host meanwhile: the admission must not be sent
+	// as it is but recorded as Canceled and taken again, so that attempts
+	// waiting when a pause ends go out one interval apart.
+	Epoch uint64
 }
 
 // Effect reports what Record changed.
@@ -106,6 +122,8 @@ type HostState struct {
 	Ceiling   float64
 	// PausedUntil is when a Retry-After pause ends (zero: not paused).
 	PausedUntil time.Time
+	// Epoch counts the pauses that started or grew (see Admission.Epoch).
+	Epoch uint64
 	// Recent counts the outcomes recorded since RecentSince, at most
 	// ratelimit.Config.Window ago (zero when none was).
 	Recent      ratelimit.Outcomes

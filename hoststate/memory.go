@@ -55,21 +55,31 @@ func (m *Memory) Admit(ctx context.Context, host string) (Admission, error) {
 	if err != nil {
 		return Admission{}, err
 	}
-	wait, err := m.limits.Reserve(ctx, host)
+	res, err := m.limits.Reserve(ctx, host)
 	if err != nil {
 		m.breakers.Done(host, t, neutral)
 		return Admission{}, err
 	}
-	return Admission{Wait: wait, Probe: t.Probe, Generation: t.Generation}, nil
+	return Admission{Wait: res.Wait, Probe: t.Probe, Generation: t.Generation, Epoch: res.Epoch}, nil
 }
 
-// Record feeds r to the breaker, which also halts the host when r is
-// Refused, and to the limiter; see Store. It never fails.
+// Record feeds r to the limiter, then to the breaker, which also halts the
+// host when r is Refused; a Throttled result reaches the breaker as a
+// failure only when the limiter reports its rate at the floor, else as
+// neutral (see Store). It never fails.
 func (m *Memory) Record(_ context.Context, host string, a Admission, r classify.Result) (Effect, error) {
-	b := m.breakers.Done(host, breaker.Ticket{Generation: a.Generation, Probe: a.Probe}, r)
-	m.limits.Observe(host, r)
+	floored := m.limits.Observe(host, r)
+	br := r
+	if r.Outcome == classify.Throttled && !floored {
+		br = throttledNeutral
+	}
+	b := m.breakers.Done(host, breaker.Ticket{Generation: a.Generation, Probe: a.Probe}, br)
 	return Effect{Halted: b.Halted, From: BreakerState(b.From), To: BreakerState(b.To)}, nil
 }
+
+// throttledNeutral is what the breaker counts for a throttle that pacing
+// still answers by slowing down: nothing.
+var throttledNeutral = classify.Result{Outcome: classify.Canceled, Reason: "throttled: pacing slows down"}
 
 // Resume lifts a halt on host. It never fails.
 func (m *Memory) Resume(_ context.Context, host string) error {
@@ -97,6 +107,7 @@ func (m *Memory) State(_ context.Context, host string) (HostState, error) {
 		PerMinute:           l.PerMinute,
 		Ceiling:             l.Ceiling,
 		PausedUntil:         l.PausedUntil,
+		Epoch:               l.Epoch,
 		Recent:              l.Recent,
 		RecentSince:         l.RecentSince,
 	}, nil

@@ -18,8 +18,8 @@ func Example() {
 	ctx := context.Background()
 
 	for range 2 {
-		wait, _ := s.Reserve(ctx, "example.com")
-		fmt.Println("wait", wait)
+		r, _ := s.Reserve(ctx, "example.com")
+		fmt.Println("wait", r.Wait)
 	}
 
 	// The second attempt is answered 429 with Retry-After: 5.
@@ -27,14 +27,18 @@ func Example() {
 	st := s.State("example.com")
 	fmt.Println("rate", st.PerMinute, "paused for", st.PausedUntil.Sub(now))
 
-	// The next slot is after the pause, at the halved rate.
-	wait, _ := s.Reserve(ctx, "example.com")
-	fmt.Println("wait", wait)
+	// The throttle drained the bucket: the attempts waiting for the pause
+	// go out from its end, one interval apart at the halved rate.
+	for range 2 {
+		r, _ := s.Reserve(ctx, "example.com")
+		fmt.Println("wait", r.Wait)
+	}
 	// Output:
 	// wait 0s
 	// wait 1.5s
 	// rate 20 paused for 5s
-	// wait 6s
+	// wait 5s
+	// wait 8s
 }
 
 func ExampleSet_SetCeiling() {

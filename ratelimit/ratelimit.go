@@ -4,21 +4,44 @@
 // package hostkey), filled at the host's current rate in requests per
 // minute, and adapts that rate to what the host says:
 //
-//   - Throttled (a 429, or any Retry-After) halves the rate, never below
-//     Floor, and pauses the host until now + RetryAfter (capped at
-//     MaxPause; one interval at the new rate when the host gave no
-//     RetryAfter). A Throttled outcome that arrives while the host is
-//     already paused (another attempt answered by the same episode)
-//     extends the pause but does not halve again.
-//   - RecoverAfter consecutive OK outcomes raise the rate by RecoverStep,
-//     never above the host's configured rate nor its ceiling.
-//   - Transient and Refused outcomes end a run of OKs; Permanent and
-//     Canceled are neutral.
+//   - Throttled (a 429, or any Retry-After) starts a pause episode: the rate
+//     is halved (never below Floor) — or set at once to the rate the host
+//     was seen to accept, when that is lower (see below) — and the host is
+//     paused until now + RetryAfter (capped at MaxPause; one interval at
+//     the new rate when the host gave no RetryAfter). The throttle drains
+//     the bucket: when the pause ends (and no sooner than one interval of
+//     the new rate after the throttle), the attempts waiting for it go out
+//     one interval apart at the new rate, never together. A Throttled
+//     outcome that arrives while the host is already paused (another
+//     attempt answered by the same episode) extends the pause, draining the
+//     bucket again, but does not halve again.
+//   - Every pause that starts or grows bumps the host's epoch (State.Epoch,
+//     Reservation.Epoch): a reservation taken in an earlier epoch was
+//     computed before the latest throttle, and its holder must reserve
+//     again rather than send at the time it was given.
+//   - OK outcomes drive the recovery, shaped like TCP CUBIC's window over
+//     the count of OKs since the throttle: a concave climb from the cut
+//     rate back to the target rate in RecoverAfter OKs (fast at first,
+//     flattening as it nears the target), a plateau at the target for
+//     RecoverAfter more OKs, then a convex probe above it, RecoverStep
+//     faster after RecoverAfter further OKs and growing with the cube of
+//     their number. The target is the last rate the host accepted: the
+//     rate of OK answers measured from their spacing (an average over the
+//     recent ones, gaps across a pause left out), else the rate at which
+//     the throttle came.
+//   - The rate never exceeds the host's configured rate nor its ceiling
+//     (SetCeiling, robots.txt Crawl-delay).
+//   - Transient, Refused, Permanent and Canceled outcomes leave the rate
+//     alone.
 //
-// SetCeiling caps a host's rate (robots.txt Crawl-delay). Reserve takes a
-// token and returns how long the caller must wait before sending: the rest
-// of any pause plus the token's delay. It never sleeps, and it fails fast,
-// taking nothing, when that wait would pass the context's deadline.
+// Observe reports whether a Throttled outcome came when pacing could no
+// longer slow down — the rate already at its floor —, which is when
+// package hoststate lets a throttle count toward opening the breaker.
+//
+// Reserve takes a token and returns how long the caller must wait before
+// sending: the rest of any pause plus the token's delay. It never sleeps,
+// and it fails fast, taking nothing, when that wait would pass the
+// context's deadline.
 //
 // A host idle for IdleTTL is forgotten (so it starts again at its configured
 // rate, without its ceiling) unless it is still paused. Eviction runs lazily
@@ -51,12 +74,15 @@ type Config struct {
 	// never exceeds a host's configured rate; a ceiling below it wins.
 	// Default (not a positive finite number): 1.
 	Floor float64
-	// RecoverAfter is the number of consecutive OK outcomes that raise the
-	// rate by one step. Default (<= 0): 10.
+	// RecoverAfter is the length, in OK outcomes, of each phase of the
+	// recovery after a throttle: the climb back to the target rate, the
+	// plateau there, and the first step of probing above it. Default
+	// (<= 0): 10.
 	RecoverAfter int
-	// RecoverStep is the rate increase per step, in requests per minute.
-	// Default (not a positive finite number): a tenth of the host's
-	// configured rate, so a host halved once recovers in about five steps.
+	// RecoverStep is how much faster than the target rate the probe is
+	// after its first RecoverAfter OKs, in requests per minute; it grows
+	// with the cube of the OKs since (2, 3 RecoverAfter: 8, 27 times).
+	// Default (not a positive finite number): a tenth of the target rate.
 	RecoverStep float64
 	// MaxPause caps the pause a Retry-After may impose. Default (<= 0): 1h.
 	MaxPause time.Duration
@@ -152,6 +178,16 @@ type Outcomes struct {
 	OK, Transient, Throttled, Refused, Permanent, Canceled int
 }
 
+// Reservation is one token of a host's budget.
+type Reservation struct {
+	// Wait is how long the caller must wait before sending.
+	Wait time.Duration
+	// Epoch is the host's epoch when the token was taken. When State's
+	// Epoch has moved past it, a throttle has paused the host since, and
+	// the token must not be used: reserve again.
+	Epoch uint64
+}
+
 // State is a snapshot of one host's pacing.
 type State struct {
 	// PerMinute is the current rate; Configured the rate it recovers to
@@ -160,6 +196,14 @@ type State struct {
 	PerMinute, Configured, Ceiling float64
 	// PausedUntil is when a Retry-After pause ends; zero when not paused.
 	PausedUntil time.Time
+	// Epoch counts the pauses that started or grew (see Reservation).
+	Epoch uint64
+	// Target is the rate the recovery after the latest throttle aims at
+	// (the last rate the host accepted); 0 before any throttle.
+	Target float64
+	// Accepted is the rate at which the host answered OK lately, from the
+	// spacing of its OK answers; 0 until a few were seen.
+	Accepted float64
 	// Recent counts the outcomes observed since RecentSince, which is at
 	// most Window ago (zero when none was).
 	Recent      Outcomes
@@ -187,11 +231,25 @@ type entry struct {
 	ceiling     float64   // 0: none
 	pausedUntil time.Time // zero: never paused
 	limAt       time.Time // latest time given to lim, which must not go back
-	okRun       int
-	counts      [classify.Canceled + 1]uint32
-	since       time.Time // start of the counts' window
-	used        time.Time
+	epoch       uint64    // pauses started or grown
+	// The recovery: from base toward target (0: none), oks OKs in.
+	target, base float64
+	oks          int
+	// The spacing of OK answers: the last one's time, and an average of
+	// the gaps (microseconds) over gaps samples.
+	lastOK time.Time
+	gap    float64
+	gaps   int
+	counts [classify.Canceled + 1]uint32
+	since  time.Time // start of the counts' window
+	used   time.Time
 }
+
+// minGaps is how many gaps between OK answers make an accepted rate.
+const minGaps = 3
+
+// maxOKs bounds the OK count of a recovery (far past its end).
+const maxOKs = 1 << 30
 
 func (s *Set) newEntry(host string, now time.Time) *entry {
 	pm := s.configured(host)
@@ -237,14 +295,54 @@ func (e *entry) setRate(perMinute float64, now time.Time) {
 	e.limAt = t
 }
 
+// drain empties the bucket as of at: the next token is available at at,
+// the one after an interval later, whatever the time at which at is.
+func (e *entry) drain(at time.Time, burst int) {
+	at = e.clock(at)
+	e.lim = rate.NewLimiter(limit(e.perMinute), burst)
+	e.lim.ReserveN(at, burst-1)
+	e.limAt = at
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// accepted is the rate at which the host answered OK lately, per minute;
+// 0 when not known.
+func (e *entry) accepted() float64 {
+	if e.gaps < minGaps || e.gap <= 0 {
+		return 0
+	}
+	return 60e6 / e.gap
+}
+
+// cubic is the recovery's rate n OKs after a throttle cut the rate to
+// base, aiming at target: a concave climb over k OKs, a plateau over k
+// more, then a convex probe, step faster k OKs later.
+func cubic(base, target, step float64, n, k int) float64 {
+	switch {
+	case n < k:
+		x := 1 - float64(n)/float64(k)
+		return target - (target-base)*(x*x*x)
+	case n < 2*k:
+		return target
+	}
+	x := float64(n-2*k) / float64(k)
+	return target + step*(x*x*x)
+}
+
 // Reserve takes one token of host's budget and returns how long the caller
 // must wait before sending: the rest of any pause, then the token's delay.
 // It returns ctx.Err() when ctx is already done, and a *DeadlineError
 // (errors.Is context.DeadlineExceeded) when the wait would pass ctx's
 // deadline; in both cases it takes no token.
-func (s *Set) Reserve(ctx context.Context, host string) (time.Duration, error) {
+func (s *Set) Reserve(ctx context.Context, host string) (Reservation, error) {
 	if err := ctx.Err(); err != nil {
-		return 0, err
+		return Reservation{}, err
 	}
 	now := s.cfg.Now()
 	sh := s.hosts.Shard(host)
@@ -263,13 +361,13 @@ func (s *Set) Reserve(ctx context.Context, host string) (time.Duration, error) {
 			wait += delay(1-tokens, e.perMinute)
 		}
 		if now.Add(wait).After(deadline) {
-			return 0, &DeadlineError{Host: host, Wait: wait}
+			return Reservation{}, &DeadlineError{Host: host, Wait: wait}
 		}
 	}
 	r := e.lim.ReserveN(at, 1)
 	e.limAt = at
 	s.hosts.MaybeSweep(sh, now)
-	return r.DelayFrom(now), nil
+	return Reservation{Wait: r.DelayFrom(now), Epoch: e.epoch}, nil
 }
 
 // delay is the time to accumulate tokens at perMinute, computed as
@@ -287,8 +385,11 @@ func interval(perMinute float64, max time.Duration) time.Duration {
 	return time.Duration(d)
 }
 
-// Observe adapts host's pacing to the outcome of an attempt.
-func (s *Set) Observe(host string, r classify.Result) {
+// Observe adapts host's pacing to the outcome of an attempt. It reports
+// whether r is a throttle that pacing can no longer answer by slowing
+// down: Throttled, with the rate already at its floor (Floor, or a lower
+// configured rate or ceiling).
+func (s *Set) Observe(host string, r classify.Result) (floored bool) {
 	now := s.cfg.Now()
 	sh := s.hosts.Shard(host)
 	sh.Lock()
@@ -303,40 +404,73 @@ func (s *Set) Observe(host string, r classify.Result) {
 	}
 	switch r.Outcome {
 	case classify.OK:
-		e.okRun++
-		if e.okRun >= s.cfg.RecoverAfter {
-			e.okRun = 0
-			if top := e.top(); e.perMinute < top {
-				step := s.cfg.RecoverStep
-				if step == 0 {
-					step = e.configured / 10
-				}
-				e.setRate(min(e.perMinute+step, top), now)
-			}
-		}
+		s.ok(e, now)
 	case classify.Throttled:
-		e.okRun = 0
-		pause := max(r.RetryAfter, 0)
-		if !now.Before(e.pausedUntil) { // a new episode: halve
-			floor := min(s.cfg.Floor, e.configured)
-			e.setRate(min(max(e.perMinute/2, floor), e.top()), now)
-		}
-		if pause == 0 {
-			pause = interval(e.perMinute, s.cfg.MaxPause)
-		}
-		if until := now.Add(min(pause, s.cfg.MaxPause)); until.After(e.pausedUntil) {
-			e.pausedUntil = until
-		}
-	case classify.Transient, classify.Refused:
-		e.okRun = 0
+		floored = s.throttled(e, now, r.RetryAfter)
 	}
 	s.hosts.MaybeSweep(sh, now)
+	return floored
+}
+
+// ok counts an OK answer: its spacing from the last, and a step of the
+// recovery.
+func (s *Set) ok(e *entry, now time.Time) {
+	// A gap across a pause says nothing of the rate the host accepts.
+	if !e.lastOK.IsZero() && !e.lastOK.Before(e.pausedUntil) && now.After(e.lastOK) {
+		d := float64(now.Sub(e.lastOK).Microseconds())
+		if e.gaps == 0 {
+			e.gap = d
+		} else {
+			e.gap += (d - e.gap) / 4
+		}
+		e.gaps = min(e.gaps+1, maxOKs)
+	}
+	e.lastOK = now
+	if e.target == 0 {
+		return
+	}
+	e.oks = min(e.oks+1, maxOKs)
+	step := s.cfg.RecoverStep
+	if step == 0 {
+		step = e.target / 10
+	}
+	if w := min(cubic(e.base, e.target, step, e.oks, s.cfg.RecoverAfter), e.top()); w != e.perMinute {
+		e.setRate(w, now)
+	}
+}
+
+// throttled starts or extends a pause episode; see Observe.
+func (s *Set) throttled(e *entry, now time.Time, retryAfter time.Duration) (floored bool) {
+	floor := min(s.cfg.Floor, e.configured)
+	floored = e.perMinute <= floor
+	if !now.Before(e.pausedUntil) { // a new episode: cut the rate
+		r := e.perMinute
+		target := r
+		if a := e.accepted(); a > 0 && a < target {
+			target = a
+		}
+		next := min(max(min(r/2, target), floor), e.top())
+		e.target, e.base, e.oks = min(max(target, next), e.top()), next, 0
+		e.setRate(next, now)
+	}
+	pause := max(retryAfter, 0)
+	if pause == 0 {
+		pause = interval(e.perMinute, s.cfg.MaxPause)
+	}
+	if until := now.Add(min(pause, s.cfg.MaxPause)); until.After(e.pausedUntil) {
+		e.pausedUntil = until
+		e.epoch++
+		// The first token comes when the pause ends, and never sooner
+		// than one interval of the new rate after the throttle.
+		e.drain(maxTime(until, now.Add(interval(e.perMinute, s.cfg.MaxPause))), s.cfg.Burst)
+	}
+	return floored
 }
 
 // SetCeiling caps host's rate at perMinute requests per minute (robots.txt
 // Crawl-delay): a faster current rate drops to it at once, and recovery
-// stops at it. A perMinute <= 0 or +Inf removes the cap; the rate then
-// recovers, one step per run of OKs, to the configured rate. Rates below
+// stops at it. A perMinute <= 0 or +Inf removes the cap; a rate below the
+// configured one then recovers toward it as after a throttle. Rates below
 // one a day count as one a day. It returns an error wrapping ErrInvalidRate
 // for NaN.
 func (s *Set) SetCeiling(host string, perMinute float64) error {
@@ -351,6 +485,9 @@ func (s *Set) SetCeiling(host string, perMinute float64) error {
 	e.used = now
 	if !positive(perMinute) {
 		e.ceiling = 0
+		if e.perMinute < e.configured {
+			e.target, e.base, e.oks = e.configured, e.perMinute, 0
+		}
 		return nil
 	}
 	e.ceiling = max(perMinute, minPerMinute)
@@ -372,7 +509,8 @@ func (s *Set) State(host string) State {
 		pm := s.configured(host)
 		return State{PerMinute: pm, Configured: pm}
 	}
-	st := State{PerMinute: e.perMinute, Configured: e.configured, Ceiling: e.ceiling}
+	st := State{PerMinute: e.perMinute, Configured: e.configured, Ceiling: e.ceiling,
+		Epoch: e.epoch, Target: e.target, Accepted: e.accepted()}
 	if now.Before(e.pausedUntil) {
 		st.PausedUntil = e.pausedUntil
 	}

@@ -32,11 +32,11 @@ func newSet(c *clock, cfg ratelimit.Config) *ratelimit.Set {
 
 func reserve(t *testing.T, s *ratelimit.Set, host string) time.Duration {
 	t.Helper()
-	d, err := s.Reserve(context.Background(), host)
+	r, err := s.Reserve(context.Background(), host)
 	if err != nil {
 		t.Fatalf("Reserve(%q) = %v", host, err)
 	}
-	return d
+	return r.Wait
 }
 
 func observe(s *ratelimit.Set, host string, o classify.Outcome, retryAfter time.Duration) {
@@ -133,17 +133,39 @@ func okRun(t *testing.T, c *clock, s *ratelimit.Set, n int) {
 	}
 }
 
+// near reports whether two rates agree to 1e-9 relative.
+func near(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(math.Abs(a), math.Abs(b)) }
+
+// climb is the recovery's concave climb from base to target, n of k OKs in.
+func climb(base, target float64, n, k int) float64 {
+	x := 1 - float64(n)/float64(k)
+	return target - (target-base)*x*x*x
+}
+
 func TestRecovery(t *testing.T) {
+	type at struct {
+		oks  int     // OKs since the throttle
+		rate float64 // the rate then
+	}
 	tests := []struct {
 		name    string
 		cfg     ratelimit.Config
 		ceiling float64
-		want    []float64 // rate after each run of RecoverAfter OKs
+		spacing time.Duration // of 4 OKs before the throttle (0: none)
+		want    []at
 	}{
-		{"to configured", ratelimit.Config{}, 0, []float64{36, 42, 48, 54, 60, 60, 60}},
-		{"to ceiling", ratelimit.Config{}, 45, []float64{28.5, 34.5, 40.5, 45, 45}},
-		{"custom step", ratelimit.Config{RecoverAfter: 3, RecoverStep: 20}, 0, []float64{50, 60, 60}},
-		{"override", ratelimit.Config{Overrides: map[string]float64{host: 100}}, 0, []float64{60, 70, 80, 90, 100, 100}},
+		{"climb to configured", ratelimit.Config{}, 0, 0, []at{
+			{0, 30}, {1, climb(30, 60, 1, 10)}, {5, climb(30, 60, 5, 10)}, {9, climb(30, 60, 9, 10)}, {10, 60}, {40, 60}}},
+		{"climb to ceiling", ratelimit.Config{}, 45, 0, []at{
+			{0, 22.5}, {5, climb(22.5, 45, 5, 10)}, {10, 45}, {50, 45}}},
+		{"jump to the accepted rate, plateau, probe", ratelimit.Config{PerMinute: 120}, 0, 1500 * time.Millisecond, []at{
+			{0, 40}, {5, 40}, {19, 40}, {20, 40}, {30, 44}, {40, 72}, {50, 120}}},
+		{"climb to the accepted rate, plateau, probe", ratelimit.Config{PerMinute: 120}, 0, 750 * time.Millisecond, []at{
+			{0, 60}, {5, climb(60, 80, 5, 10)}, {10, 80}, {20, 80}, {30, 88}, {40, 120}}},
+		{"custom phases", ratelimit.Config{PerMinute: 120, RecoverAfter: 3, RecoverStep: 20}, 0, 1500 * time.Millisecond, []at{
+			{0, 40}, {3, 40}, {6, 40}, {9, 60}, {12, 120}}},
+		{"override", ratelimit.Config{Overrides: map[string]float64{host: 100}}, 0, 0, []at{
+			{0, 50}, {5, climb(50, 100, 5, 10)}, {10, 100}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -154,49 +176,94 @@ func TestRecovery(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			observe(s, host, classify.Throttled, 0)
-			after := tt.cfg.RecoverAfter
-			if after == 0 {
-				after = 10
-			}
-			for i, want := range tt.want {
-				before := s.State(host).PerMinute
-				okRun(t, c, s, after-1)
-				if got := s.State(host).PerMinute; got != before {
-					t.Fatalf("run %d: rate moved to %v one OK early", i+1, got)
+			if tt.spacing > 0 {
+				for i := range 4 {
+					if i > 0 {
+						c.Advance(tt.spacing)
+					}
+					observe(s, host, classify.OK, 0)
 				}
-				okRun(t, c, s, 1)
-				if got := s.State(host).PerMinute; got != want {
-					t.Errorf("after run %d: rate %v, want %v", i+1, got, want)
+				if got, want := s.State(host).Accepted, float64(time.Minute)/float64(tt.spacing); !near(got, want) {
+					t.Fatalf("accepted rate after OKs %v apart = %v, want %v", tt.spacing, got, want)
+				}
+			}
+			observe(s, host, classify.Throttled, 0)
+			c.Advance(reserve(t, s, host)) // the pause
+			oks := 0
+			for _, w := range tt.want {
+				okRun(t, c, s, w.oks-oks)
+				oks = w.oks
+				if got := s.State(host).PerMinute; !near(got, w.rate) {
+					t.Errorf("%d OKs after the throttle: rate %v, want %v", oks, got, w.rate)
 				}
 			}
 		})
 	}
 }
 
-func TestRunBrokenOrNot(t *testing.T) {
-	tests := []struct {
-		name string
-		mid  classify.Outcome
-		want float64
-	}{
-		{"transient breaks the run", classify.Transient, 30},
-		{"refused breaks the run", classify.Refused, 30},
-		{"permanent is neutral", classify.Permanent, 36},
-		{"canceled is neutral", classify.Canceled, 36},
+func TestOtherOutcomesLeaveRecoveryAlone(t *testing.T) {
+	for _, mid := range []classify.Outcome{classify.Transient, classify.Refused, classify.Permanent, classify.Canceled} {
+		c := newClock()
+		s := newSet(c, ratelimit.Config{})
+		observe(s, host, classify.Throttled, 0)
+		okRun(t, c, s, 5)
+		observe(s, host, mid, 0)
+		okRun(t, c, s, 5)
+		if got := s.State(host).PerMinute; got != 60 {
+			t.Errorf("5 OK, %v, 5 OK after a throttle: rate %v, want 60", mid, got)
+		}
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c := newClock()
-			s := newSet(c, ratelimit.Config{})
-			observe(s, host, classify.Throttled, 0)
-			okRun(t, c, s, 5)
-			observe(s, host, tt.mid, 0)
-			okRun(t, c, s, 5)
-			if got := s.State(host).PerMinute; got != tt.want {
-				t.Errorf("5 OK, %v, 5 OK: rate %v, want %v", tt.mid, got, tt.want)
-			}
-		})
+}
+
+// TestThrottleDrains: at 600/min with a burst of 5, a 429 with Retry-After
+// 2s drains the bucket: the attempts reserved during the pause go out from
+// its end one interval apart at the halved rate (200ms), never together,
+// and reservations from before the pause are of an older epoch.
+func TestThrottleDrains(t *testing.T) {
+	c := newClock()
+	s := newSet(c, ratelimit.Config{PerMinute: 600, Burst: 5})
+	before, err := s.Reserve(context.Background(), host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	observe(s, host, classify.Throttled, 2*time.Second)
+	st := s.State(host)
+	if st.Epoch != before.Epoch+1 || st.PerMinute != 300 {
+		t.Fatalf("after the 429: epoch %d, rate %v; want %d, 300", st.Epoch, st.PerMinute, before.Epoch+1)
+	}
+	for i := range 6 {
+		r, err := s.Reserve(context.Background(), host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := 2*time.Second + time.Duration(i)*200*time.Millisecond; r.Wait != want || r.Epoch != st.Epoch {
+			t.Errorf("reservation %d during the pause: %+v, want wait %v, epoch %d", i+1, r, want, st.Epoch)
+		}
+	}
+	// A second 429 of the same episode extends the pause without halving,
+	// and drains again from the new end.
+	observe(s, host, classify.Throttled, 3*time.Second)
+	if st2 := s.State(host); st2.Epoch != st.Epoch+1 || st2.PerMinute != 300 {
+		t.Errorf("after a second 429 of the episode: epoch %d, rate %v; want %d, 300", st2.Epoch, st2.PerMinute, st.Epoch+1)
+	}
+	if got := reserve(t, s, host); got != 3*time.Second {
+		t.Errorf("reservation after the extension: wait %v, want 3s", got)
+	}
+}
+
+// TestObserveFloored: a throttle reports floored only once the rate was
+// already at the floor.
+func TestObserveFloored(t *testing.T) {
+	c := newClock()
+	s := newSet(c, ratelimit.Config{Floor: 15})
+	for i, want := range []bool{false, false, true, true} {
+		if got := s.Observe(host, classify.Result{Outcome: classify.Throttled}); got != want {
+			t.Errorf("throttle %d at rate %v: floored %v, want %v", i+1, s.State(host).PerMinute, got, want)
+		}
+		c.Advance(time.Minute) // past the pause: a new episode
+	}
+	if got := s.Observe(host, classify.Result{Outcome: classify.OK}); got {
+		t.Error("an OK reported floored")
 	}
 }
 
@@ -286,7 +353,7 @@ func TestDeadline(t *testing.T) {
 		}
 		exact, cancel2 := context.WithTimeout(context.Background(), time.Second)
 		defer cancel2()
-		if got, err := s.Reserve(exact, host); err != nil || got != time.Second {
+		if got, err := s.Reserve(exact, host); err != nil || got.Wait != time.Second {
 			t.Errorf("Reserve with a deadline exactly at the slot = %v, %v; want 1s, nil (no token taken before)", got, err)
 		}
 

@@ -184,12 +184,13 @@ func (s *State) Admit(ctx context.Context, host string) (hoststate.Admission, er
 		return hoststate.Admission{}, &ScriptError{Op: "admit", Msg: err.Error()}
 	}
 	switch {
-	case v[0] == 0 && len(v) == 4:
+	case v[0] == 0 && len(v) == 5:
 		s.forget(host)
 		return hoststate.Admission{
 			Wait:       time.Duration(v[1]) * time.Microsecond,
 			Probe:      v[2] == 1,
 			Generation: uint64(v[3]),
+			Epoch:      uint64(v[4]),
 		}, nil
 	case v[0] == 1:
 		since := micros(v[1])
@@ -381,10 +382,10 @@ func ints(reply any, n int) ([]int64, error) {
 // decodeState reads the reply of the state script.
 func decodeState(host string, reply any) (hoststate.HostState, error) {
 	a, ok := reply.([]any)
-	if !ok || len(a) != 14 {
+	if !ok || len(a) != 15 {
 		return hoststate.HostState{}, errors.New("unexpected reply")
 	}
-	var n [14]int64
+	var n [15]int64
 	var f [2]float64
 	for i, x := range a {
 		switch i {
@@ -422,5 +423,6 @@ func decodeState(host string, reply any) (hoststate.HostState, error) {
 			Refused: int(n[10]), Permanent: int(n[11]), Canceled: int(n[12]),
 		},
 		RecentSince: micros(n[13]),
+		Epoch:       uint64(n[14]),
 	}, nil
 }

@@ -23,6 +23,11 @@ func ExampleScenarios() {
 	// ThrottledHalvesAndPauses
 	// RecoveryToConfigured
 	// RecoveryToCeiling
+	// RecoveryToAcceptedRate
+	// ReleaseAfterPause
+	// LongerRetryAfterNeverSooner
+	// ThrottledOpensOnlyAtFloor
+	// SlowHost
 	// SetCeiling
 	// ThrottleStorm
 	// DeadlineTakesNothing

@@ -36,6 +36,11 @@ func Scenarios() []Scenario {
 		{"ThrottledHalvesAndPauses", hoststate.Config{Limit: ratelimit.Config{PerMinute: 40}}, throttledHalvesAndPauses},
 		{"RecoveryToConfigured", hoststate.Config{}, recoveryToConfigured},
 		{"RecoveryToCeiling", hoststate.Config{}, recoveryToCeiling},
+		{"RecoveryToAcceptedRate", hoststate.Config{Limit: ratelimit.Config{PerMinute: 120}}, recoveryToAccepted},
+		{"ReleaseAfterPause", hoststate.Config{Limit: ratelimit.Config{PerMinute: 600, Burst: 5}}, releaseAfterPause},
+		{"LongerRetryAfterNeverSooner", hoststate.Config{Limit: ratelimit.Config{PerMinute: 600}}, longerRetryAfter},
+		{"ThrottledOpensOnlyAtFloor", hoststate.Config{Limit: ratelimit.Config{Floor: 15}}, throttledOpensOnlyAtFloor},
+		{"SlowHost", hoststate.Config{}, slowHost},
 		{"SetCeiling", hoststate.Config{}, setCeiling},
 		{"ThrottleStorm", hoststate.Config{}, throttleStorm},
 		{"DeadlineTakesNothing", hoststate.Config{}, deadlineTakesNothing},
@@ -206,35 +211,48 @@ func throttledHalvesAndPauses(t *testing.T, env Env) {
 	if st.PerMinute != 20 || !near(st.PausedUntil, env.Now().Add(5*time.Second)) {
 		t.Errorf("after 429: rate %v, paused until %v; want 20, %v", st.PerMinute, st.PausedUntil, env.Now().Add(5*time.Second))
 	}
-	if st.ConsecutiveFailures != 1 || st.Recent.Throttled != 1 {
-		t.Errorf("after 429: %d failures, recent %v; want 1 failure, 1 throttled", st.ConsecutiveFailures, st.Recent)
+	if st.ConsecutiveFailures != 0 || st.Recent.Throttled != 1 {
+		t.Errorf("after 429: %d failures, recent %v; want no failure (pacing can still slow down), 1 throttled", st.ConsecutiveFailures, st.Recent)
 	}
 	if a := admit(t, env, host); !nearD(a.Wait, 5*time.Second) {
 		t.Errorf("Admit while paused: wait %v, want 5s", a.Wait)
 	}
 }
 
-// recoveryRuns checks the rate after each run of 10 OKs.
-func recoveryRuns(t *testing.T, env Env, want []float64) {
+// nearRate reports whether two rates agree to 1e-9 relative.
+func nearRate(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(math.Abs(a), math.Abs(b)) }
+
+// climb is the recovery's concave climb from base to target, n of 10 OKs
+// in.
+func climb(base, target float64, n int) float64 {
+	x := 1 - float64(n)/10
+	return target - (target-base)*x*x*x
+}
+
+// recoveryOKs sends OKs and checks the rate after each listed count of
+// OKs since the throttle.
+func recoveryOKs(t *testing.T, env Env, want map[int]float64) {
 	t.Helper()
-	for i, w := range want {
-		for range 10 {
-			send(t, env, host, classify.OK)
-		}
-		if got := state(t, env, host).PerMinute; got != w {
-			t.Errorf("after run %d of 10 OKs: rate %v, want %v", i+1, got, w)
+	for n := 1; len(want) > 0; n++ {
+		send(t, env, host, classify.OK)
+		if w, ok := want[n]; ok {
+			delete(want, n)
+			if got := state(t, env, host).PerMinute; !nearRate(got, w) {
+				t.Errorf("after %d OKs: rate %v, want %v", n, got, w)
+			}
 		}
 	}
 }
 
-// recoveryToConfigured: from 30/min after a 429, each run of 10 OKs adds
-// 6/min (a tenth of 60), up to 60 and never above.
+// recoveryToConfigured: from 30/min after a 429, the rate climbs back to
+// 60 in 10 OKs, fast at first (concave, like TCP CUBIC's window), and
+// stays there.
 func recoveryToConfigured(t *testing.T, env Env) {
 	send(t, env, host, classify.Throttled)
 	if got := state(t, env, host).PerMinute; got != 30 {
 		t.Fatalf("after 429: rate %v, want 30", got)
 	}
-	recoveryRuns(t, env, []float64{36, 42, 48, 54, 60, 60})
+	recoveryOKs(t, env, map[int]float64{1: climb(30, 60, 1), 2: climb(30, 60, 2), 5: climb(30, 60, 5), 10: 60, 40: 60})
 }
 
 // recoveryToCeiling: under a 45/min ceiling, a 429 halves to 22.5 and
@@ -244,7 +262,135 @@ func recoveryToCeiling(t *testing.T, env Env) {
 		t.Fatal(err)
 	}
 	send(t, env, host, classify.Throttled)
-	recoveryRuns(t, env, []float64{28.5, 34.5, 40.5, 45, 45})
+	recoveryOKs(t, env, map[int]float64{5: climb(22.5, 45, 5), 10: 45, 50: 45})
+}
+
+// recoveryToAccepted: a host configured at 120/min answered OK 1.5s apart
+// (40/min) before its 429: the rate jumps to 40 at once rather than
+// halving to 60, holds there for 20 OKs, then probes above it (44 after
+// 30 OKs, 72 after 40) up to the configured rate.
+func recoveryToAccepted(t *testing.T, env Env) {
+	for i := range 4 {
+		if i > 0 {
+			env.Advance(1500 * time.Millisecond)
+		}
+		send(t, env, host, classify.OK)
+	}
+	send(t, env, host, classify.Throttled)
+	if got := state(t, env, host).PerMinute; !nearRate(got, 40) {
+		t.Fatalf("after 429: rate %v, want the accepted 40", got)
+	}
+	recoveryOKs(t, env, map[int]float64{5: 40, 20: 40, 30: 44, 40: 72, 50: 120, 60: 120})
+}
+
+// releaseAfterPause: at 600/min with a burst of 5, eight attempts are
+// admitted (five at once, three 100ms apart); the first is answered 429
+// with Retry-After 2s. The seven others were admitted before the pause:
+// their epoch is stale, and re-admitted they go out from the pause's end
+// one interval of the halved rate (200ms) apart — never two in one 100ms
+// window.
+func releaseAfterPause(t *testing.T, env Env) {
+	start := env.Now()
+	var adms []hoststate.Admission
+	for i := range 8 {
+		a := admit(t, env, host)
+		if want := time.Duration(max(i-4, 0)) * 100 * time.Millisecond; !nearD(a.Wait, want) {
+			t.Errorf("admission %d: wait %v, want %v", i+1, a.Wait, want)
+		}
+		adms = append(adms, a)
+	}
+	record(t, env, host, adms[0], classify.Result{Outcome: classify.Throttled, Status: 429, RetryAfter: 2 * time.Second})
+	st := state(t, env, host)
+	if st.PerMinute != 300 || !near(st.PausedUntil, start.Add(2*time.Second)) {
+		t.Fatalf("after 429: rate %v, paused until %v; want 300, %v", st.PerMinute, st.PausedUntil, start.Add(2*time.Second))
+	}
+	windows := map[time.Duration]int{}
+	for i, a := range adms[1:] {
+		if a.Epoch == st.Epoch {
+			t.Fatalf("admission %d from before the pause has the current epoch %d", i+2, st.Epoch)
+		}
+		record(t, env, host, a, classify.Result{Outcome: classify.Canceled})
+		again := admit(t, env, host)
+		if again.Epoch != st.Epoch {
+			t.Errorf("re-admission %d: epoch %d, want %d", i+1, again.Epoch, st.Epoch)
+		}
+		want := 2*time.Second + time.Duration(i)*200*time.Millisecond
+		if !nearD(again.Wait, want) {
+			t.Errorf("re-admission %d: wait %v, want %v", i+1, again.Wait, want)
+		}
+		windows[again.Wait.Truncate(100*time.Millisecond)]++
+	}
+	for w, n := range windows {
+		if n > 1 {
+			t.Errorf("%d attempts released in the 100ms window at %v", n, w)
+		}
+	}
+}
+
+// longerRetryAfter: on hosts paced at 600/min, Retry-After 120s, 86400s,
+// 86401s and classify.MaxRetryAfter pause the host for 120s, then for the
+// 1h MaxPause: a longer Retry-After never ends the pause sooner.
+func longerRetryAfter(t *testing.T, env Env) {
+	var last time.Duration
+	for i, ra := range []time.Duration{120 * time.Second, 86400 * time.Second, 86401 * time.Second, classify.MaxRetryAfter} {
+		h := string(rune('a'+i)) + ".example"
+		a := admit(t, env, h)
+		record(t, env, h, a, classify.Result{Outcome: classify.Throttled, Status: 429, RetryAfter: ra})
+		got := state(t, env, h).PausedUntil.Sub(env.Now())
+		if want := min(ra, time.Hour); !nearD(got, want) || got < last {
+			t.Errorf("Retry-After %v: paused for %v, want %v", ra, got, want)
+		}
+		last = got
+		if a := admit(t, env, h); !nearD(a.Wait, got) {
+			t.Errorf("Retry-After %v: next admission waits %v, want %v", ra, a.Wait, got)
+		}
+	}
+}
+
+// throttledOpensOnlyAtFloor: with a floor of 15/min, a host answering only
+// 429s halves from 60 to 30 to 15 without a failure counted; at the floor
+// every further 429 counts, and the 8th there opens the breaker.
+func throttledOpensOnlyAtFloor(t *testing.T, env Env) {
+	for i, want := range []float64{30, 15} {
+		eff := send(t, env, host, classify.Throttled)
+		wantEffect(t, "429 above the floor", eff, hoststate.Closed, hoststate.Closed, false)
+		if st := state(t, env, host); st.PerMinute != want || st.ConsecutiveFailures != 0 {
+			t.Fatalf("429 %d: rate %v, %d failures; want %v, 0", i+1, st.PerMinute, st.ConsecutiveFailures, want)
+		}
+	}
+	for i := 1; i <= 8; i++ {
+		eff := send(t, env, host, classify.Throttled)
+		if i < 8 {
+			wantEffect(t, "429 at the floor", eff, hoststate.Closed, hoststate.Closed, false)
+			if st := state(t, env, host); st.ConsecutiveFailures != i {
+				t.Fatalf("429 %d at the floor: %d failures, want %d", i, st.ConsecutiveFailures, i)
+			}
+		} else {
+			wantEffect(t, "8th 429 at the floor", eff, hoststate.Closed, hoststate.Open, false)
+		}
+	}
+}
+
+// slowHost: a host answering 200 after 15s occupies one worker, not the
+// host: while that attempt is out, 15 more are admitted at the paced
+// 60/min, one a second; the slow OK counts as a success like the others,
+// and the rate stays at 60.
+func slowHost(t *testing.T, env Env) {
+	start := env.Now()
+	slow := admit(t, env, host)
+	for i := 1; i <= 15; i++ {
+		a := admit(t, env, host)
+		env.Advance(a.Wait)
+		if got := env.Now().Sub(start); !nearD(got, time.Duration(i)*time.Second) {
+			t.Errorf("attempt %d beside the slow one sent at %v, want %ds", i+1, got, i)
+		}
+		record(t, env, host, a, classify.Result{Outcome: classify.OK, Status: 200})
+	}
+	wantEffect(t, "200 after 15s", record(t, env, host, slow, classify.Result{Outcome: classify.OK, Status: 200}), hoststate.Closed, hoststate.Closed, false)
+	if st := state(t, env, host); st.PerMinute != 60 || st.ConsecutiveFailures != 0 || st.Recent.OK != 16 || !st.PausedUntil.IsZero() {
+		t.Errorf("after the slow host: rate %v, %d failures, recent %v, paused until %v; want 60, 0, 16 OK, not paused",
+			st.PerMinute, st.ConsecutiveFailures, st.Recent, st.PausedUntil)
+	}
 }
 
 // setCeiling: a ceiling lowers the rate at once, a higher one does not raise
@@ -280,8 +426,8 @@ func setCeiling(t *testing.T, env Env) {
 
 // throttleStorm: a host answering 429 (no Retry-After) to everything
 // receives 5 requests in 60s, at 0, 2, 6, 14 and 30s, as its rate halves
-// from 60/min to 1.875/min; the 6th would be at 62s. Five failures leave
-// the breaker closed.
+// from 60/min to 1.875/min; the 6th would be at 62s. Pacing can still slow
+// down: no failure is counted.
 func throttleStorm(t *testing.T, env Env) {
 	start := env.Now()
 	var sent []time.Duration
@@ -303,8 +449,8 @@ func throttleStorm(t *testing.T, env Env) {
 			t.Errorf("request %d sent at %v, want %v", i+1, sent[i], want[i])
 		}
 	}
-	if st := state(t, env, host); st.PerMinute != 1.875 || st.Breaker != hoststate.Closed || st.ConsecutiveFailures != 5 {
-		t.Errorf("after the storm: rate %v, breaker %v with %d failures; want 1.875, closed with 5", st.PerMinute, st.Breaker, st.ConsecutiveFailures)
+	if st := state(t, env, host); st.PerMinute != 1.875 || st.Breaker != hoststate.Closed || st.ConsecutiveFailures != 0 {
+		t.Errorf("after the storm: rate %v, breaker %v with %d failures; want 1.875, closed with 0", st.PerMinute, st.Breaker, st.ConsecutiveFailures)
 	}
 }
 

@@ -5,7 +5,7 @@
 --
 -- ARGV[15] the caller's remaining time budget (negative: no deadline)
 --
--- Returns {0, wait, probe, generation} when admitted, {1, since} when
+-- Returns {0, wait, probe, generation, epoch} when admitted, {1, since} when
 -- halted, {2, until} when open (until 0: half-open, every probe slot
 -- taken), {3, wait} when the wait would pass the deadline.
 
@@ -60,4 +60,4 @@ if b.s == HALFOPEN then
   b.p = now
 end
 save()
-return {0, floor(math.min(act - now, MAXWAIT)), probe, b.g}
+return {0, floor(math.min(act - now, MAXWAIT)), probe, b.g, l.e}

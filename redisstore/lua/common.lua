@@ -16,7 +16,7 @@
 -- ARGV[8]   Burst
 -- ARGV[9]   Floor, per minute
 -- ARGV[10]  RecoverAfter
--- ARGV[11]  RecoverStep, per minute (0: a tenth of the configured rate)
+-- ARGV[11]  RecoverStep, per minute (0: a tenth of the target rate)
 -- ARGV[12]  MaxPause
 -- ARGV[13]  Window
 -- ARGV[14]  limiter IdleTTL (negative: never forget)
@@ -77,13 +77,14 @@ end
 
 -- The state hash's fields, read with HMGET and parsed: an integer in
 -- [0, 1e18) ('i'), a rate in [1e-6, 1e15] ('r'), a rate or 0 ('z'), a
--- token count in [-1e15, 1e15] ('t'). The bounds are far beyond anything
+-- token count in [-1e15, 1e15] ('t'), a duration in [0, 1e18) ('d'). The bounds are far beyond anything
 -- the scripts write, and keep every computed wait finite. Other fields (a
 -- newer version's) are left alone. f keeps the values read, so that save
 -- writes only the fields that changed.
 local NAMES = {'bs', 'bg', 'bq', 'bx', 'bk', 'bf', 'bo', 'bu', 'bp',
-  'lr', 'lc', 'lx', 'lp', 'lt', 'lf', 'la', 'lk', 'lw', 'lu', 'n0', 'n1', 'n2', 'n3', 'n4', 'n5'}
-local KINDS = 'iiiiiiiiirrzitiiiiiiiiiii'
+  'lr', 'lc', 'lx', 'lp', 'lt', 'lf', 'la', 'lk', 'lw', 'lu', 'n0', 'n1', 'n2', 'n3', 'n4', 'n5',
+  'le', 'lg', 'lb', 'lo', 'lq', 'lm'}
+local KINDS = 'iiiiiiiiirrzitiiiiiiiiiiiizzidi'
 local f = {}
 do
   local raw = redis.pcall('HMGET', S, unpack(NAMES))
@@ -96,7 +97,8 @@ do
         or (kind == 'i' and (n < 0 or n >= 1e18 or n ~= floor(n)))
         or (kind == 'r' and (n < 1e-6 or n > 1e15))
         or (kind == 'z' and n ~= 0 and (n < 1e-6 or n > 1e15))
-        or (kind == 't' and (n < -1e15 or n > 1e15)) then
+        or (kind == 't' and (n < -1e15 or n > 1e15))
+        or (kind == 'd' and (n < 0 or n >= 1e18)) then
         corrupt('s', NAMES[i])
       end
       f[NAMES[i]] = n
@@ -152,11 +154,16 @@ end
 
 -- The limiter part: rate r, configured rate c, ceiling x (0: none),
 -- paused-until p, tokens t (valid when tf is 1, else the bucket is full)
--- as of time a (the latest time given to the bucket), OK run k, outcome
--- counts n since w, last use u.
+-- as of time a (the latest time given to the bucket), epoch e (pauses
+-- started or grown), the recovery from base bs toward target g (0: none)
+-- k OKs in, the last OK's time o and the average gap q between OKs over
+-- m gaps, outcome counts n since w, last use u. The fields of the
+-- recovery and the spacing start at 0 when a hash written before them
+-- lacks them.
 local l = nil
 if f.lu ~= nil then
   l = {r = f.lr, c = f.lc, x = f.lx, p = f.lp, t = f.lt, tf = f.lf, a = f.la, k = f.lk, w = f.lw, u = f.lu,
+       e = f.le or 0, g = f.lg or 0, bs = f.lb or 0, o = f.lo or 0, q = f.lq or 0, m = f.lm or 0,
        n = {f.n0, f.n1, f.n2, f.n3, f.n4, f.n5}}
   need(l, {'r', 'c', 'x', 'p', 't', 'tf', 'a', 'k', 'w', 'u'})
   need(l.n, {1, 2, 3, 4, 5, 6})
@@ -167,7 +174,8 @@ if f.lu ~= nil then
 end
 
 local function newLimiter()
-  return {r = CONF, c = CONF, x = 0, p = 0, t = 0, tf = 0, a = now, k = 0, w = now, u = now, n = {0, 0, 0, 0, 0, 0}}
+  return {r = CONF, c = CONF, x = 0, p = 0, t = 0, tf = 0, a = now, k = 0, w = now, u = now,
+    e = 0, g = 0, bs = 0, o = 0, q = 0, m = 0, n = {0, 0, 0, 0, 0, 0}}
 end
 
 -- top is the rate the host may recover to.
@@ -200,6 +208,37 @@ local function setRate(pm)
   l.t, l.tf, l.a, l.r = tokensAt(t), 1, t, pm
 end
 
+-- drain empties the bucket as of at: one token then, the next an
+-- interval later.
+local function drain(at)
+  l.t, l.tf, l.a = 1, 1, clock(at)
+end
+
+-- MINGAPS gaps between OK answers make an accepted rate; MAXOKS bounds
+-- the counts of OKs.
+local MINGAPS, MAXOKS = 3, 1073741824
+
+-- accepted is the rate at which the host answered OK lately, per minute;
+-- 0 when not known.
+local function accepted()
+  if l.m < MINGAPS or l.q <= 0 then return 0 end
+  return 60000000 / l.q
+end
+
+-- cubic is the recovery's rate n OKs after a throttle cut the rate to
+-- base, aiming at target: a concave climb over k OKs, a plateau over k
+-- more, then a convex probe, step faster k OKs later.
+local function cubic(base, target, step, n, k)
+  if n < k then
+    local x = 1 - n / k
+    return target - (target - base) * (x * x * x)
+  elseif n < 2 * k then
+    return target
+  end
+  local x = (n - 2 * k) / k
+  return target + step * (x * x * x)
+end
+
 -- save writes the breaker and limiter parts back (the fields that changed;
 -- all of them after a part was forgotten) and sets the hash's expiry: none
 -- while the host is halted (a halt keeps its breaker, as in memory), else
@@ -221,6 +260,7 @@ local function save()
     put('lr', l.r); put('lc', l.c); put('lx', l.x); put('lp', l.p); put('lt', l.t)
     put('lf', l.tf); put('la', l.a); put('lk', l.k); put('lw', l.w); put('lu', l.u)
     put('n0', l.n[1]); put('n1', l.n[2]); put('n2', l.n[3]); put('n3', l.n[4]); put('n4', l.n[5]); put('n5', l.n[6])
+    put('le', l.e); put('lg', l.g); put('lb', l.bs); put('lo', l.o); put('lq', l.q); put('lm', l.m)
   end
   if b == nil and l == nil then return end
   if n > 0 then redis.call('HSET', S, unpack(a)) end

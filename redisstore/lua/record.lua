@@ -1,10 +1,13 @@
 -- record: feed the outcome of one admitted attempt back. The breaker
 -- counts it when the admission's generation is current (OK resets the
 -- failure count and closes a half-open circuit after HalfOpenProbes
--- successes; Transient, Throttled and Refused count as failures and open
--- the circuit at FailureThreshold, or at once when half-open; anything
--- else is neutral and frees a probe slot); Refused halts the host; the
--- limiter adapts (Throttled halves and pauses, runs of OK recover).
+-- successes; Transient and Refused count as failures, and so does
+-- Throttled when the rate was already at its floor, and open the circuit
+-- at FailureThreshold, or at once when half-open; anything else, a
+-- throttle above the floor included, is neutral and frees a probe slot);
+-- Refused halts the host; the limiter adapts (Throttled cuts the rate,
+-- pauses and drains; OKs recover, CUBIC-like, toward the last accepted
+-- rate).
 --
 -- ARGV[15] the outcome (classify.Outcome)
 -- ARGV[16] Retry-After
@@ -19,6 +22,15 @@ local OUTCOME = tonumber(ARGV[15])
 local RETRYAFTER = tonumber(ARGV[16])
 local GEN = tonumber(ARGV[17])
 
+-- A throttle is pacing's business: it counts for the breaker only when
+-- the rate is already at its floor and cannot slow down any further.
+local floored = false
+if OUTCOME == THROTTLED then
+  local r, c = CONF, CONF
+  if l then r, c = l.r, l.c end
+  floored = r <= math.min(FLOOR, c)
+end
+
 local from, to = CLOSED, CLOSED
 if b == nil and OUTCOME == REFUSED then b = newBreaker() end
 if b ~= nil then
@@ -29,7 +41,7 @@ if b ~= nil then
     if OUTCOME == OK then
       b.k, b.fl = b.k + 1, 0
       if b.s == HALFOPEN and b.k >= PROBES then setState(CLOSED) end
-    elseif OUTCOME == TRANSIENT or OUTCOME == THROTTLED or OUTCOME == REFUSED then
+    elseif OUTCOME == TRANSIENT or OUTCOME == REFUSED or (OUTCOME == THROTTLED and floored) then
       if b.s == CLOSED then
         b.fl, b.k = b.fl + 1, 0
         if b.fl >= THRESHOLD then setState(OPENED) end
@@ -52,30 +64,45 @@ if OUTCOME <= 5 and l.n[OUTCOME + 1] < 4294967295 then
   l.n[OUTCOME + 1] = l.n[OUTCOME + 1] + 1
 end
 if OUTCOME == OK then
-  l.k = l.k + 1
-  if l.k >= RAFTER then
-    l.k = 0
-    local tp = top()
-    if l.r < tp then
-      local step = RSTEP
-      if step == 0 then step = l.c / 10 end
-      setRate(math.min(l.r + step, tp))
-    end
+  -- The spacing of OK answers; a gap across a pause says nothing of the
+  -- rate the host accepts.
+  if l.o > 0 and l.o >= l.p and now > l.o then
+    local d = now - l.o
+    if l.m == 0 then l.q = d else l.q = l.q + (d - l.q) / 4 end
+    l.m = math.min(l.m + 1, MAXOKS)
+  end
+  l.o = now
+  if l.g > 0 then
+    l.k = math.min(l.k + 1, MAXOKS)
+    local step = RSTEP
+    if step == 0 then step = l.g / 10 end
+    local w = math.min(cubic(l.bs, l.g, step, l.k, RAFTER), top())
+    if w ~= l.r then setRate(w) end
   end
 elseif OUTCOME == THROTTLED then
-  l.k = 0
-  local pause = RETRYAFTER
-  if pause < 0 then pause = 0 end
+  local fl = math.min(FLOOR, l.c)
   if now >= l.p then
-    -- A new episode halves the rate; more Throttled answers to the same
-    -- episode only extend the pause.
-    setRate(math.min(math.max(l.r / 2, math.min(FLOOR, l.c)), top()))
+    -- A new episode cuts the rate: halved, or to the rate the host was
+    -- seen to accept when that is lower; the recovery aims at the latter.
+    local r = l.r
+    local target = r
+    local a = accepted()
+    if a > 0 and a < target then target = a end
+    local nxt = math.min(math.max(math.min(r / 2, target), fl), top())
+    l.g, l.bs, l.k = math.min(math.max(target, nxt), top()), nxt, 0
+    setRate(nxt)
   end
-  if pause == 0 then pause = math.min(60000000 / l.r, MAXPAUSE) end
+  local iv = math.min(60000000 / l.r, MAXPAUSE)
+  local pause = RETRYAFTER
+  if pause <= 0 then pause = iv end
   local untilT = now + math.floor(math.min(pause, MAXPAUSE))
-  if untilT > l.p then l.p = untilT end
-elseif OUTCOME == TRANSIENT or OUTCOME == REFUSED then
-  l.k = 0
+  if untilT > l.p then
+    -- The pause starts or grows: a new epoch, and the bucket drained so
+    -- that the first token comes at its end, no sooner than an interval
+    -- after the throttle.
+    l.p, l.e = untilT, l.e + 1
+    drain(math.max(untilT, now + math.floor(iv)))
+  end
 end
 
 save()
