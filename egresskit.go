@@ -41,11 +41,15 @@ const DefaultUserAgent = "egresskit/0.1 (+https://github.com/egresskit/egresskit
 // Config configures the chain. Its zero value is a working, polite chain.
 type Config struct {
 	// Base sends the requests when Egress is nil. If nil,
-	// http.DefaultTransport is used. robots.txt is fetched through Base too.
+	// http.DefaultTransport is used. robots.txt is fetched through Base too
+	// when Egress is nil.
 	Base http.RoundTripper
 
 	// Egress, when set, chooses the proxy (or direct route) of every
-	// attempt and sends it; Base is then used only for robots.txt.
+	// attempt and sends it. robots.txt is then fetched through Egress too,
+	// from the host's own subset of endpoints, so that a site sees the
+	// same addresses ask for its robots.txt as for its pages; set
+	// Robots.Transport to fetch it some other way. Base is then unused.
 	Egress *egress.Pool
 
 	// UserAgent is set on requests that carry none. Its product token
@@ -73,8 +77,9 @@ type Config struct {
 	// value keys by host[:port]; hostkey.ByDomain keys by registrable domain.
 	HostKey hostkey.Mode
 
-	// Robots configures the robots.txt checker. Its UserAgent and Transport
-	// default to the chain's UserAgent and Base.
+	// Robots configures the robots.txt checker. Its UserAgent defaults to
+	// the chain's UserAgent, its Transport to Egress when set (an egress
+	// failure is tried again on up to three endpoints), else Base.
 	Robots robots.Config
 
 	// IgnoreRobots switches the robots.txt check off. It exists for sites
@@ -163,6 +168,9 @@ func New(cfg Config) *Transport {
 		}
 		if rc.Transport == nil {
 			rc.Transport = base
+			if cfg.Egress != nil {
+				rc.Transport = robotsThroughEgress{cfg.Egress}
+			}
 		}
 		t.robots = robots.New(rc)
 	}

@@ -182,8 +182,10 @@ func New(cfg Config) *Checker {
 // When u is disallowed, Check returns the Decision and a *DisallowedError
 // (errors.Is ErrDisallowed). It returns an error matching ErrInvalidURL for
 // a URL it cannot check, and one wrapping ctx.Err() when ctx ends first.
-// Failures of the fetch itself are not errors: they decide as RFC 9309
-// says (see Source).
+// A fetch that failed on the egress route (a proxy's failure, which says
+// nothing about the host) returns its error and is not cached. Other
+// failures of the fetch are not errors: they decide as RFC 9309 says (see
+// Source).
 func (c *Checker) Check(ctx context.Context, u *url.URL) (Decision, error) {
 	t, err := c.target(u)
 	if err != nil {

@@ -20,8 +20,9 @@ type fetchResult struct {
 
 // fetch gets t's robots.txt through the configured transport and classifies
 // the outcome as RFC 9309 section 2.3 says. It returns an error, wrapping
-// ctx.Err(), only when the caller's ctx ended the fetch; every other
-// failure is an outcome.
+// ctx.Err(), when the caller's ctx ended the fetch, and wrapping the
+// transport's error when the request failed on the egress route rather
+// than at the host (see egressFailure); every other failure is an outcome.
 func (c *Checker) fetch(ctx context.Context, t target) (fetchResult, error) {
 	fctx, cancel := context.WithTimeout(ctx, c.cfg.FetchTimeout)
 	defer cancel()
@@ -35,6 +36,9 @@ func (c *Checker) fetch(ctx context.Context, t target) (fetchResult, error) {
 		if err != nil {
 			if ctx.Err() != nil {
 				return canceled()
+			}
+			if egressFailure(err) {
+				return fetchResult{}, fmt.Errorf("robots: fetching robots.txt of %s: %w", t.host, err)
 			}
 			return fetchResult{source: Unreachable}, nil
 		}
@@ -128,4 +132,19 @@ func isRedirect(code int) bool {
 func discard(body io.ReadCloser) {
 	io.CopyN(io.Discard, body, 4<<10)
 	body.Close()
+}
+
+// egressFailure reports whether err says the request failed on the way
+// out — a proxy down or refusing credentials, or no usable proxy — rather
+// than at the host: an error in its chain implements EndpointFault() bool
+// or NotSent() bool and reports true (package egress's errors do). Such a
+// failure says nothing about the host's robots.txt, so it is not cached as
+// "unreachable", which would disallow the whole host.
+func egressFailure(err error) bool {
+	var fault interface{ EndpointFault() bool }
+	if errors.As(err, &fault) && fault.EndpointFault() {
+		return true
+	}
+	var notSent interface{ NotSent() bool }
+	return errors.As(err, &notSent) && notSent.NotSent()
 }
