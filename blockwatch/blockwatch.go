@@ -1,0 +1,278 @@
+// Package blockwatch recognises a host that has started to refuse a crawler
+// without saying so: no challenge page, no header, no mention of the agent,
+// only a run of refusal-like answers (401, 403) to URLs that are not
+// private. A page-level classifier cannot see that; a per-host record of
+// recent answers can.
+//
+// Two rules, both per host:
+//
+//   - run: Config.Run refusal-like answers to as many distinct URLs with no
+//     success (2xx, 3xx) in between;
+//   - shift: at least Config.Share of the last Config.Window answers are
+//     refusal-like, to at least half of Config.Run distinct URLs, so that a
+//     few successes sprinkled among the refusals do not hide a block.
+//
+// A site that answers 403 to a few private URLs among many successes trips
+// neither. Answers without a status (transport errors), Canceled attempts,
+// failures of the egress route and attempts already Refused are not
+// counted. The egresskit chain halts a host this package flags, through
+// the host-state Store like any halt, and escalates with the Evidence.
+//
+// A Watch keeps its record in memory, per process: in a fleet each worker
+// judges from the answers it received, and the halt it decides is shared
+// through the Store.
+package blockwatch
+
+import (
+	"container/list"
+	"fmt"
+	"hash/maphash"
+	"net/url"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/egresskit/egresskit/classify"
+)
+
+// Config configures a Watch. The zero value is on, with the defaults
+// below; set Disabled to switch it off.
+type Config struct {
+	// Disabled switches detection off: Observe never flags a host.
+	Disabled bool
+	// Run is how many refusal-like answers, to as many distinct URLs and
+	// with no success in between, flag a host. 0 means 10; values below 2
+	// are raised to 2.
+	Run int
+	// Window is how many recent answers the shift rule looks at. 0 means
+	// 20; values below Run are raised to Run.
+	Window int
+	// Share is the fraction of the Window that must be refusal-like for the
+	// shift rule. 0 means 0.8; a value above 1 switches the rule off.
+	Share float64
+	// Statuses are the refusal-like statuses. Nil means 401 and 403.
+	Statuses []int
+	// MaxHosts bounds memory: beyond it the least recently seen host is
+	// forgotten. 0 means 10,000.
+	MaxHosts int
+}
+
+// DefaultConfig returns the configuration the zero Config means.
+func DefaultConfig() Config {
+	return Config{Run: 10, Window: 20, Share: 0.8, Statuses: []int{401, 403}, MaxHosts: 10000}
+}
+
+// Evidence is why a host was flagged: what an operator needs to judge a
+// suspected block.
+type Evidence struct {
+	// Rule is "run" or "shift" (see the package documentation).
+	Rule string
+	// Reason says in one sentence what was seen; it holds no URL.
+	Reason string
+	// Answers is how many answers the rule looked at, Refusals how many of
+	// them were refusal-like, and URLs how many distinct URLs those were.
+	Answers, Refusals, URLs int
+	// Statuses counts the refusal-like answers by status code.
+	Statuses map[int]int
+	// Since is when the first of those refusals was seen.
+	Since time.Time
+}
+
+// String returns the Reason.
+func (e *Evidence) String() string { return e.Reason }
+
+// answer is one counted response.
+type answer struct {
+	refusal bool
+	status  int
+	url     uint64 // hash of path and query
+	at      time.Time
+}
+
+// hostRecord is the record of one host.
+type hostRecord struct {
+	host   string
+	run    []answer // refusal-like answers since the last success
+	window []answer // the last Window answers, oldest first
+}
+
+// Watch flags hosts that refuse. It is safe for concurrent use; a nil
+// *Watch flags nothing.
+type Watch struct {
+	cfg  Config
+	seed maphash.Seed
+
+	mu    sync.Mutex               // guards hosts and order
+	hosts map[string]*list.Element // of *hostRecord, in order
+	order *list.List               // most recently seen first
+}
+
+// New returns a Watch for cfg, or nil when cfg.Disabled.
+func New(cfg Config) *Watch {
+	if cfg.Disabled {
+		return nil
+	}
+	d := DefaultConfig()
+	if cfg.Run == 0 {
+		cfg.Run = d.Run
+	}
+	cfg.Run = max(cfg.Run, 2)
+	if cfg.Window == 0 {
+		cfg.Window = d.Window
+	}
+	cfg.Window = max(cfg.Window, cfg.Run)
+	if cfg.Share == 0 {
+		cfg.Share = d.Share
+	}
+	if cfg.Statuses == nil {
+		cfg.Statuses = d.Statuses
+	}
+	cfg.Statuses = slices.Clone(cfg.Statuses)
+	if cfg.MaxHosts <= 0 {
+		cfg.MaxHosts = d.MaxHosts
+	}
+	return &Watch{cfg: cfg, seed: maphash.MakeSeed(), hosts: map[string]*list.Element{}, order: list.New()}
+}
+
+// Observe records the answer r to a request for u on host, received at now,
+// and returns the Evidence when it makes the host a suspected block; the
+// host's record then starts afresh. It returns nil otherwise.
+func (w *Watch) Observe(host string, u *url.URL, r classify.Result, now time.Time) *Evidence {
+	if w == nil || r.Status == 0 || r.Egress || r.Outcome == classify.Canceled || r.Outcome == classify.Refused {
+		return nil
+	}
+	// Transient and throttled answers say nothing either way; a 403 that
+	// asks to slow down (Throttled) is pacing's business.
+	if r.Outcome != classify.OK && r.Outcome != classify.Permanent {
+		return nil
+	}
+	a := answer{refusal: r.Outcome == classify.Permanent && slices.Contains(w.cfg.Statuses, r.Status), status: r.Status, at: now}
+	success := r.Outcome == classify.OK
+	if u != nil {
+		a.url = maphash.String(w.seed, u.EscapedPath()+"?"+u.RawQuery)
+	}
+
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	rec := w.record(host)
+	switch {
+	case a.refusal:
+		rec.run = append(rec.run, a)
+	case success:
+		rec.run = rec.run[:0]
+	}
+	if len(rec.window) == w.cfg.Window {
+		copy(rec.window, rec.window[1:])
+		rec.window = rec.window[:len(rec.window)-1]
+	}
+	rec.window = append(rec.window, a)
+
+	if ev := w.judge(rec); ev != nil {
+		rec.run, rec.window = nil, nil
+		return ev
+	}
+	return nil
+}
+
+// judge applies the two rules to rec.
+func (w *Watch) judge(rec *hostRecord) *Evidence {
+	if urls := distinct(rec.run); urls >= w.cfg.Run {
+		ev := evidence("run", rec.run, len(rec.run), urls)
+		ev.Reason = fmt.Sprintf("%d refusal-like answers (%s) to %d distinct URLs with no success in between",
+			ev.Refusals, statusList(ev.Statuses), urls)
+		return ev
+	}
+	if w.cfg.Share > 1 || len(rec.window) < w.cfg.Window {
+		return nil
+	}
+	var refused []answer
+	for _, a := range rec.window {
+		if a.refusal {
+			refused = append(refused, a)
+		}
+	}
+	urls := distinct(refused)
+	if float64(len(refused)) < w.cfg.Share*float64(len(rec.window)) || urls < max(2, w.cfg.Run/2) {
+		return nil
+	}
+	ev := evidence("shift", refused, len(rec.window), urls)
+	ev.Reason = fmt.Sprintf("%d of the last %d answers refusal-like (%s), to %d distinct URLs",
+		ev.Refusals, ev.Answers, statusList(ev.Statuses), urls)
+	return ev
+}
+
+func evidence(rule string, refused []answer, answers, urls int) *Evidence {
+	ev := &Evidence{Rule: rule, Answers: answers, Refusals: len(refused), URLs: urls, Statuses: map[int]int{}}
+	for i, a := range refused {
+		ev.Statuses[a.status]++
+		if i == 0 {
+			ev.Since = a.at
+		}
+	}
+	return ev
+}
+
+// statusList renders counts as "403×9, 401×1", statuses in order.
+func statusList(m map[int]int) string {
+	keys := make([]int, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	s := ""
+	for i, k := range keys {
+		if i > 0 {
+			s += ", "
+		}
+		s += fmt.Sprintf("%d×%d", k, m[k])
+	}
+	return s
+}
+
+func distinct(as []answer) int {
+	seen := make(map[uint64]struct{}, len(as))
+	for _, a := range as {
+		seen[a.url] = struct{}{}
+	}
+	return len(seen)
+}
+
+// record returns host's record, creating it (and forgetting the least
+// recently seen host beyond MaxHosts). w.mu must be held.
+func (w *Watch) record(host string) *hostRecord {
+	if e, ok := w.hosts[host]; ok {
+		w.order.MoveToFront(e)
+		return e.Value.(*hostRecord)
+	}
+	rec := &hostRecord{host: host}
+	w.hosts[host] = w.order.PushFront(rec)
+	for w.order.Len() > w.cfg.MaxHosts {
+		old := w.order.Back()
+		w.order.Remove(old)
+		delete(w.hosts, old.Value.(*hostRecord).host)
+	}
+	return rec
+}
+
+// Forget drops host's record, as when an operator resumes it.
+func (w *Watch) Forget(host string) {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if e, ok := w.hosts[host]; ok {
+		w.order.Remove(e)
+		delete(w.hosts, host)
+	}
+}
+
+// Len returns how many hosts the Watch remembers.
+func (w *Watch) Len() int {
+	if w == nil {
+		return 0
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.hosts)
+}
