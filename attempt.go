@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/egresskit/egresskit/blockwatch"
 	"github.com/egresskit/egresskit/breaker"
 	"github.com/egresskit/egresskit/classify"
 	"github.com/egresskit/egresskit/egress"
@@ -69,13 +70,17 @@ func (a *attempts) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := a.next.RoundTrip(req)
 	took := time.Since(sent)
 	r := classify.Of(resp, err)
+	suspected := t.watch.Observe(key, req.URL, r, sent)
+	if suspected != nil {
+		r, resp = suspectedBlock(r, resp)
+	}
 	eff := t.record(ctx, key, adm, r)
 	if eff.Halted {
 		if t.cfg.Audit != nil {
 			t.cfg.Audit.Halt(key, r)
 		}
 		if t.cfg.OnEscalate != nil {
-			t.escalate(key, req, resp, r, sent)
+			t.escalate(key, req, resp, r, sent, suspected)
 		}
 	}
 	if t.cfg.Audit != nil && choice != nil && choice.Reason == egress.ReasonForced {
@@ -169,7 +174,18 @@ func notSent(err error) error {
 	return &classify.Error{Result: r, Err: err}
 }
 
-func (t *Transport) escalate(key string, req *http.Request, resp *http.Response, r classify.Result, at time.Time) {
+// suspectedBlock turns the attempt that made the block detector flag its
+// host into a refusal: the host is halted through the Store like any
+// refusal, and the caller's response reads as Refused (Halted).
+func suspectedBlock(r classify.Result, resp *http.Response) (classify.Result, *http.Response) {
+	r.Outcome, r.Reason = classify.Refused, "suspected block"
+	if resp != nil && resp.Body != nil {
+		resp.Body = classify.WithResult(resp.Body, r)
+	}
+	return r, resp
+}
+
+func (t *Transport) escalate(key string, req *http.Request, resp *http.Response, r classify.Result, at time.Time, suspected *blockwatch.Evidence) {
 	if t.cfg.Audit != nil {
 		t.cfg.Audit.Escalation(key, r)
 	}
@@ -180,6 +196,8 @@ func (t *Transport) escalate(key string, req *http.Request, resp *http.Response,
 		Markers: append([]string(nil), r.Markers...),
 		Reason:  r.Reason,
 		Time:    at,
+
+		Suspected: suspected,
 	}
 	if resp != nil {
 		e.BodyHead = bodyHead(resp, r, 1024)

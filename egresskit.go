@@ -25,6 +25,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/egresskit/egresskit/blockwatch"
 	"github.com/egresskit/egresskit/classify"
 	"github.com/egresskit/egresskit/egress"
 	"github.com/egresskit/egresskit/hostkey"
@@ -109,6 +110,15 @@ type Config struct {
 	// the request's goroutine; it should hand the escalation off quickly.
 	// Resume the host with Transport.Resume.
 	OnEscalate func(Escalation)
+
+	// BlockWatch configures the host-level block detector: a host whose
+	// answers become a run of 401/403 refusals across distinct URLs (or
+	// mostly refusals) is halted as a suspected block and escalated with
+	// the evidence, though no page carried a challenge marker. The zero
+	// value is on with the defaults of package blockwatch; set
+	// BlockWatch.Disabled to switch it off. Detection is per Transport
+	// (per worker); the halt is shared through State like any other.
+	BlockWatch blockwatch.Config
 }
 
 // Escalation is the evidence handed to Config.OnEscalate when a host is
@@ -122,6 +132,9 @@ type Escalation struct {
 	Time    time.Time // when the refusal was received
 	// BodyHead is the first KiB of the refusal's body.
 	BodyHead []byte
+	// Suspected is set when the host was halted by the block detector
+	// (Reason "suspected block") rather than by a page: what it saw.
+	Suspected *blockwatch.Evidence
 }
 
 // Transport is the composed chain. It is an http.RoundTripper and safe for
@@ -134,6 +147,7 @@ type Transport struct {
 	retry     *retry.Transport
 	observers telemetry.Observers
 	ceilings  ceilingCache
+	watch     *blockwatch.Watch // nil when Config.BlockWatch.Disabled
 	send      http.RoundTripper // Egress or Base: what finally sends
 	base      http.RoundTripper // Base, or http.DefaultTransport
 }
@@ -157,6 +171,7 @@ func New(cfg Config) *Transport {
 	if t.cfg.Classify.AgentToken == "" {
 		t.cfg.Classify.AgentToken = productToken(t.ua)
 	}
+	t.watch = blockwatch.New(cfg.BlockWatch)
 	t.state = cfg.State
 	if t.state == nil {
 		t.state = hoststate.NewMemory(cfg.HostState)
@@ -256,6 +271,7 @@ func (t *Transport) Resume(ctx context.Context, host string) error {
 	if err := t.state.Resume(ctx, host); err != nil {
 		return err
 	}
+	t.watch.Forget(host)
 	if t.cfg.Audit != nil {
 		return t.cfg.Audit.Resume(host, "operator")
 	}
