@@ -74,6 +74,22 @@ type Config struct {
 	// (<= 0): HostState.Breaker.OpenTimeout.
 	ProbeLease time.Duration
 
+	// CheckInterval is how often, at most, an operation first checks
+	// whether a Redis server restarted or failed over (its run_id, from
+	// INFO server), so that the halts this State remembers are written
+	// back when Redis may have lost them. Operations also check after
+	// every new connection to Redis, and Watch checks on its own.
+	// Default (0): 5s; negative: only after new connections (and in
+	// Watch, every 5s).
+	CheckInterval time.Duration
+
+	// AllowEviction accepts a Redis whose maxmemory-policy evicts keys
+	// without a TTL (allkeys-*), which New otherwise refuses. Unsafe: an
+	// evicted halt is written back only by a worker that remembers it,
+	// when it next asks for the host; every other worker may contact the
+	// refused host in between.
+	AllowEviction bool
+
 	// Now is the clock. Nil (the default, and the only sensible setting
 	// for a fleet) takes time from the Redis server (TIME, inside every
 	// script), so workers with skewed clocks agree; the local clock then
@@ -111,6 +127,9 @@ func newSettings(cfg Config) settings {
 	}
 	if s.cfg.RetryInterval <= 0 {
 		s.cfg.RetryInterval = time.Second
+	}
+	if s.cfg.CheckInterval == 0 {
+		s.cfg.CheckInterval = 5 * time.Second
 	}
 
 	bd := breaker.DefaultConfig()

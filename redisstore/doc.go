@@ -20,20 +20,49 @@
 //
 // A host's keys are
 //
-//	PREFIX:{HOST}:s     hash: breaker and pacing fields
-//	PREFIX:{HOST}:halt  string: when the halt began (microseconds)
+//	PREFIX:{HOST}:s        hash: breaker and pacing fields
+//	PREFIX:{HOST}:halt     string: when the halt began (microseconds)
+//	PREFIX:{HOST}:resumed  string: when the host was last resumed
 //
 // The host is the hash tag, so each script touches one Redis Cluster slot;
 // host keys may contain ':' and '.', but not braces (rejected with
 // *HostError). The state hash expires when the host has been idle for the
 // longer of the breaker's and the limiter's IdleTTL, and not before an
 // open circuit's open period or a Retry-After pause has ended; while the
-// host is halted it does not expire. The halt key has no TTL: a halt is
-// lifted by Resume only, never by time. (Use a maxmemory-policy of
-// noeviction or a volatile-* one, so that Redis never evicts a key
-// without a TTL.) Idle state is also forgotten logically, inside the
-// scripts, by the same rules as in memory, so an injected clock sees the
-// same eviction as the real one.
+// host is halted it does not expire. The halt and resume keys have no
+// TTL: a halt is lifted by Resume only, never by time (nor by deleting its
+// key: workers that remember it write it back). Idle state is also
+// forgotten logically, inside the scripts, by the same rules as in
+// memory, so an injected clock sees the same eviction as the real one.
+//
+// # Halts that outlive Redis's data
+//
+// Redis can lose a halt: a restart without persistence, a failover to a
+// replica that had not received it, an eviction. New therefore refuses a
+// server whose maxmemory-policy evicts keys without a TTL (allkeys-*;
+// Config.AllowEviction accepts it, unsafely), and every State remembers
+// the halts it has seen — those it made and those Redis reported to it (up
+// to 65,536) — and writes them back, unless the host was resumed since:
+//
+//   - before it returns an admission of a host whose halt it remembers:
+//     the requests of a worker that saw a halt never reach the host after
+//     Redis lost it (window: none);
+//   - when a Redis server's run_id (INFO server) changed, checked after
+//     every new connection to Redis (go-redis reconnects after a restart
+//     or failover) on the State's next operation, and every
+//     Config.CheckInterval (5s) while it is used or while State.Watch
+//     runs. A worker that never saw a halt is protected once one that
+//     remembers it has written it back: at that worker's next operation
+//     after the restart, or within CheckInterval when it runs Watch
+//     (window: one CheckInterval, if every worker that saw the halt is
+//     idle and runs Watch; unbounded if none runs and none is used).
+//
+// A Restored Warning names the hosts written back. The memory is the
+// process's: a worker restarted together with Redis remembers nothing
+// (there is no local journal), so halts are safest with Redis persistence
+// (appendonly) and replicas as well. When INFO is refused (some managed
+// Redis services), an Unchecked Warning says so and only the first rule
+// applies.
 //
 // A key holding something this package did not write — another type, or
 // fields that do not parse — is reported as *CorruptError and left alone;

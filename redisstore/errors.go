@@ -29,7 +29,29 @@ var (
 	// ErrClientTimeouts: the client does not bound its socket I/O by the
 	// context deadline, so Config.Timeout could not bound a call.
 	ErrClientTimeouts = errors.New("redisstore: client ignores context deadlines")
+	// ErrEvicting: the Redis server may evict keys that have no TTL (a
+	// maxmemory-policy of allkeys-*), halts among them.
+	ErrEvicting = errors.New("redisstore: redis evicts keys without a TTL")
 )
+
+// EvictionError reports a Redis server whose maxmemory-policy may evict a
+// halt. errors.Is(err, ErrEvicting) is true.
+type EvictionError struct {
+	// Addr is the server's address.
+	Addr string
+	// Policy is its maxmemory-policy, e.g. "allkeys-lru".
+	Policy string
+}
+
+// Error returns "redisstore: redis ADDR has maxmemory-policy POLICY,
+// which may evict halts; ...".
+func (e *EvictionError) Error() string {
+	return "redisstore: redis " + e.Addr + " has maxmemory-policy " + e.Policy +
+		", which may evict halts; use noeviction or a volatile-* policy (or Config.AllowEviction)"
+}
+
+// Unwrap returns ErrEvicting.
+func (e *EvictionError) Unwrap() error { return ErrEvicting }
 
 // UnavailableError reports an operation that could not reach Redis.
 // errors.Is(err, ErrUnavailable) is true. It does not unwrap to its cause
@@ -136,8 +158,11 @@ func redisError(op string, k keys, err error) error {
 		which, reason, _ := strings.Cut(rest, " ")
 		reason, _, _ = strings.Cut(reason, " ")
 		key := k.state
-		if which == "halt" {
+		switch which {
+		case "halt":
 			key = k.halt
+		case "resumed":
+			key = k.resumed
 		}
 		return &CorruptError{Key: key, Reason: reason}
 	}

@@ -38,6 +38,7 @@ func ExampleNew() {
 	a, err := st.Admit(context.Background(), "example.com")
 	fmt.Println("admitted:", err == nil, "wait:", a.Wait)
 	// Output:
+	// warning: unchecked during config
 	// warning: degraded during admit
 	// admitted: true wait: 0s
 }

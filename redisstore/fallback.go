@@ -8,7 +8,6 @@ import (
 	"github.com/egresskit/egresskit/breaker"
 	"github.com/egresskit/egresskit/classify"
 	"github.com/egresskit/egresskit/hoststate"
-	"github.com/redis/go-redis/v9"
 )
 
 // WarningKind says what a Warning reports.
@@ -22,30 +21,55 @@ const (
 	// Recovered: Redis answers again; the halts known locally were written
 	// to it and the local state was dropped.
 	Recovered
+	// Restored: Redis lost data (noticed when a server's run_id changed,
+	// after a restart or a failover, or when Redis admitted a host whose
+	// halt this State remembers and which was not resumed), and the halts
+	// this State remembers were written back; Hosts lists the ones Redis
+	// had lost. Sent under both policies, only when Redis had lost a halt
+	// (or the write-back failed: Err).
+	Restored
+	// Unchecked: New could not read a server's maxmemory-policy (CONFIG
+	// GET refused or Redis unreachable), or the policy evicts and
+	// Config.AllowEviction accepts it; or INFO is refused, so that a
+	// restart is noticed only when a remembered halt's host is admitted.
+	// Err says which. Sent under both policies.
+	Unchecked
 )
 
-// String returns "degraded" or "recovered".
+// String returns "degraded", "recovered", "restored" or "unchecked".
 func (k WarningKind) String() string {
 	switch k {
 	case Degraded:
 		return "degraded"
 	case Recovered:
 		return "recovered"
+	case Restored:
+		return "restored"
+	case Unchecked:
+		return "unchecked"
 	}
 	return "unknown"
 }
 
 // Warning reports a change of a FailOpen State between Redis and local
-// state. One is sent per change, not per failed call.
+// state (one per change, not per failed call), halts written back after
+// Redis lost data, and what New could not check.
 type Warning struct {
 	Kind WarningKind
-	// Op is the operation that noticed ("admit", "record", ...).
+	// Op is the operation that noticed ("admit", "record", "watch",
+	// "config", "info", ...).
 	Op string
-	// Err is the client's error (Degraded only).
+	// Err is the client's error (Degraded, Unchecked; Restored when the
+	// write-back was cut short).
 	Err error
-	// Halts is the number of hosts the re-sync halted in Redis (Recovered
-	// only); hosts Redis had halted already are not counted.
+	// Halts is the number of hosts the re-sync halted in Redis (Recovered,
+	// Restored); hosts Redis had halted already are not counted.
 	Halts int
+	// Hosts are those hosts (Restored only).
+	Hosts []string
+	// Servers are the addresses of the servers whose run_id changed
+	// (Restored only; empty when an admission noticed the loss).
+	Servers []string
 	// Time is when the change happened, on the local clock.
 	Time time.Time
 }
@@ -117,77 +141,35 @@ func (s *State) recovered(op string, halts int) {
 // pushBatch is how many halts one pipeline writes.
 const pushBatch = 500
 
-// pendingHalt is a halt to write to Redis.
+// pendingHalt is a halt to write to Redis: made locally during an outage,
+// or seen in Redis before it and written back in case Redis lost it.
+// Either is written unless the host is halted in Redis already or was
+// resumed since the halt began.
 type pendingHalt struct {
 	since time.Time
-	// local: made during the outage. Otherwise the halt was seen in Redis
-	// before, and is written back only where Redis has no key of the host
-	// at all (it lost its data), so that a Resume made meanwhile stands.
-	local bool
 }
 
 // pushPending writes the pending halts to Redis, a pipeline of EVALs of the
 // halt script per batch (the script cache of a restarted server is empty,
-// and the script is small), and returns how many hosts it halted; a host
-// halted in Redis already keeps that halt. A halt key of another type
-// cannot take the halt; Admit reports it as corrupt, so the host stays
-// refused, and the halt is dropped from the pending ones.
+// and the script is small), and returns how many hosts it halted. A halt
+// key of another type cannot take the halt; Admit reports it as corrupt,
+// so the host stays refused, and the halt is dropped from the pending
+// ones.
 func (s *State) pushPending(ctx context.Context) (int, error) {
-	type halt struct {
-		host string
-		pendingHalt
-	}
 	s.mu.Lock()
-	todo := make([]halt, 0, len(s.pending))
+	todo := make([]haltAt, 0, len(s.pending))
 	for h, p := range s.pending {
-		todo = append(todo, halt{h, p})
+		todo = append(todo, haltAt{h, p.since})
 	}
 	s.mu.Unlock()
-	pushed := 0
-	for len(todo) > 0 {
-		batch := todo[:min(len(todo), pushBatch)]
-		todo = todo[len(batch):]
-		rctx, cancel := context.WithTimeout(ctx, s.set.cfg.Timeout)
-		cmds, _ := s.client.Pipelined(rctx, func(p redis.Pipeliner) error {
-			for _, h := range batch {
-				k, _ := s.keysOf(h.host) // valid: the host was used already
-				mode := "lost"
-				if h.local {
-					mode = "local"
-				}
-				p.Eval(rctx, luaHalt, []string{k.state, k.halt}, itoa(h.since.UnixMicro()), mode)
-			}
-			return nil
-		})
-		cancel()
-		if len(cmds) != len(batch) {
-			return pushed, redisErr{errors.New("redisstore: pipeline lost commands")}
+	halted, err := s.writeHalts(ctx, todo, func(h haltAt) {
+		s.mu.Lock()
+		if p, ok := s.pending[h.host]; ok && p.since.Equal(h.since) {
+			delete(s.pending, h.host)
 		}
-		for i, c := range cmds {
-			var n int64
-			err := c.Err()
-			if rc, ok := c.(*redis.Cmd); ok && err == nil {
-				n, err = rc.Int64()
-			}
-			if err != nil {
-				if cerr := ctx.Err(); cerr != nil {
-					return pushed, cerr
-				}
-				if redisError("halt", keys{}, err) == nil {
-					return pushed, redisErr{err}
-				}
-			}
-			s.mu.Lock()
-			if p, ok := s.pending[batch[i].host]; ok && p == batch[i].pendingHalt {
-				delete(s.pending, batch[i].host)
-			}
-			s.mu.Unlock()
-			if n == 1 {
-				pushed++
-			}
-		}
-	}
-	return pushed, nil
+		s.mu.Unlock()
+	})
+	return len(halted), err
 }
 
 // warn delivers w; no lock is held.
@@ -246,7 +228,7 @@ func (s *State) localRecord(ctx context.Context, local *hoststate.Memory, host s
 	if s.pending == nil {
 		s.pending = make(map[string]pendingHalt)
 	}
-	s.pending[host] = pendingHalt{since: since, local: true}
+	s.pending[host] = pendingHalt{since: since}
 	direct := !s.degraded // Redis came back while this attempt ran
 	s.mu.Unlock()
 	s.remember(host, since)

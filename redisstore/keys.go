@@ -42,11 +42,13 @@ func checkPrefix(prefix string) error {
 // keys are the Redis keys of one host. Both carry the host as their hash
 // tag, so a script that touches them touches one Cluster slot.
 type keys struct {
-	state string // hash: breaker and pacing
-	halt  string // string: when the halt began; no TTL
+	state   string // hash: breaker and pacing
+	halt    string // string: when the halt began; no TTL
+	resumed string // string: when the host was last resumed; no TTL
 }
 
-// keysOf returns host's keys, PREFIX:{HOST}:s and PREFIX:{HOST}:halt. A
+// keysOf returns host's keys, PREFIX:{HOST}:s, PREFIX:{HOST}:halt and
+// PREFIX:{HOST}:resumed. A
 // host that is empty, too long, or contains a brace or a control
 // character is rejected with a *HostError: with a brace the hash tag would
 // not be exactly the host.
@@ -61,7 +63,7 @@ func (s *State) keysOf(host string) (keys, error) {
 	b.WriteString(host)
 	b.WriteString("}:")
 	base := b.String()
-	return keys{state: base + "s", halt: base + "halt"}, nil
+	return keys{state: base + "s", halt: base + "halt", resumed: base + "resumed"}, nil
 }
 
 func checkHost(host string) error {

@@ -33,10 +33,9 @@ import (
 //   - first the halts recorded locally during the outage are written to
 //     Redis (a host halted there already keeps its halt), so that no halt
 //     is lost; so are the halts this State had seen in Redis before the
-//     outage, for hosts of which Redis now holds no key at all (it lost
-//     its data: a restart without persistence, a failover to a stale
-//     replica) — a host resumed meanwhile keeps its state hash and stays
-//     resumed;
+//     outage, in case Redis lost its data (a restart without persistence,
+//     a failover to a stale replica) — a host resumed after its halt
+//     began stays resumed;
 //   - then the local state is dropped and Redis is authoritative again:
 //     breaker counts and pacing learnt locally are discarded (Redis keeps
 //     what it had, or starts afresh if it lost its data); admissions
@@ -55,8 +54,12 @@ import (
 // HostState) are on the Redis server's clock unless Config.Now is set; a
 // halt made locally during an outage keeps the local time it began.
 //
-// State is safe for concurrent use and starts no goroutine. It does not
-// own the client: close the client when done.
+// A State remembers the halts it has seen and writes them back when Redis
+// lost them, under both policies: see the package documentation ("Halts
+// that outlive Redis's data").
+//
+// State is safe for concurrent use and starts no goroutine (Watch runs on
+// the caller's). It does not own the client: close the client when done.
 type State struct {
 	client redis.UniversalClient
 	set    settings
@@ -65,12 +68,19 @@ type State struct {
 	down   atomic.Bool  // mirrors degraded, for a lock-free fast path
 	nKnown atomic.Int64 // mirrors len(known), for a lock-free fast path
 
+	dialed     atomic.Bool  // a new connection was made: check for a restart
+	checking   atomic.Bool  // a check is running
+	nextCheck  atomic.Int64 // when the next periodic check is due (Unix ns)
+	warnedInfo atomic.Bool  // the Warning that INFO is refused was sent
+	hooked     sync.Map     // node clients with the dial hook, of a Cluster or Ring
+
 	mu       sync.Mutex // guards the fields below
 	degraded bool       // FailOpen and running on local
 	nextTry  time.Time  // when a degraded State tries Redis again
 	local    *hoststate.Memory
 	pending  map[string]pendingHalt // halts to write to Redis
-	known    map[string]time.Time   // halts seen, refused while degraded
+	known    map[string]time.Time   // halts seen: refused while degraded, written back after a loss
+	runs     map[string]string      // run_id of each server, by address
 }
 
 var _ hoststate.Store = (*State)(nil)
@@ -79,15 +89,25 @@ var _ hoststate.Store = (*State)(nil)
 const maxKnown = 1 << 16
 
 // New returns a State over client (a *redis.Client, a Sentinel failover
-// client, a *redis.ClusterClient or a *redis.Ring) configured by cfg. It
-// does not contact Redis.
+// client, a *redis.ClusterClient or a *redis.Ring) configured by cfg.
+//
+// New asks every Redis master for its maxmemory-policy (CONFIG GET) and
+// its run_id (INFO server), waiting at most the longer of Config.Timeout
+// and 2s. A policy that may evict keys without a TTL (allkeys-lru,
+// allkeys-lfu, allkeys-random) could evict a halt: New refuses it with an
+// *EvictionError unless Config.AllowEviction is set. When CONFIG GET is
+// refused (a managed Redis, an ACL without +config) or Redis does not
+// answer, New sends an Unchecked Warning and goes on. New adds a hook to
+// client (or to each node client of a Cluster or Ring) that notes new
+// connections, after which the State checks whether Redis restarted.
 //
 // Errors: a *PrefixError for an unusable Config.Prefix; an error wrapping
 // ErrClientTimeouts when client is one of go-redis's clients whose socket
 // I/O ignores the context deadline (create it with
 // ContextTimeoutEnabled: true, or with ReadTimeout and WriteTimeout no
 // longer than Config.Timeout), since Config.Timeout could then not bound a
-// call; an error for a nil client.
+// call; an *EvictionError (errors.Is ErrEvicting); an error for a nil
+// client.
 func New(client redis.UniversalClient, cfg Config) (*State, error) {
 	if client == nil {
 		return nil, errors.New("redisstore: nil client")
@@ -99,7 +119,12 @@ func New(client redis.UniversalClient, cfg Config) (*State, error) {
 	if err := checkClient(client, set.cfg.Timeout); err != nil {
 		return nil, err
 	}
-	return &State{client: client, set: set, prefix: set.cfg.Prefix, sc: newScripts()}, nil
+	s := &State{client: client, set: set, prefix: set.cfg.Prefix, sc: newScripts()}
+	s.hook()
+	if err := s.inspect(); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // checkClient reports a go-redis client whose calls Timeout cannot bound.
@@ -185,13 +210,18 @@ func (s *State) Admit(ctx context.Context, host string) (hoststate.Admission, er
 	}
 	switch {
 	case v[0] == 0 && len(v) == 5:
-		s.forget(host)
-		return hoststate.Admission{
+		a := hoststate.Admission{
 			Wait:       time.Duration(v[1]) * time.Microsecond,
 			Probe:      v[2] == 1,
 			Generation: uint64(v[3]),
 			Epoch:      uint64(v[4]),
-		}, nil
+		}
+		if s.nKnown.Load() > 0 {
+			if since, ok := s.knownHalt(host); ok {
+				return s.recheck(ctx, host, since, a)
+			}
+		}
+		return a, nil
 	case v[0] == 1:
 		since := micros(v[1])
 		s.remember(host, since)
@@ -314,7 +344,7 @@ type redisErr struct{ error }
 // when ctx ended, *CorruptError, *ScriptError, or redisErr.
 func (s *State) call(ctx context.Context, op string, sc *redis.Script, k keys, args []any) (any, error) {
 	rctx, cancel := context.WithTimeout(ctx, s.set.cfg.Timeout)
-	reply, err := sc.Run(rctx, s.client, []string{k.state, k.halt}, args...).Result()
+	reply, err := sc.Run(rctx, s.client, []string{k.state, k.halt, k.resumed}, args...).Result()
 	cancel()
 	if err == nil {
 		return reply, nil
@@ -334,6 +364,9 @@ func (s *State) exec(ctx context.Context, op string, sc *redis.Script, k keys, a
 	local, try := s.route()
 	if local != nil && !try {
 		return nil, local, nil
+	}
+	if !try && s.checkDue() {
+		s.check(ctx, op)
 	}
 	halts := 0
 	if try {

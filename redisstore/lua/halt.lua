@@ -1,21 +1,26 @@
--- halt: write back a halt known while Redis was unreachable. It stands
--- alone, without the prelude, so that nothing but a halt key of another
--- type stops it: a corrupt state hash does not lose the halt.
+-- halt: write back a halt this State knows (made locally during an outage,
+-- or seen in Redis before it may have lost its data). It stands alone,
+-- without the prelude, so that nothing but a key of another type stops
+-- it: a corrupt state hash does not lose the halt.
 --
--- KEYS[1] the host's state hash, KEYS[2] its halt key.
+-- KEYS[1] the host's state hash, KEYS[2] its halt key, KEYS[3] its resume
+-- key (when the host was last resumed, microseconds).
 -- ARGV[1] when the halt began (microseconds).
--- ARGV[2] "local": a halt made during the outage, written unless the host
---         is halted already; "lost": a halt seen in Redis before the
---         outage, written only when Redis holds no key of the host at all
---         (it lost its data), so that a Resume made meanwhile stands.
--- Returns 1 when this call halted the host.
+-- Returns 1 when this call halted the host, 0 when it was halted already,
+-- -1 when it was resumed at or after the halt began (the halt is not
+-- written: an operator's Resume stands).
 
 local v = redis.pcall('GET', KEYS[2])
 if type(v) == 'table' and v.err then
   return redis.error_reply('EGRESSKIT_CORRUPT halt wrongtype')
 end
 if v then return 0 end
-if ARGV[2] ~= 'local' and redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+local r = redis.pcall('GET', KEYS[3])
+if type(r) == 'table' and r.err then
+  return redis.error_reply('EGRESSKIT_CORRUPT resumed wrongtype')
+end
+r = tonumber(r or '')
+if r and r >= tonumber(ARGV[1]) then return -1 end
 redis.call('SET', KEYS[2], ARGV[1])
 -- A halted host keeps its breaker, as in memory.
 redis.call('PERSIST', KEYS[1])

@@ -2,15 +2,22 @@
 -- alone, without the prelude, so that a corrupt state hash cannot keep an
 -- operator from lifting a halt: only a halt key of another type stops it.
 --
--- KEYS and ARGV as for the prelude (common.lua); it reads ARGV[1] (now),
--- ARGV[5] and ARGV[14] (the idle TTLs).
+-- KEYS[1] and KEYS[2] as for the prelude (common.lua), KEYS[3] the
+-- host's resume key; it reads ARGV[1] (now), ARGV[5] and ARGV[14] (the
+-- idle TTLs).
 -- Returns 1 when the host was halted.
+--
+-- The resume key keeps when the host was resumed (no TTL), whether or not
+-- it was halted here: a worker that still remembers an older halt (Redis
+-- may have lost it) then knows not to write it back.
 
 local S, H = KEYS[1], KEYS[2]
 local v = redis.pcall('GET', H)
 if type(v) == 'table' and v.err then
   return redis.error_reply('EGRESSKIT_CORRUPT halt wrongtype')
 end
+-- now: see clock.lua, prepended to this script.
+redis.call('SET', KEYS[3], string.format('%d', now))
 if not v then return 0 end
 redis.call('DEL', H)
 
@@ -19,7 +26,6 @@ redis.call('DEL', H)
 -- (the scripts forget idle parts by the exact rules; this expiry is only
 -- never earlier than those).
 if redis.call('TYPE', S).ok ~= 'hash' then return 1 end
--- now: see clock.lua, prepended to this script.
 if redis.call('HEXISTS', S, 'bu') == 1 then
   redis.call('HSET', S, 'bu', string.format('%d', now))
 end
