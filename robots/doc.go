@@ -26,7 +26,12 @@
 // Allow wins a tie; "*" and a final "$" are wildcards; /robots.txt is always
 // allowed. Lines are tokenised by github.com/jimsmart/grobotstxt, a port of
 // Google's parser, and compiled once per fetch into a matcher for one agent,
-// so a check does not re-read the file.
+// so a check does not re-read the file. Answers differ from grobotstxt's
+// own matcher only where this package follows RFC 9309 or Google's C++
+// parser more closely: /robots.txt is always allowed; percent-encodings
+// compare without regard to the case of their hex digits; a product token
+// is letters, '_' and '-' only (so "User-agent: FooBot2" names FooBot); and
+// "*" names every agent only alone or followed by a space or tab.
 //
 // Crawl-delay is not part of RFC 9309 but widely used; a Decision reports it,
 // sanitised and clamped to Config.MaxCrawlDelay (60 s by default), so that

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/jimsmart/grobotstxt"
 
@@ -214,30 +215,47 @@ func TestMatchesGoogleParser(t *testing.T) {
 }
 
 // FuzzParse checks that no input panics Parse or Allowed, that /robots.txt
-// stays allowed, that answers are stable and that Crawl-delay is sane.
+// stays allowed, that Crawl-delay is sane, and that Allowed answers as
+// Google's parser (grobotstxt) does on the same file and URL, except in the
+// documented cases listed in googleDifference. The file is body followed by
+// lines built from recipe (see grammarFile), so that the fuzzer reaches
+// well-formed groups and rules quickly as well as arbitrary bytes.
 func FuzzParse(f *testing.F) {
 	for _, s := range []string{
 		"", "User-agent: *\nDisallow: /\n", "\xEF\xBB\xBFUser-agent: *\r\nDisallow: /a*b$\r\n",
 		"User-agent: FooBot\rAllow: /index.html\rDisallow: /\r", "user-agent FooBot\ndisallow /\n",
 		"User-agent: *\nCrawl-delay: 1e9\nCrawl-delay: -1\nCrawl-delay: abc\n", "\x00\xff\xfe:\n:",
 		"User-agent: *\nDisallow: /" + strings.Repeat("a", 20000) + "\n",
+		"User-agent: FooBot\nDisallow: /a\nAllow: /a/b\nUser-agent: *\nDisallow: /\n",
+		"User-agent: *\nDisallow: /a*b$\nAllow: /a/*.html\n",
+		"User-agent: FooBot2\nDisallow: /\n", "User-agent: *\vx\nDisallow: /\n",
+		"User-agent: *\nDisallow: /%2F\nDisallow: /robots.txt\n",
 	} {
-		f.Add([]byte(s), "/a/b?c=d")
+		f.Add([]byte(s), "a/b?c=d", []byte{})
 	}
-	f.Fuzz(func(t *testing.T, body []byte, path string) {
+	f.Add([]byte("User-agent: *\nDisallow: /%2F\n"), "%2f", []byte{})
+	f.Add([]byte("User-agent: *\nDisallow: /robots.txt\n"), "robots.txt", []byte{})
+	f.Add([]byte{}, "", []byte{0, 0, 1, 0, 1, 3, 1, 1, 1, 3}) // Allow and Disallow of equal length
+	f.Add([]byte{}, "a/b", []byte{0, 1, 5, 2, 3, 6, 4, 1, 7, 3, 6})
+	f.Add([]byte{}, "b/index.html", []byte{1, 1, 5, 0, 8, 6, 3, 1, 9, 2, 2, 0, 4})
+	f.Fuzz(func(t *testing.T, body []byte, path string, recipe []byte) {
+		lines, prefix := grammarFile(recipe)
+		body = append(body, lines...)
 		r := robots.Parse(body, "FooBot")
 		if !r.Allowed(&url.URL{Path: "/robots.txt"}) {
 			t.Fatalf("Parse(%q) disallows /robots.txt", body)
 		}
-		u, err := url.Parse("http://example.com/" + path)
+		if d, ok := r.CrawlDelay(); d < 0 || d > 24*time.Hour || ok != (d > 0) {
+			t.Fatalf("CrawlDelay() = %v, %v", d, ok)
+		}
+		u, err := url.Parse("http://example.com/" + strings.TrimPrefix(prefix, "/") + path)
 		if err != nil {
 			return
 		}
-		if a, b := r.Allowed(u), r.Allowed(u); a != b {
-			t.Fatalf("Allowed(%q) not stable: %v then %v", path, a, b)
-		}
-		if d, ok := r.CrawlDelay(); d < 0 || d > 24*time.Hour || ok != (d > 0) {
-			t.Fatalf("CrawlDelay() = %v, %v", d, ok)
+		got := r.Allowed(u)
+		want := grobotstxt.AgentAllowed(string(body), "FooBot", u.String())
+		if got != want && !googleDifference(string(body), u) {
+			t.Fatalf("Parse(%q).Allowed(%q) = %v, grobotstxt says %v", body, u.String(), got, want)
 		}
 	})
 }
@@ -272,3 +290,113 @@ func BenchmarkParse(b *testing.B) {
 		robots.Parse(body, "FooBot")
 	}
 }
+
+// grammarFile turns recipe into robots.txt lines: each line takes one byte
+// for its kind and one byte per piece of its value, drawn from small
+// vocabularies of agents, keys and path pieces. It also returns the last
+// rule's value without wildcards, a path prefix that rules of the file
+// are likely to match.
+func grammarFile(recipe []byte) (lines []byte, prefix string) {
+	agents := []string{"*", "FooBot", "foobot", "BarBot", "FooBot/1.0", "* extra", "Foo Bot", "FooBot2"}
+	keys := []string{"Allow", "Disallow", "allow", "DISALLOW", "Disalow", "Crawl-delay", "Sitemap"}
+	pieces := []string{"/", "a", "b", "/a", "/b/", "*", "$", ".", "?", "=", "index.html", "%2F", "%2f", "ü", "%C3%BC"}
+	ends := []string{"\n", "\r\n", "\r"}
+	next := func() int {
+		if len(recipe) == 0 {
+			return 0
+		}
+		b := int(recipe[0])
+		recipe = recipe[1:]
+		return b
+	}
+	var out []byte
+	for len(recipe) > 0 {
+		kind := next()
+		switch kind % 4 {
+		case 0:
+			out = append(out, "User-agent: "+agents[next()%len(agents)]...)
+		default:
+			out = append(out, keys[next()%len(keys)]+": "...)
+			var v strings.Builder
+			for range next() % 5 {
+				v.WriteString(pieces[next()%len(pieces)])
+			}
+			out = append(out, v.String()...)
+			prefix = strings.NewReplacer("*", "", "$", "").Replace(v.String())
+		}
+		out = append(out, ends[(kind/4)%len(ends)]...)
+	}
+	return out, prefix
+}
+
+// googleDifference reports whether body and u fall in one of the cases in
+// which Parse/Allowed answers differently from grobotstxt on purpose (the
+// package documentation lists them):
+//
+//   - /robots.txt itself is always allowed (RFC 9309 section 2.2.2);
+//     grobotstxt matches it like any path.
+//   - Percent-encodings are compared without regard to the case of their
+//     hex digits (RFC 3986 section 6.2.2.1): "/%2f" matches "Disallow: /%2F".
+//     grobotstxt upper-cases the pattern's but not the URL's.
+//   - A user-agent line's product token is its leading run of letters, '_'
+//     and '-' (RFC 9309 section 2.2.1, as in Google's C++ parser), so
+//     "User-agent: FooBot2" names FooBot; grobotstxt also takes digits and
+//     ~#$%'*+.^`| into the token.
+//   - "*" followed by a space or a tab names every agent; grobotstxt also
+//     accepts any byte that unicode.IsSpace calls a space (\v, \f, 0x85,
+//     0xA0).
+func googleDifference(body string, u *url.URL) bool {
+	if u.EscapedPath() == "/robots.txt" {
+		return true
+	}
+	if lowerHexEscape(u.EscapedPath()) || lowerHexEscape(u.RawQuery) {
+		return true
+	}
+	var agents agentLines
+	grobotstxt.Parse(body, &agents)
+	for _, v := range agents {
+		if len(v) > 1 && v[0] == '*' && v[1] != ' ' && v[1] != '\t' && unicode.IsSpace(rune(v[1])) {
+			return true
+		}
+		n := len("FooBot")
+		if len(v) > n && strings.EqualFold(v[:n], "FooBot") && isGoogleTokenByte(v[n]) &&
+			!('a' <= v[n]|0x20 && v[n]|0x20 <= 'z' || v[n] == '_' || v[n] == '-') {
+			return true
+		}
+	}
+	return false
+}
+
+// lowerHexEscape reports whether s holds a percent-encoding written with a
+// lower-case hex digit.
+func lowerHexEscape(s string) bool {
+	for i := 0; i+2 < len(s); i++ {
+		if s[i] == '%' && isHexDigit(s[i+1]) && isHexDigit(s[i+2]) &&
+			('a' <= s[i+1] && s[i+1] <= 'f' || 'a' <= s[i+2] && s[i+2] <= 'f') {
+			return true
+		}
+	}
+	return false
+}
+
+func isHexDigit(b byte) bool {
+	return '0' <= b && b <= '9' || 'a' <= b && b <= 'f' || 'A' <= b && b <= 'F'
+}
+
+// isGoogleTokenByte reports whether grobotstxt counts b as part of an agent
+// token: letters, digits and ~#$%'*+-.^_`|.
+func isGoogleTokenByte(b byte) bool {
+	return '0' <= b && b <= '9' || 'a' <= b|0x20 && b|0x20 <= 'z' || strings.IndexByte("~#$%'*+-.^_`|", b) >= 0
+}
+
+// agentLines collects the values of a robots.txt's user-agent lines as
+// Google's tokeniser reads them.
+type agentLines []string
+
+func (a *agentLines) HandleUserAgent(_ int, v string)         { *a = append(*a, v) }
+func (a *agentLines) HandleRobotsStart()                      {}
+func (a *agentLines) HandleRobotsEnd()                        {}
+func (a *agentLines) HandleAllow(int, string)                 {}
+func (a *agentLines) HandleDisallow(int, string)              {}
+func (a *agentLines) HandleSitemap(int, string)               {}
+func (a *agentLines) HandleUnknownAction(int, string, string) {}
