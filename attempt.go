@@ -257,7 +257,7 @@ func (a *attempts) observe(ctx context.Context, req *http.Request, key string, s
 		e.Breaker = eff.To.String()
 	}
 	if choice != nil {
-		e.Egress, e.EgressReason = choice.EndpointID, string(choice.Reason)
+		e.Egress, e.EgressReason, e.EgressRule = choice.EndpointID, string(choice.Reason), choice.Rule
 	}
 	if err != nil {
 		e.Err = t.cfg.Redactor.RedactError(err)

@@ -145,7 +145,8 @@ func NewAudit(cfg AuditConfig) (*Audit, error) {
 }
 
 // Observe records an "attempt" line: host, method, attempt, final, status,
-// outcome, markers, egress, egress_reason and breaker. The URL and the
+// outcome, markers, egress, egress_reason, egress_rule (when a rule
+// governs the host) and breaker. The URL and the
 // error text are not recorded. A write error is kept and reported by Err.
 func (a *Audit) Observe(_ context.Context, e *Event) {
 	a.mu.Lock()
@@ -163,6 +164,9 @@ func (a *Audit) Observe(_ context.Context, e *Event) {
 	a.line.strs("markers", e.Markers)
 	a.line.str("egress", e.Egress)
 	a.line.str("egress_reason", e.EgressReason)
+	if e.EgressRule != "" {
+		a.line.str("egress_rule", e.EgressRule)
+	}
 	a.line.str("breaker", e.Breaker)
 	_ = a.writeLocked()
 }

@@ -40,6 +40,9 @@ type Event struct {
 	Egress string
 	// EgressReason says why that endpoint was chosen (a short fixed word).
 	EgressReason string
+	// EgressRule names the egress rule that decided which endpoints were
+	// eligible for the host, "" when no rule governs it.
+	EgressRule string
 	// Breaker is the host's breaker state when the attempt was admitted:
 	// "closed", "half-open", "open", "halted", or "" when unknown.
 	Breaker string

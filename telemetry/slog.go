@@ -23,6 +23,7 @@ const (
 	AttrMarkers      = "markers"
 	AttrEgress       = "egress"
 	AttrEgressReason = "egress_reason"
+	AttrEgressRule   = "egress_rule" // only when a rule governs the host
 	AttrBreaker      = "breaker"
 	AttrWait         = "wait"
 	AttrDuration     = "duration"
@@ -120,6 +121,9 @@ func (s *Slog) Observe(ctx context.Context, e *Event) {
 		slog.Duration(AttrDuration, e.Duration),
 		slog.String(AttrError, RedactString(e.Err)),
 	)
+	if e.EgressRule != "" {
+		r.AddAttrs(slog.String(AttrEgressRule, e.EgressRule))
+	}
 	_ = s.h.Handle(ctx, r)
 }
 
