@@ -20,10 +20,10 @@ import (
 	"github.com/egresskit/egresskit/telemetry"
 )
 
-// attempts is the per-attempt layer under retry: it admits the attempt
+// gatedSender is the per-attempt layer under retry: it admits the attempt
 // (halt, breaker, token), waits, sends it through egress and classify, and
 // feeds the one Result back into the host's state and to the observers.
-type attempts struct {
+type gatedSender struct {
 	t    *Transport
 	next http.RoundTripper // classify over egress or base
 }
@@ -32,7 +32,7 @@ type attempts struct {
 // that the outcome of a sent attempt is never lost to a cancellation.
 const stateTimeout = 2 * time.Second
 
-func (a *attempts) RoundTrip(req *http.Request) (*http.Response, error) {
+func (a *gatedSender) RoundTrip(req *http.Request) (*http.Response, error) {
 	t := a.t
 	ctx := req.Context()
 	key, err := hostkey.Of(req.URL, t.cfg.HostKey)
@@ -126,7 +126,7 @@ func (t *Transport) settle(ctx context.Context, key string, adm hoststate.Admiss
 		switch {
 		case st.Halted:
 			return adm, true, &breaker.HaltError{Host: key, Since: st.HaltedAt}
-		case st.Breaker == hoststate.Open && !adm.Probe:
+		case st.Breaker == breaker.Open && !adm.Probe:
 			return adm, true, &breaker.OpenError{Host: key, Until: st.OpenUntil}
 		case st.Epoch != adm.Epoch:
 			t.record(ctx, key, adm, readmitted)
@@ -200,14 +200,14 @@ func (t *Transport) escalate(key string, req *http.Request, resp *http.Response,
 		Suspected: suspected,
 	}
 	if resp != nil {
-		e.BodyHead = bodyHead(resp, r, 1024)
+		e.BodyHead = bodyHead(resp, 1024)
 	}
 	t.cfg.OnEscalate(e)
 }
 
 // bodyHead returns up to n leading bytes of resp's body and puts them back
 // in front of the rest, so that the caller still reads the whole body.
-func bodyHead(resp *http.Response, r classify.Result, n int) []byte {
+func bodyHead(resp *http.Response, n int) []byte {
 	if resp.Body == nil || resp.Body == http.NoBody {
 		return nil
 	}
@@ -215,10 +215,10 @@ func bodyHead(resp *http.Response, r classify.Result, n int) []byte {
 	k, _ := io.ReadFull(resp.Body, buf)
 	buf = buf[:k]
 	rest := resp.Body
-	resp.Body = classify.WithResult(struct {
+	resp.Body = struct {
 		io.Reader
 		io.Closer
-	}{io.MultiReader(bytes.NewReader(buf), rest), rest}, r)
+	}{io.MultiReader(bytes.NewReader(buf), rest), rest}
 	return bytes.Clone(buf)
 }
 
@@ -226,7 +226,7 @@ func bodyHead(resp *http.Response, r classify.Result, n int) []byte {
 // of attempt n is delivered when attempt n+1 starts (not final) or when the
 // request returns (final), so Final is exact without guessing the retry
 // decision.
-func (a *attempts) observe(ctx context.Context, req *http.Request, key string, start time.Time, wait, took time.Duration,
+func (a *gatedSender) observe(ctx context.Context, req *http.Request, key string, start time.Time, wait, took time.Duration,
 	r classify.Result, adm hoststate.Admission, eff hoststate.Effect, choice *egress.Choice, err error) {
 	t := a.t
 	if len(t.observers) == 0 {
@@ -252,7 +252,7 @@ func (a *attempts) observe(ctx context.Context, req *http.Request, key string, s
 	case errors.Is(err, breaker.ErrHalted) || eff.Halted:
 		e.Breaker = "halted"
 	case errors.Is(err, breaker.ErrOpen):
-		e.Breaker = hoststate.Open.String()
+		e.Breaker = breaker.Open.String()
 	default:
 		e.Breaker = eff.To.String()
 	}

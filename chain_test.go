@@ -337,7 +337,7 @@ func TestBreakerOpensAndRecovers(t *testing.T) {
 					t.Errorf("server saw %d requests, want 8 (the 9th never sent)", got)
 				}
 				after, _ := chain.State(context.Background(), "down.test")
-				if before.Breaker != hoststate.Closed && after.Breaker != hoststate.Open {
+				if before.Breaker != breaker.Closed && after.Breaker != breaker.Open {
 					t.Errorf("breaker state %v, want open", after.Breaker)
 				}
 				// The refused request took no token: 12 more requests fit
@@ -350,11 +350,11 @@ func TestBreakerOpensAndRecovers(t *testing.T) {
 				}
 				st, _ := chain.State(context.Background(), "down.test")
 				if probeOK {
-					if status != 200 || st.Breaker != hoststate.Closed {
+					if status != 200 || st.Breaker != breaker.Closed {
 						t.Errorf("successful probe: status %d, breaker %v; want 200, closed", status, st.Breaker)
 					}
 				} else {
-					if st.Breaker != hoststate.Open {
+					if st.Breaker != breaker.Open {
 						t.Errorf("failed probe: breaker %v, want open", st.Breaker)
 					}
 					if _, err := get(c, "http://down.test/again"); !errors.Is(err, breaker.ErrOpen) {

@@ -195,8 +195,7 @@ func New(cfg Config) *Transport {
 	}
 	t.send, t.base = send, base
 	inner := classify.NewTransport(send, classify.New(t.cfg.Classify))
-	a := &attempts{t: t, next: inner}
-	t.retry = retry.New(a, cfg.Retry)
+	t.retry = retry.New(&gatedSender{t: t, next: inner}, cfg.Retry)
 	return t
 }
 
@@ -243,14 +242,6 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if p != nil {
 		p.flush(ctx, t.observers)
 	}
-	if resp != nil && resp.Request != nil {
-		// http.Client wraps the body when it has a Timeout, hiding the
-		// Result the body carries; keep a failure's Result findable
-		// through resp.Request too (Halted, classify.Of).
-		if r := classify.Of(resp, nil); r.Outcome != classify.OK {
-			resp.Request = resp.Request.WithContext(classify.ContextWithResult(resp.Request.Context(), r))
-		}
-	}
 	return resp, err
 }
 
@@ -294,7 +285,9 @@ func (t *Transport) HostKey(rawURL string) (string, error) {
 }
 
 // Halted reports whether resp is a refusal that halted (or found halted)
-// its host: its classification is classify.Refused.
+// its host: its classification (classify.Of) is classify.Refused. It reads
+// the Result the chain attached to resp, so it holds whatever wraps
+// resp.Body (http.Client does when it has a Timeout).
 func Halted(resp *http.Response) bool {
 	return resp != nil && classify.Of(resp, nil).Outcome == classify.Refused
 }

@@ -7,16 +7,17 @@ import (
 	"sync"
 )
 
-// body is the response body the classifier attaches. It carries the Result
-// and hands out the peeked head, if any, before the rest of the original
-// body, so the caller receives every byte exactly once and in order.
+// body is the response body the classifier installs when it peeked at the
+// original body: it hands out the peeked head before the rest of the
+// original body, so the caller receives every byte exactly once and in
+// order. It carries no Result: an attempt's Result lives with its response
+// (see Of).
 //
 // Read and WriteTo are meant for one reader at a time, as with any body;
 // Close may be called concurrently with them.
 type body struct {
-	rc  io.ReadCloser // the original body; nil when there was none
-	res Result
-	p   *peek // the peeked head; nil when the body was not inspected
+	rc io.ReadCloser // the original body
+	p  *peek         // the peeked head
 }
 
 // peek is the state of an inspected body.
@@ -33,26 +34,9 @@ type peek struct {
 	closed bool       // Close was called
 }
 
-// peekedBody allocates a body and its peek state together.
-type peekedBody struct {
-	body
-	peek
-}
-
-// rwBody is the body of a 101 Switching Protocols response, which net/http
-// makes an io.ReadWriteCloser (the upgraded connection); it stays one.
-type rwBody struct {
-	body
-	w io.Writer
-}
-
-// Write writes to the upgraded connection.
-func (b *rwBody) Write(p []byte) (int, error) { return b.w.Write(p) }
-
 var (
-	_ io.ReadCloser      = (*body)(nil)
-	_ io.WriterTo        = (*body)(nil)
-	_ io.ReadWriteCloser = (*rwBody)(nil)
+	_ io.ReadCloser = (*body)(nil)
+	_ io.WriterTo   = (*body)(nil)
 )
 
 // Read hands out the peeked head, then reads the original body.
@@ -152,44 +136,6 @@ func (pk *peek) releaseLocked() {
 		pk.pool.Put(pk.buf)
 		pk.buf = nil
 	}
-}
-
-// WithResult returns rc wrapped so that Of reports r for a response that
-// carries it. A layer that replaces a classified response's body (to
-// decompress it, count it, limit it) wraps its new body with
-// WithResult(newBody, Of(resp, nil)) to keep the classification visible.
-// A nil rc reads as empty.
-//
-// Alternatively, a wrapping body may implement
-//
-//	Unwrap() io.ReadCloser
-//
-// returning the body it wraps; Of follows such chains (up to 16 deep).
-func WithResult(rc io.ReadCloser, r Result) io.ReadCloser {
-	return &body{rc: rc, res: r}
-}
-
-// attached returns the Result carried by rc, following Unwrap chains.
-func attached(rc io.ReadCloser) (Result, bool) {
-	for range 16 {
-		switch b := rc.(type) {
-		case *body:
-			if b == nil {
-				return Result{}, false
-			}
-			return b.res, true
-		case *rwBody:
-			if b == nil {
-				return Result{}, false
-			}
-			return b.res, true
-		case interface{ Unwrap() io.ReadCloser }:
-			rc = b.Unwrap()
-		default:
-			return Result{}, false
-		}
-	}
-	return Result{}, false
 }
 
 // maxEmptyReads bounds consecutive (0, nil) reads, as bufio does.

@@ -90,9 +90,12 @@ func New(cfg Config) *Classifier {
 // Classify classifies one attempt: err when it is not nil, else resp.
 //
 // For a response, Classify inspects the status, the headers and, when
-// useful, the first PeekSize bytes of the body, then replaces resp.Body with
-// a body that carries the Result (see Of) and yields the complete original
-// body, byte for byte, whether it is read with Read or io.Copy. A body is
+// useful, the first PeekSize bytes of the body, and attaches the Result to
+// resp: resp.Request becomes a shallow copy of itself (an empty request when
+// it is nil) whose context carries the Result, where Of finds it. A body
+// that was inspected is replaced by one that yields the complete original
+// body, byte for byte, whether it is read with Read or io.Copy; a body that
+// was not inspected is left as it is. A body is
 // inspected when a marker could match it, or the agent token could (a 401
 // or 403), given its Content-Type: markers read HTML (text/html,
 // application/xhtml+xml), JSON for the markers that allow it, and untyped
@@ -110,7 +113,6 @@ func New(cfg Config) *Classifier {
 // while the body is being read, the body is closed so that even a body
 // that ignores its context cannot hold the caller. Peek buffers are pooled
 // and go back to the pool once the head has been read or the body closed.
-// A 101 Switching Protocols body stays an io.ReadWriteCloser.
 //
 // The rules, first match wins:
 //
@@ -166,18 +168,22 @@ func (c *Classifier) Classify(resp *http.Response, err error) Result {
 	if resp == nil {
 		return noResponse
 	}
-	return c.classifyResponse(ctx, resp, true)
+	return c.classifyResponse(nil, resp)
 }
 
 var noResponse = Result{Outcome: Transient, Reason: "no response"}
 
-// Of returns the Result of an attempt made through a Transport: the one
-// carried by an error wrapping *Error, else the one carried by resp.Body
-// (directly, through WithResult, or along an Unwrap() io.ReadCloser chain),
-// else the one carried by resp.Request's context (ContextWithResult).
-// When neither carries one, Of classifies (resp, err) with the default
-// Classifier without reading the body, so body markers and the agent token
-// cannot match.
+// Of returns the Result of an attempt made through a Transport (or passed
+// to Classify): the one carried by an error wrapping *Error, else the one
+// attached to resp (see Classify). When neither carries one, Of classifies
+// (resp, err) with the default Classifier without reading the body, so
+// body markers and the agent token cannot match.
+//
+// A response's Result lives in one place: the context of the request that
+// Classify sets as resp.Request. It survives anything that wraps or
+// replaces resp.Body (http.Client does when it has a Timeout). A layer that
+// replaces resp.Request itself keeps the Result only if the new request has
+// the same context (as req.Clone(resp.Request.Context()) does).
 func Of(resp *http.Response, err error) Result {
 	if err != nil {
 		if ce, ok := errorsAsError(err); ok {
@@ -189,45 +195,68 @@ func Of(resp *http.Response, err error) Result {
 	if resp == nil {
 		return noResponse
 	}
-	if r, ok := attached(resp.Body); ok {
-		return r
-	}
-	if resp.Request != nil {
-		if r, ok := resp.Request.Context().Value(resultKey{}).(Result); ok {
-			return r
-		}
+	if o := outcomeOf(resp); o != nil {
+		return o.r
 	}
 	//lint:ignore SA1012 a nil context means "the request's context is unknown"
-	return defaultClassifier.classifyResponse(nil, resp, false)
+	return defaultClassifier.decide(nil, resp, nil, kindOther, nil, false)
 }
 
-type resultKey struct{}
-
-// ContextWithResult returns a copy of ctx carrying r. A layer that hands a
-// response to code which may wrap its body (http.Client does, when it has a
-// Timeout) sets resp.Request to a request with such a context, so that Of
-// still finds the Result once the body no longer carries it.
-func ContextWithResult(ctx context.Context, r Result) context.Context {
-	return context.WithValue(ctx, resultKey{}, r)
+// outcome is the home of a response's Result: the context of the request
+// the classifier sets as resp.Request. It is found by its type, so only the
+// response it was attached to carries it; a context derived from it does
+// not.
+type outcome struct {
+	context.Context // the attempt request's context
+	r               Result
 }
 
-// classifyResponse classifies resp. With inspect set it peeks at the body
-// when useful and attaches the Result to resp.Body.
-func (c *Classifier) classifyResponse(ctx context.Context, resp *http.Response, inspect bool) Result {
-	if !inspect {
-		return c.decide(ctx, resp, nil, kindOther, nil, false)
+// peekedOutcome allocates an outcome with the body and peek state of an
+// inspected response together.
+type peekedOutcome struct {
+	outcome
+	body
+	peek
+}
+
+// outcomeOf returns the outcome attached to resp, or nil.
+func outcomeOf(resp *http.Response) *outcome {
+	if resp.Request == nil {
+		return nil
 	}
-	if resp.StatusCode == http.StatusSwitchingProtocols {
-		// net/http hands out the upgraded connection as an
-		// io.ReadWriteCloser body; keep it writable. 1xx is never peeked.
-		if rw, ok := resp.Body.(io.ReadWriteCloser); ok {
-			r := c.decide(ctx, resp, nil, kindOther, nil, false)
-			resp.Body = &rwBody{body: body{rc: rw, res: r}, w: rw}
-			return r
+	o, _ := resp.Request.Context().(*outcome)
+	return o
+}
+
+// attach makes o the context of a copy of req that becomes resp.Request. A
+// nil req stands for resp.Request, and an empty request when that is nil.
+func attach(resp *http.Response, req *http.Request, o *outcome) {
+	if req == nil {
+		req = resp.Request
+		if req == nil {
+			req = new(http.Request)
 		}
 	}
+	parent := req.Context()
+	if prev, ok := parent.(*outcome); ok {
+		parent = prev.Context // a reclassification replaces the Result
+	}
+	o.Context = parent
+	resp.Request = req.WithContext(o)
+}
+
+// classifyResponse classifies resp, the response to req (nil: resp.Request),
+// peeking at the body when useful, and attaches the Result to resp.
+func (c *Classifier) classifyResponse(req *http.Request, resp *http.Response) Result {
+	if req == nil {
+		req = resp.Request
+	}
+	var ctx context.Context
+	if req != nil {
+		ctx = req.Context()
+	}
 	var (
-		b        *body
+		o        *outcome
 		folded   []byte // lower-cased (and decoded) body head; nil when not inspected
 		peekErr  error  // how a peek ended, when neither full nor at EOF
 		ctxEnded bool   // the request's context ended before or during the peek
@@ -236,14 +265,15 @@ func (c *Classifier) classifyResponse(ctx context.Context, resp *http.Response, 
 	peek, uninspected := c.shouldPeek(resp, resp.StatusCode, kind, enc)
 	switch {
 	case !peek:
-		b = &body{rc: resp.Body}
+		o = new(outcome)
 	case ctx != nil && ctx.Err() != nil:
-		b = &body{rc: resp.Body}
+		o = new(outcome)
 		ctxEnded = true
 	default:
-		pb := &peekedBody{}
-		b, pb.body.p, pb.peek.pool = &pb.body, &pb.peek, &c.heads
-		b.rc = resp.Body
+		po := &peekedOutcome{}
+		o = &po.outcome
+		b := &po.body
+		b.rc, b.p, po.peek.pool = resp.Body, &po.peek, &c.heads
 		if fp := c.peekHead(ctx, b.rc, b.p); fp != nil {
 			folded = c.foldHead(*fp, b.p.head, enc)
 			defer c.folds.Put(fp)
@@ -252,15 +282,18 @@ func (c *Classifier) classifyResponse(ctx context.Context, resp *http.Response, 
 			peekErr = err
 			ctxEnded = ctx != nil && ctx.Err() != nil
 		}
+		resp.Body = b
 	}
 	if kind == kindUnknown && folded != nil {
 		kind = sniffKind(folded)
 	}
-	r := c.decide(ctx, resp, folded, kind, peekErr, ctxEnded)
-	r.Uninspected = uninspected
-	b.res = r
-	resp.Body = b
-	return r
+	if resp.Body == nil {
+		resp.Body = http.NoBody // as http.Client does; the caller can always Close
+	}
+	o.r = c.decide(ctx, resp, folded, kind, peekErr, ctxEnded)
+	o.r.Uninspected = uninspected
+	attach(resp, req, o)
+	return o.r
 }
 
 // foldHead writes the lower-cased form of a peeked head into dst (at least

@@ -12,6 +12,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"slices"
@@ -515,18 +516,43 @@ func TestWriteToFailure(t *testing.T) {
 	}
 }
 
-func TestWithResult(t *testing.T) {
-	r := classify.Result{Outcome: classify.Throttled, Status: 429, RetryAfter: time.Second, Reason: "status 429"}
-	resp := &http.Response{StatusCode: 429, Header: http.Header{}, Body: classify.WithResult(io.NopCloser(strings.NewReader("x")), r)}
-	if got := classify.Of(resp, nil); !equalResult(got, r) {
-		t.Errorf("Of(WithResult) = %+v, want %+v", got, r)
+// TestOfOneHome: the Result lives with the response, through
+// resp.Request: it survives a wrapped or replaced body, is not inherited by
+// a request derived from the response's context, and a response that was
+// never classified is classified without reading its body.
+func TestOfOneHome(t *testing.T) {
+	req := httptest.NewRequest("GET", "http://a.example/", nil)
+	resp := &http.Response{StatusCode: 200, Header: hdr("Content-Type", "text/html"), Body: io.NopCloser(strings.NewReader(cloudflarePage)), Request: req}
+	r := classify.New(classify.Config{}).Classify(resp, nil)
+	if r.Outcome != classify.Refused {
+		t.Fatalf("Classify(200 challenge) = %v, want refused", r.Outcome)
 	}
-	resp.Body = unwrapper{resp.Body}
-	if got := classify.Of(resp, nil); !equalResult(got, r) {
-		t.Errorf("Of(Unwrap chain) = %+v, want %+v", got, r)
+	if resp.Request == req || resp.Request.URL != req.URL || req.Context() != context.Background() {
+		t.Errorf("resp.Request must be a shallow copy of the caller's request, which stays unchanged")
 	}
-	if b, err := io.ReadAll(resp.Body); string(b) != "x" || err != nil {
-		t.Errorf("ReadAll = %q, %v, want %q", b, err, "x")
+	// A layer (http.Client with a Timeout, a decompressor) wraps the body.
+	resp.Body = struct{ io.ReadCloser }{resp.Body}
+	if got := classify.Of(resp, nil); !equalResult(got, r) {
+		t.Errorf("Of(wrapped body) = %+v, want %+v", got, r)
+	}
+	if b, err := io.ReadAll(resp.Body); string(b) != cloudflarePage || err != nil {
+		t.Errorf("ReadAll = %d bytes, %v; want the whole page", len(b), err)
+	}
+	// A response whose request context merely descends from a classified
+	// one carries nothing.
+	ctx, cancel := context.WithCancel(resp.Request.Context())
+	defer cancel()
+	derived := &http.Response{StatusCode: 200, Header: http.Header{}, Body: http.NoBody, Request: req.WithContext(ctx)}
+	if got := classify.Of(derived, nil); got.Outcome != classify.OK {
+		t.Errorf("Of(derived) = %v, want ok (no inherited Result)", got.Outcome)
+	}
+	// Reclassifying replaces the Result rather than stacking contexts.
+	prev := resp.Request.Context()
+	resp.StatusCode = 503
+	resp.Body = http.NoBody
+	classify.New(classify.Config{}).Classify(resp, nil)
+	if got := classify.Of(resp, nil); got.Outcome != classify.Transient || resp.Request.Context() == prev {
+		t.Errorf("Of(reclassified 503) = %v, want transient", got.Outcome)
 	}
 	// Without a carried result Of classifies without reading the body.
 	resp = &http.Response{StatusCode: 403, Header: http.Header{}, Body: io.NopCloser(strings.NewReader(pxPage))}
@@ -536,14 +562,7 @@ func TestWithResult(t *testing.T) {
 	if b, _ := io.ReadAll(resp.Body); string(b) != pxPage {
 		t.Errorf("Of consumed the body")
 	}
-	if b, err := io.ReadAll(classify.WithResult(nil, r)); len(b) != 0 || err != nil {
-		t.Errorf("ReadAll(WithResult(nil)) = %q, %v, want empty", b, err)
-	}
 }
-
-type unwrapper struct{ io.ReadCloser }
-
-func (u unwrapper) Unwrap() io.ReadCloser { return u.ReadCloser }
 
 func TestOutcomeString(t *testing.T) {
 	for o, want := range map[classify.Outcome]string{
@@ -576,7 +595,7 @@ func (c *rwc) Read(p []byte) (int, error)  { return c.in.Read(p) }
 func (c *rwc) Write(p []byte) (int, error) { return c.out.Write(p) }
 func (*rwc) Close() error                  { return nil }
 
-// TestSwitchingProtocols: a 101 body stays an io.ReadWriteCloser.
+// TestSwitchingProtocols: a 101 body stays the upgraded connection.
 func TestSwitchingProtocols(t *testing.T) {
 	conn := &rwc{in: strings.NewReader("hello")}
 	resp := &http.Response{StatusCode: 101, Header: hdr("Upgrade", "websocket"), Body: conn}

@@ -1,11 +1,12 @@
 package classify
 
 import (
+	"context"
 	"net/http"
 )
 
 // Transport is an http.RoundTripper that classifies every attempt exactly
-// once and attaches the Result: to a response by replacing its Body (see
+// once and attaches the Result: to a response through resp.Request (see
 // Classify and Of), to a failure by returning an *Error. The zero value
 // uses http.DefaultTransport and the default Classifier. It is safe for
 // concurrent use.
@@ -24,7 +25,7 @@ func NewTransport(next http.RoundTripper, c *Classifier) *Transport {
 }
 
 // RoundTrip sends req through the next RoundTripper and classifies the
-// outcome with the request's context (see Classify). A response whose body
+// outcome with the request's context (see Classify). A response that
 // already carries a Result (an inner Transport classified it) is returned
 // as it is. Errors are returned as *Error wrapping the next RoundTripper's
 // error; a nil request or URL yields ErrNilRequest and a next RoundTripper
@@ -57,9 +58,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if resp == nil {
 		return nil, &Error{Result: noResponse, Err: ErrNoResponse}
 	}
-	if _, ok := attached(resp.Body); ok {
-		return resp, nil
+	if o := outcomeOf(resp); o != nil && context.Context(o) != ctx {
+		return resp, nil // an inner Transport classified it
 	}
-	c.classifyResponse(ctx, resp, true)
+	c.classifyResponse(req, resp)
 	return resp, nil
 }

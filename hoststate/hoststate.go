@@ -9,6 +9,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/egresskit/egresskit/breaker"
 	"github.com/egresskit/egresskit/classify"
 	"github.com/egresskit/egresskit/ratelimit"
 )
@@ -83,33 +84,13 @@ type Effect struct {
 	Halted bool
 	// From and To are the breaker states before and after; equal when
 	// nothing changed.
-	From, To BreakerState
-}
-
-// BreakerState is the state of a host's circuit breaker.
-type BreakerState uint8
-
-// Breaker states.
-const (
-	Closed BreakerState = iota
-	HalfOpen
-	Open
-)
-
-var breakerNames = [...]string{"closed", "half-open", "open"}
-
-// String returns "closed", "half-open" or "open".
-func (s BreakerState) String() string {
-	if int(s) < len(breakerNames) {
-		return breakerNames[s]
-	}
-	return "unknown"
+	From, To breaker.State
 }
 
 // HostState is a snapshot of one host.
 type HostState struct {
 	Host    string
-	Breaker BreakerState
+	Breaker breaker.State
 	// Halted is true while the host is halted; HaltedAt is when.
 	Halted   bool
 	HaltedAt time.Time

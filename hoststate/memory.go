@@ -74,7 +74,7 @@ func (m *Memory) Record(_ context.Context, host string, a Admission, r classify.
 		br = throttledNeutral
 	}
 	b := m.breakers.Done(host, breaker.Ticket{Generation: a.Generation, Probe: a.Probe}, br)
-	return Effect{Halted: b.Halted, From: BreakerState(b.From), To: BreakerState(b.To)}, nil
+	return Effect{Halted: b.Halted, From: b.From, To: b.To}, nil
 }
 
 // throttledNeutral is what the breaker counts for a throttle that pacing
@@ -99,7 +99,7 @@ func (m *Memory) State(_ context.Context, host string) (HostState, error) {
 	l := m.limits.State(host)
 	return HostState{
 		Host:                host,
-		Breaker:             BreakerState(b.State),
+		Breaker:             b.State,
 		Halted:              b.Halted,
 		HaltedAt:            b.HaltedSince,
 		ConsecutiveFailures: b.ConsecutiveFailures,

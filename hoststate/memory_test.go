@@ -42,21 +42,10 @@ func TestScenarios(t *testing.T) {
 	hoststatetest.Run(t, memoryHarness)
 }
 
-func TestBreakerStateValues(t *testing.T) {
-	for _, tt := range []struct {
-		b breaker.State
-		h hoststate.BreakerState
-	}{{breaker.Closed, hoststate.Closed}, {breaker.HalfOpen, hoststate.HalfOpen}, {breaker.Open, hoststate.Open}} {
-		if hoststate.BreakerState(tt.b) != tt.h || tt.b.String() != tt.h.String() {
-			t.Errorf("breaker.%v converts to hoststate.%v, want %v", tt.b, hoststate.BreakerState(tt.b), tt.h)
-		}
-	}
-}
-
 func TestStateUnknownHost(t *testing.T) {
 	m := hoststate.NewMemory(hoststate.Config{})
 	st, err := m.State(context.Background(), "never.example")
-	want := hoststate.HostState{Host: "never.example", Breaker: hoststate.Closed, PerMinute: 60}
+	want := hoststate.HostState{Host: "never.example", Breaker: breaker.Closed, PerMinute: 60}
 	if err != nil || st != want {
 		t.Errorf("State(unknown) = %+v, %v; want %+v", st, err, want)
 	}

@@ -149,7 +149,7 @@ func TestFleetSharesBreaker(t *testing.T) {
 	}
 	for i, w := range fleet {
 		st, err := w.chain.State(ctx, o.host())
-		if err != nil || st.Breaker != hoststate.Open {
+		if err != nil || st.Breaker != breaker.Open {
 			t.Errorf("worker %d: State = %v, %v; want open", i, st.Breaker, err)
 		}
 	}

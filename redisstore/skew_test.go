@@ -63,7 +63,7 @@ func TestSkewedWorkersAgree(t *testing.T) {
 	a := mustState(t, addr, skewConfig(prefix, nil))
 	tripBreaker(t, a, 3)
 	stA, err := a.State(context.Background(), skewHost)
-	if err != nil || stA.Breaker != hoststate.Open {
+	if err != nil || stA.Breaker != breaker.Open {
 		t.Fatalf("worker A: State = %+v, %v; want open", stA, err)
 	}
 	if d := time.Until(stA.OpenUntil); d < 4*time.Minute || d > 6*time.Minute {
@@ -78,7 +78,7 @@ func TestSkewedWorkersAgree(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		stB, err := b.State(ctx, skewHost)
-		if err != nil || stB.Breaker != hoststate.Open || !stB.OpenUntil.Equal(stA.OpenUntil) {
+		if err != nil || stB.Breaker != breaker.Open || !stB.OpenUntil.Equal(stA.OpenUntil) {
 			t.Errorf("worker B: State = %v until %v, %v; want open until %v as A sees it", stB.Breaker, stB.OpenUntil, err, stA.OpenUntil)
 		}
 		_, err = b.Admit(ctx, skewHost)
@@ -110,7 +110,7 @@ func TestSkewedLocalClocksDisagree(t *testing.T) {
 	if errA != nil || errB != nil {
 		t.Fatal(errA, errB)
 	}
-	if stA.Breaker != hoststate.Open || stB.Breaker != hoststate.HalfOpen {
+	if stA.Breaker != breaker.Open || stB.Breaker != breaker.HalfOpen {
 		t.Errorf("with local clocks 7m apart: A sees %v, B sees %v; want open and half-open", stA.Breaker, stB.Breaker)
 	}
 }

@@ -257,7 +257,7 @@ func (s *State) Record(ctx context.Context, host string, a hoststate.Admission, 
 	if err != nil || v[0] > 2 || v[1] > 2 || v[0] < 0 || v[1] < 0 {
 		return hoststate.Effect{}, &ScriptError{Op: "record", Msg: "unexpected reply"}
 	}
-	eff := hoststate.Effect{Halted: v[2] == 1, From: hoststate.BreakerState(v[0]), To: hoststate.BreakerState(v[1])}
+	eff := hoststate.Effect{Halted: v[2] == 1, From: breaker.State(v[0]), To: breaker.State(v[1])}
 	if eff.Halted {
 		s.remember(host, micros(v[3]))
 	}
@@ -443,7 +443,7 @@ func decodeState(host string, reply any) (hoststate.HostState, error) {
 	}
 	return hoststate.HostState{
 		Host:                host,
-		Breaker:             hoststate.BreakerState(n[1]),
+		Breaker:             breaker.State(n[1]),
 		Halted:              n[0] > 0,
 		HaltedAt:            micros(n[0]),
 		ConsecutiveFailures: int(n[2]),

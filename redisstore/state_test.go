@@ -94,11 +94,11 @@ func TestProbeLease(t *testing.T) {
 		t.Fatalf("Admit after the lease = %+v, %v; want a new probe of a new generation", probe, err)
 	}
 	eff, _ := st.Record(ctx, host, lost, classify.Result{Outcome: classify.OK})
-	if eff.From != hoststate.HalfOpen || eff.To != hoststate.HalfOpen {
+	if eff.From != breaker.HalfOpen || eff.To != breaker.HalfOpen {
 		t.Errorf("lost probe's late OK: %v→%v, want ignored (half-open)", eff.From, eff.To)
 	}
 	eff, _ = st.Record(ctx, host, probe, classify.Result{Outcome: classify.OK})
-	if eff.To != hoststate.Closed {
+	if eff.To != breaker.Closed {
 		t.Errorf("new probe's OK: %v→%v, want closed", eff.From, eff.To)
 	}
 }

@@ -28,8 +28,8 @@ func AttemptFrom(ctx context.Context) int {
 }
 
 // call is the state of one RoundTrip. go-retryablehttp's hooks receive
-// no request, so the hooks are bound to a call, and the attempts layer
-// finds it in the request context. All of it is used by the goroutine
+// no request, so the hooks are bound to a call, and attemptSender and
+// HoldAttemptTimer find it in the request context (its one key). All of it is used by the goroutine
 // running RoundTrip only: the engine calls the hooks and the http.Client
 // calls attempts synchronously.
 type call struct {
@@ -43,6 +43,7 @@ type call struct {
 	url      *url.URL                      // the caller's URL when it has userinfo, else nil
 	left     int                           // retries left
 	attempts int                           // attempts started
+	timer    *attemptTimer                 // the current attempt's timer; nil without AttemptTimeout
 	wait     time.Duration                 // the wait checkRetry chose for the next retry
 	next     io.ReadCloser                 // the body for the next retry, from getBody
 }
@@ -144,18 +145,18 @@ func discard(resp *http.Response) {
 	resp.Body = http.NoBody
 }
 
-// errNoCall is returned if attempts is reached without a call: a bug.
+// errNoCall is returned if attemptSender is reached without a call: a bug.
 var errNoCall = errors.New("retry: attempt outside a call")
 
-// attempts is the engine http.Client's RoundTripper: it makes one
-// attempt through next with the attempt number and timeout in its context.
-// It deliberately has no CloseIdleConnections method.
-type attempts struct {
+// attemptSender is the engine http.Client's RoundTripper: it makes one
+// attempt through next, counting it in the call and bounding it by the
+// attempt timeout. It deliberately has no CloseIdleConnections method.
+type attemptSender struct {
 	next    http.RoundTripper
 	timeout time.Duration
 }
 
-func (a *attempts) RoundTrip(r *http.Request) (*http.Response, error) {
+func (a *attemptSender) RoundTrip(r *http.Request) (*http.Response, error) {
 	c, _ := r.Context().Value(callKey{}).(*call)
 	if c == nil {
 		if r.Body != nil {
@@ -170,7 +171,7 @@ func (a *attempts) RoundTrip(r *http.Request) (*http.Response, error) {
 	var cancel context.CancelFunc
 	if a.timeout > 0 {
 		var ctx context.Context
-		ctx, cancel = withAttemptTimer(r.Context(), a.timeout)
+		ctx, cancel = c.startAttemptTimer(r.Context(), a.timeout)
 		ar = r.WithContext(ctx)
 	}
 	if c.getBody != nil || c.url != nil {

@@ -218,8 +218,8 @@ func TestScenarios(t *testing.T) {
 					if resp.StatusCode != tt.status {
 						t.Errorf("status = %d, want %d", resp.StatusCode, tt.status)
 					}
-					if resp.Request != req {
-						t.Errorf("resp.Request is not the caller's request")
+					if resp.Request == nil || resp.Request.URL != req.URL || resp.Request.Method != req.Method {
+						t.Errorf("resp.Request is not a request for the caller's URL and method")
 					}
 					if got := readClose(t, resp); got != tt.body2 {
 						t.Errorf("body = %q, want %q", got, tt.body2)
@@ -247,7 +247,7 @@ func TestScenarios(t *testing.T) {
 // TestRefusedAgentThroughClassifier runs a 403 naming the agent through a
 // classify.Transport, which reads the body head: Refused, one attempt.
 // With timeouts the body is wrapped, and classify.Of must still find the
-// Result attached below.
+// Result, which lives with the response, not its body.
 func TestRefusedAgentThroughClassifier(t *testing.T) {
 	for _, p := range []retry.Policy{
 		{Rand: noJitter},

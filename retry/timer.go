@@ -8,8 +8,6 @@ import (
 	"github.com/egresskit/egresskit/classify"
 )
 
-type timerKey struct{}
-
 // attemptTimer is an attempt's AttemptTimeout: it cancels the attempt's
 // context with classify.ErrAttemptTimeout when it runs out, and can be held
 // while a layer below waits before sending (HoldAttemptTimer).
@@ -23,13 +21,15 @@ type attemptTimer struct {
 	done      bool          // the attempt is over
 }
 
-// withAttemptTimer returns ctx bounded by d and the function that releases
-// it. Unlike a context deadline, the bound can be held (HoldAttemptTimer).
-func withAttemptTimer(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+// startAttemptTimer returns ctx bounded by d and the function that releases
+// it, and makes the timer the call's current one. Unlike a context
+// deadline, the bound can be held (HoldAttemptTimer).
+func (c *call) startAttemptTimer(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	at := &attemptTimer{cancel: cancel, remaining: d}
 	at.start()
-	return context.WithValue(ctx, timerKey{}, at), func() {
+	c.timer = at
+	return ctx, func() {
 		at.mu.Lock()
 		at.done = true
 		if at.t != nil {
@@ -51,10 +51,11 @@ func (at *attemptTimer) start() {
 // that AttemptTimeout counts from sending, as Policy documents. Outside an
 // attempt with an AttemptTimeout it does nothing.
 func HoldAttemptTimer(ctx context.Context) (resume func()) {
-	at, _ := ctx.Value(timerKey{}).(*attemptTimer)
-	if at == nil {
+	c, _ := ctx.Value(callKey{}).(*call)
+	if c == nil || c.timer == nil {
 		return func() {}
 	}
+	at := c.timer
 	at.mu.Lock()
 	defer at.mu.Unlock()
 	if at.t == nil || at.done || !at.t.Stop() {

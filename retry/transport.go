@@ -54,7 +54,7 @@ var (
 type Transport struct {
 	next   http.RoundTripper
 	p      Policy       // normalized
-	hc     *http.Client // the engine's client; its Transport is attempts
+	hc     *http.Client // the engine's client; its Transport is an attemptSender
 	engine *retryablehttp.Client
 }
 
@@ -68,11 +68,11 @@ func New(next http.RoundTripper, p Policy) *Transport {
 	}
 	t := &Transport{next: next, p: p.normalized()}
 	t.hc = &http.Client{
-		// attempts has no CloseIdleConnections method, so the engine's
+		// attemptSender has no CloseIdleConnections method, so the engine's
 		// calls to HTTPClient.CloseIdleConnections after a failure never
 		// reach next: one failed request must not drop the idle
 		// connections of every other request sharing the base transport.
-		Transport: &attempts{next: next, timeout: t.p.AttemptTimeout},
+		Transport: &attemptSender{next: next, timeout: t.p.AttemptTimeout},
 		// The caller's own client follows redirects, once.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
@@ -135,7 +135,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	c.Context = ctx
 	out := req.WithContext(c)
 	// Hidden from the engine's http.Client, which would otherwise call it
-	// for a 307/308 it is not going to follow; attempts restores it for
+	// for a 307/308 it is not going to follow; attemptSender restores it for
 	// the layers below (http.Transport rewinds with it on a dead
 	// keep-alive connection).
 	out.GetBody = nil
@@ -144,7 +144,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	out.RequestURI = ""
 	if req.URL.User != nil {
 		// http.Client would turn userinfo into an Authorization header
-		// the caller did not set; attempts restores the caller's URL.
+		// the caller did not set; attemptSender restores the caller's URL.
 		u := *req.URL
 		u.User = nil
 		out.URL = &u
@@ -170,7 +170,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return nil, err
 	}
-	resp.Request = req
+	// resp.Request stays the last attempt's request as the layers below
+	// returned it: it has the caller's URL, method and header, and its
+	// context carries the attempt's classify.Result (classify.Of).
 	if cancel != nil {
 		resp.Body = releaseOnClose(resp.Body, cancel)
 	}
@@ -227,9 +229,7 @@ func releaseOnClose(rc io.ReadCloser, cancel context.CancelFunc) io.ReadCloser {
 	return b
 }
 
-// cancelBody is a response body that releases a context when closed. It
-// unwraps (Unwrap() io.ReadCloser) so classify.Of still finds the Result
-// attached to the body it wraps.
+// cancelBody is a response body that releases a context when closed.
 type cancelBody struct {
 	rc     io.ReadCloser
 	cancel context.CancelFunc
@@ -244,9 +244,6 @@ func (b *cancelBody) Close() error {
 	b.cancel()
 	return err
 }
-
-// Unwrap returns the body b wraps.
-func (b *cancelBody) Unwrap() io.ReadCloser { return b.rc }
 
 type cancelRWBody struct {
 	*cancelBody

@@ -50,10 +50,10 @@ func (s settled) Admit(ctx context.Context, host string) (hoststate.Admission, e
 	case st.Halted:
 		s.release(ctx, host, adm)
 		return hoststate.Admission{}, &breaker.HaltError{Host: host, Since: st.HaltedAt}
-	case st.Breaker == hoststate.Open:
+	case st.Breaker == breaker.Open:
 		s.release(ctx, host, adm)
 		return hoststate.Admission{}, &breaker.OpenError{Host: host, Until: st.OpenUntil}
-	case st.Breaker == hoststate.HalfOpen && !adm.Probe:
+	case st.Breaker == breaker.HalfOpen && !adm.Probe:
 		// Admitted while closed; the circuit has opened and is probing.
 		s.release(ctx, host, adm)
 		return hoststate.Admission{}, &breaker.OpenError{Host: host}

@@ -103,7 +103,7 @@ func state(t *testing.T, env Env, host string) hoststate.HostState {
 }
 
 // wantEffect checks the breaker transition and halt of one Record.
-func wantEffect(t *testing.T, what string, got hoststate.Effect, from, to hoststate.BreakerState, halted bool) {
+func wantEffect(t *testing.T, what string, got hoststate.Effect, from, to breaker.State, halted bool) {
 	t.Helper()
 	if got.From != from || got.To != to || got.Halted != halted {
 		t.Errorf("%s: Effect = {Halted:%v %v→%v}, want {Halted:%v %v→%v}", what, got.Halted, got.From, got.To, halted, from, to)
@@ -151,9 +151,9 @@ func trip(t *testing.T, env Env, host string, n int) time.Time {
 	for i := range n {
 		eff := send(t, env, host, classify.Transient)
 		if i < n-1 {
-			wantEffect(t, "failure before the threshold", eff, hoststate.Closed, hoststate.Closed, false)
+			wantEffect(t, "failure before the threshold", eff, breaker.Closed, breaker.Closed, false)
 		} else {
-			wantEffect(t, "failure at the threshold", eff, hoststate.Closed, hoststate.Open, false)
+			wantEffect(t, "failure at the threshold", eff, breaker.Closed, breaker.Open, false)
 		}
 	}
 	return env.Now()

@@ -60,14 +60,14 @@ func Scenarios() []Scenario {
 func transientFailuresOpen(t *testing.T, env Env) {
 	for i := 1; i <= 7; i++ {
 		send(t, env, host, classify.Transient)
-		if st := state(t, env, host); st.Breaker != hoststate.Closed || st.ConsecutiveFailures != i {
+		if st := state(t, env, host); st.Breaker != breaker.Closed || st.ConsecutiveFailures != i {
 			t.Fatalf("after %d failures: %v with %d failures, want closed with %d", i, st.Breaker, st.ConsecutiveFailures, i)
 		}
 	}
 	eff := send(t, env, host, classify.Transient)
-	wantEffect(t, "8th failure", eff, hoststate.Closed, hoststate.Open, false)
+	wantEffect(t, "8th failure", eff, breaker.Closed, breaker.Open, false)
 	until := env.Now().Add(openFor)
-	if st := state(t, env, host); st.Breaker != hoststate.Open || !near(st.OpenUntil, until) {
+	if st := state(t, env, host); st.Breaker != breaker.Open || !near(st.OpenUntil, until) {
 		t.Errorf("State = %v until %v, want open until %v", st.Breaker, st.OpenUntil, until)
 	}
 	wantOpen(t, env, host, until)
@@ -101,11 +101,11 @@ func probeSuccessCloses(t *testing.T, env Env) {
 		t.Errorf("first Admit after the open time = %+v, want a probe with no wait", probe)
 	}
 	wantOpen(t, env, host, time.Time{})
-	wantEffect(t, "probe OK", record(t, env, host, probe, classify.Result{Outcome: classify.OK}), hoststate.HalfOpen, hoststate.Closed, false)
+	wantEffect(t, "probe OK", record(t, env, host, probe, classify.Result{Outcome: classify.OK}), breaker.HalfOpen, breaker.Closed, false)
 	if a := admit(t, env, host); a.Probe {
 		t.Errorf("Admit after closing = %+v, want not a probe", a)
 	}
-	if st := state(t, env, host); st.Breaker != hoststate.Closed || st.ConsecutiveFailures != 0 || !st.OpenUntil.IsZero() {
+	if st := state(t, env, host); st.Breaker != breaker.Closed || st.ConsecutiveFailures != 0 || !st.OpenUntil.IsZero() {
 		t.Errorf("State after closing = %+v, want closed, no failures", st)
 	}
 }
@@ -115,9 +115,9 @@ func probeFailureReopens(t *testing.T, env Env) {
 	trip(t, env, host, 8)
 	env.Advance(openFor + time.Millisecond)
 	probe := admit(t, env, host)
-	wantEffect(t, "probe failure", record(t, env, host, probe, classify.Result{Outcome: classify.Transient, Status: 503}), hoststate.HalfOpen, hoststate.Open, false)
+	wantEffect(t, "probe failure", record(t, env, host, probe, classify.Result{Outcome: classify.Transient, Status: 503}), breaker.HalfOpen, breaker.Open, false)
 	until := env.Now().Add(openFor)
-	if st := state(t, env, host); st.Breaker != hoststate.Open || !near(st.OpenUntil, until) {
+	if st := state(t, env, host); st.Breaker != breaker.Open || !near(st.OpenUntil, until) {
 		t.Errorf("State after failed probe = %v until %v, want open until %v", st.Breaker, st.OpenUntil, until)
 	}
 	wantOpen(t, env, host, until)
@@ -129,12 +129,12 @@ func neutralOutcomes(t *testing.T, env Env) {
 	for range 7 {
 		send(t, env, host, classify.Transient)
 	}
-	wantEffect(t, "permanent", send(t, env, host, classify.Permanent), hoststate.Closed, hoststate.Closed, false)
-	wantEffect(t, "canceled", send(t, env, host, classify.Canceled), hoststate.Closed, hoststate.Closed, false)
+	wantEffect(t, "permanent", send(t, env, host, classify.Permanent), breaker.Closed, breaker.Closed, false)
+	wantEffect(t, "canceled", send(t, env, host, classify.Canceled), breaker.Closed, breaker.Closed, false)
 	if st := state(t, env, host); st.ConsecutiveFailures != 7 {
 		t.Errorf("after 7 failures and 2 neutral outcomes: %d failures, want 7", st.ConsecutiveFailures)
 	}
-	wantEffect(t, "8th failure after neutrals", send(t, env, host, classify.Transient), hoststate.Closed, hoststate.Open, false)
+	wantEffect(t, "8th failure after neutrals", send(t, env, host, classify.Transient), breaker.Closed, breaker.Open, false)
 
 	for range 7 {
 		send(t, env, other, classify.Transient)
@@ -150,10 +150,10 @@ func neutralOutcomes(t *testing.T, env Env) {
 		if !probe.Probe {
 			t.Fatalf("Admit after a neutral probe = %+v, want a probe", probe)
 		}
-		wantEffect(t, o.String()+" probe", record(t, env, host, probe, classify.Result{Outcome: o}), hoststate.HalfOpen, hoststate.HalfOpen, false)
+		wantEffect(t, o.String()+" probe", record(t, env, host, probe, classify.Result{Outcome: o}), breaker.HalfOpen, breaker.HalfOpen, false)
 	}
 	probe := admit(t, env, host)
-	wantEffect(t, "OK probe", record(t, env, host, probe, classify.Result{Outcome: classify.OK}), hoststate.HalfOpen, hoststate.Closed, false)
+	wantEffect(t, "OK probe", record(t, env, host, probe, classify.Result{Outcome: classify.OK}), breaker.HalfOpen, breaker.Closed, false)
 }
 
 // staleAdmissionIgnored: the outcome of an attempt admitted before the
@@ -161,11 +161,11 @@ func neutralOutcomes(t *testing.T, env Env) {
 func staleAdmissionIgnored(t *testing.T, env Env) {
 	old := admit(t, env, host)
 	trip(t, env, host, 8)
-	wantEffect(t, "OK from before opening", record(t, env, host, old, classify.Result{Outcome: classify.OK}), hoststate.Open, hoststate.Open, false)
+	wantEffect(t, "OK from before opening", record(t, env, host, old, classify.Result{Outcome: classify.OK}), breaker.Open, breaker.Open, false)
 	env.Advance(openFor + time.Millisecond)
 	probe := admit(t, env, host)
 	record(t, env, host, probe, classify.Result{Outcome: classify.OK})
-	wantEffect(t, "failure from before closing", record(t, env, host, probe, classify.Result{Outcome: classify.Transient}), hoststate.Closed, hoststate.Closed, false)
+	wantEffect(t, "failure from before closing", record(t, env, host, probe, classify.Result{Outcome: classify.Transient}), breaker.Closed, breaker.Closed, false)
 	if st := state(t, env, host); st.ConsecutiveFailures != 0 {
 		t.Errorf("stale failure counted: %d failures, want 0", st.ConsecutiveFailures)
 	}
@@ -179,8 +179,8 @@ func refusedHaltsOnce(t *testing.T, env Env) {
 	a2 := admit(t, env, host)
 	halted := env.Now()
 	refused := classify.Result{Outcome: classify.Refused, Status: 403, Markers: []string{"agent-named"}}
-	wantEffect(t, "first refusal", record(t, env, host, a1, refused), hoststate.Closed, hoststate.Closed, true)
-	wantEffect(t, "second refusal", record(t, env, host, a2, refused), hoststate.Closed, hoststate.Closed, false)
+	wantEffect(t, "first refusal", record(t, env, host, a1, refused), breaker.Closed, breaker.Closed, true)
+	wantEffect(t, "second refusal", record(t, env, host, a2, refused), breaker.Closed, breaker.Closed, false)
 	wantHalted(t, env, host, halted)
 	if st := state(t, env, host); !st.Halted || !near(st.HaltedAt, halted) {
 		t.Errorf("State = halted %v at %v, want halted at %v", st.Halted, st.HaltedAt, halted)
@@ -196,7 +196,7 @@ func refusedHaltsOnce(t *testing.T, env Env) {
 		t.Errorf("State after Resume = halted %v at %v, want not halted", st.Halted, st.HaltedAt)
 	}
 	send(t, env, host, classify.OK)
-	wantEffect(t, "refusal after Resume", send(t, env, host, classify.Refused), hoststate.Closed, hoststate.Closed, true)
+	wantEffect(t, "refusal after Resume", send(t, env, host, classify.Refused), breaker.Closed, breaker.Closed, true)
 	if err := env.Store.Resume(context.Background(), "never.example"); err != nil {
 		t.Errorf("Resume(unknown host) = %v, want nil", err)
 	}
@@ -353,7 +353,7 @@ func longerRetryAfter(t *testing.T, env Env) {
 func throttledOpensOnlyAtFloor(t *testing.T, env Env) {
 	for i, want := range []float64{30, 15} {
 		eff := send(t, env, host, classify.Throttled)
-		wantEffect(t, "429 above the floor", eff, hoststate.Closed, hoststate.Closed, false)
+		wantEffect(t, "429 above the floor", eff, breaker.Closed, breaker.Closed, false)
 		if st := state(t, env, host); st.PerMinute != want || st.ConsecutiveFailures != 0 {
 			t.Fatalf("429 %d: rate %v, %d failures; want %v, 0", i+1, st.PerMinute, st.ConsecutiveFailures, want)
 		}
@@ -361,12 +361,12 @@ func throttledOpensOnlyAtFloor(t *testing.T, env Env) {
 	for i := 1; i <= 8; i++ {
 		eff := send(t, env, host, classify.Throttled)
 		if i < 8 {
-			wantEffect(t, "429 at the floor", eff, hoststate.Closed, hoststate.Closed, false)
+			wantEffect(t, "429 at the floor", eff, breaker.Closed, breaker.Closed, false)
 			if st := state(t, env, host); st.ConsecutiveFailures != i {
 				t.Fatalf("429 %d at the floor: %d failures, want %d", i, st.ConsecutiveFailures, i)
 			}
 		} else {
-			wantEffect(t, "8th 429 at the floor", eff, hoststate.Closed, hoststate.Open, false)
+			wantEffect(t, "8th 429 at the floor", eff, breaker.Closed, breaker.Open, false)
 		}
 	}
 }
@@ -386,7 +386,7 @@ func slowHost(t *testing.T, env Env) {
 		}
 		record(t, env, host, a, classify.Result{Outcome: classify.OK, Status: 200})
 	}
-	wantEffect(t, "200 after 15s", record(t, env, host, slow, classify.Result{Outcome: classify.OK, Status: 200}), hoststate.Closed, hoststate.Closed, false)
+	wantEffect(t, "200 after 15s", record(t, env, host, slow, classify.Result{Outcome: classify.OK, Status: 200}), breaker.Closed, breaker.Closed, false)
 	if st := state(t, env, host); st.PerMinute != 60 || st.ConsecutiveFailures != 0 || st.Recent.OK != 16 || !st.PausedUntil.IsZero() {
 		t.Errorf("after the slow host: rate %v, %d failures, recent %v, paused until %v; want 60, 0, 16 OK, not paused",
 			st.PerMinute, st.ConsecutiveFailures, st.Recent, st.PausedUntil)
@@ -449,7 +449,7 @@ func throttleStorm(t *testing.T, env Env) {
 			t.Errorf("request %d sent at %v, want %v", i+1, sent[i], want[i])
 		}
 	}
-	if st := state(t, env, host); st.PerMinute != 1.875 || st.Breaker != hoststate.Closed || st.ConsecutiveFailures != 0 {
+	if st := state(t, env, host); st.PerMinute != 1.875 || st.Breaker != breaker.Closed || st.ConsecutiveFailures != 0 {
 		t.Errorf("after the storm: rate %v, breaker %v with %d failures; want 1.875, closed with 0", st.PerMinute, st.Breaker, st.ConsecutiveFailures)
 	}
 }
@@ -510,7 +510,7 @@ func evictionKeeps(t *testing.T, env Env) {
 	if env.Evict != nil {
 		env.Evict()
 	}
-	if st := state(t, env, idle); st.ConsecutiveFailures != 0 || st.Breaker != hoststate.Closed {
+	if st := state(t, env, idle); st.ConsecutiveFailures != 0 || st.Breaker != breaker.Closed {
 		t.Errorf("idle host after eviction: %v with %d failures, want forgotten (closed, 0)", st.Breaker, st.ConsecutiveFailures)
 	}
 	wantOpen(t, env, open, opened.Add(openFor))
