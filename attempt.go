@@ -179,8 +179,8 @@ func notSent(err error) error {
 // refusal, and the caller's response reads as Refused (Halted).
 func suspectedBlock(r classify.Result, resp *http.Response) (classify.Result, *http.Response) {
 	r.Outcome, r.Reason = classify.Refused, "suspected block"
-	if resp != nil && resp.Body != nil {
-		resp.Body = classify.WithResult(resp.Body, r)
+	if resp != nil {
+		classify.Attach(resp, r)
 	}
 	return r, resp
 }

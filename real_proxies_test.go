@@ -15,6 +15,7 @@ import (
 
 	"github.com/egresskit/egresskit"
 	"github.com/egresskit/egresskit/egress"
+	"github.com/egresskit/egresskit/breaker"
 	"github.com/egresskit/egresskit/hoststate"
 	"github.com/egresskit/egresskit/internal/testprog"
 	"github.com/egresskit/egresskit/ratelimit"
@@ -96,7 +97,7 @@ func hostUntouched(t *testing.T, tr *egresskit.Transport, host string) {
 		t.Fatal(err)
 	}
 	r := st.Recent
-	if st.ConsecutiveFailures != 0 || st.Breaker != hoststate.Closed || r.Transient+r.Throttled+r.Refused+r.Permanent != 0 {
+	if st.ConsecutiveFailures != 0 || st.Breaker != breaker.Closed || r.Transient+r.Throttled+r.Refused+r.Permanent != 0 {
 		t.Errorf("host %s: breaker %v, %d consecutive failures, recent %+v; want nothing counted", host, st.Breaker, st.ConsecutiveFailures, r)
 	}
 }

@@ -219,6 +219,15 @@ type peekedOutcome struct {
 	peek
 }
 
+// Attach makes r the Result of resp (what Of reports), replacing the one
+// Classify attached. It is for a layer that reclassifies a response on
+// evidence Classify cannot see, such as a host-level block detector; resp
+// must not be nil. Like Classify, it sets resp.Request to a shallow copy
+// whose context carries r.
+func Attach(resp *http.Response, r Result) {
+	attach(resp, nil, &outcome{r: r})
+}
+
 // outcomeOf returns the outcome attached to resp, or nil.
 func outcomeOf(resp *http.Response) *outcome {
 	if resp.Request == nil {
