@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/egresskit/egresskit"
-	"github.com/egresskit/egresskit/egress"
 	"github.com/egresskit/egresskit/breaker"
+	"github.com/egresskit/egresskit/egress"
 	"github.com/egresskit/egresskit/hoststate"
 	"github.com/egresskit/egresskit/internal/testprog"
 	"github.com/egresskit/egresskit/ratelimit"
