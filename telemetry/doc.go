@@ -15,6 +15,7 @@
 //   - Audit: a tamper-evident, append-only JSON Lines log whose lines are
 //     chained by SHA-256, with Verify and VerifyFiles to check it.
 //
-// Metrics for Prometheus live in the telemetry/prometheus module, so that
+// Metrics for Prometheus live in the telemetry/prometheus module, and
+// OpenTelemetry spans and metrics in the telemetry/otel module, so that
 // importing this package does not pull in a metrics library.
 package telemetry

@@ -81,6 +81,11 @@ type Config struct {
 	// every scrape for each watched host. Nil means the state seen in the
 	// host's latest event ("" until the first, exported as no series).
 	HostState func(host string) string
+	// PacingRate returns a watched host's current pacing rate, in
+	// requests per minute (hoststate.HostState.PerMinute); it is called on
+	// every scrape for each watched host. Nil omits
+	// egresskit_host_pacing_rate_per_minute.
+	PacingRate func(host string) float64
 	// Endpoints returns the egress endpoints; it is called on every
 	// scrape. Nil omits the egress endpoint metrics.
 	Endpoints func() []Endpoint
@@ -94,12 +99,14 @@ type Collector struct {
 	attempts  *prom.CounterVec
 	requests  *prom.CounterVec
 	retries   prom.Counter
+	halts     prom.Counter
 	latency   *prom.HistogramVec
 	wait      prom.Histogram
 	scrapeErr prom.Counter
 
 	breakerHosts  *prom.Desc
 	hostState     *prom.Desc
+	hostPacing    *prom.Desc
 	endpointScore *prom.Desc
 	endpointQuar  *prom.Desc
 
@@ -151,6 +158,8 @@ func New(cfg Config) *Collector {
 			Help: "Requests by the outcome and egress reason of their final attempt."}, []string{"outcome", "egress_reason"}),
 		retries: prom.NewCounter(prom.CounterOpts{Namespace: ns, Name: "retries_total",
 			Help: "Attempts that retried an earlier attempt of the same request."}),
+		halts: prom.NewCounter(prom.CounterOpts{Namespace: ns, Name: "halts_total",
+			Help: "Attempts whose result halted their host."}),
 		latency: prom.NewHistogramVec(hist("attempt_duration_seconds",
 			"Duration of attempts, excluding pacing waits, by outcome."), []string{"outcome"}),
 		wait: prom.NewHistogram(hist("token_wait_seconds",
@@ -161,6 +170,8 @@ func New(cfg Config) *Collector {
 			"Hosts in each circuit-breaker state.", []string{"state"}, nil),
 		hostState: prom.NewDesc(prom.BuildFQName(ns, "", "host_breaker_state"),
 			"Breaker state of each watched host: 1 for its current state, 0 for the others.", []string{"host", "state"}, nil),
+		hostPacing: prom.NewDesc(prom.BuildFQName(ns, "", "host_pacing_rate_per_minute"),
+			"Current pacing rate of each watched host, in requests per minute.", []string{"host"}, nil),
 		endpointScore: prom.NewDesc(prom.BuildFQName(ns, "", "egress_endpoint_score"),
 			"Health score of each egress endpoint.", []string{"endpoint"}, nil),
 		endpointQuar: prom.NewDesc(prom.BuildFQName(ns, "", "egress_endpoint_quarantined"),
@@ -176,7 +187,8 @@ func New(cfg Config) *Collector {
 
 // Observe counts one attempt event: attempts by outcome and egress
 // reason, requests (final events) likewise, retries (attempts after the
-// first), the attempt's duration (when it was sent) and its pacing wait.
+// first), halts (attempts sent whose result halted their host), the
+// attempt's duration (when it was sent) and its pacing wait.
 func (c *Collector) Observe(_ context.Context, e *telemetry.Event) {
 	outcome := e.Outcome.String()
 	reason := c.reason(e.EgressReason, e.Host, e.Breaker)
@@ -189,6 +201,9 @@ func (c *Collector) Observe(_ context.Context, e *telemetry.Event) {
 	}
 	if e.Duration > 0 { // an attempt never sent has no latency
 		c.latency.WithLabelValues(outcome).Observe(e.Duration.Seconds())
+		if e.Breaker == StateHalted { // sent, and its result halted the host
+			c.halts.Inc()
+		}
 	}
 	c.wait.Observe(e.Wait.Seconds())
 }
@@ -219,11 +234,13 @@ func (c *Collector) Describe(ch chan<- *prom.Desc) {
 	c.attempts.Describe(ch)
 	c.requests.Describe(ch)
 	c.retries.Describe(ch)
+	c.halts.Describe(ch)
 	c.latency.Describe(ch)
 	c.wait.Describe(ch)
 	c.scrapeErr.Describe(ch)
 	ch <- c.breakerHosts
 	ch <- c.hostState
+	ch <- c.hostPacing
 	ch <- c.endpointScore
 	ch <- c.endpointQuar
 }
@@ -235,10 +252,12 @@ func (c *Collector) Collect(ch chan<- prom.Metric) {
 	c.attempts.Collect(ch)
 	c.requests.Collect(ch)
 	c.retries.Collect(ch)
+	c.halts.Collect(ch)
 	c.latency.Collect(ch)
 	c.wait.Collect(ch)
 	c.guard(func() { c.collectBreakers(ch) })
 	c.guard(func() { c.collectWatched(ch) })
+	c.guard(func() { c.collectPacing(ch) })
 	c.guard(func() { c.collectEndpoints(ch) })
 	c.scrapeErr.Collect(ch)
 }
@@ -291,6 +310,20 @@ func (c *Collector) collectWatched(ch chan<- prom.Metric) {
 			}
 			ch <- prom.MustNewConstMetric(c.hostState, prom.GaugeValue, v, h, s)
 		}
+	}
+}
+
+func (c *Collector) collectPacing(ch chan<- prom.Metric) {
+	if c.cfg.PacingRate == nil {
+		return
+	}
+	seen := map[string]bool{}
+	for _, h := range c.cfg.Watch {
+		if seen[h] {
+			continue
+		}
+		seen[h] = true
+		ch <- prom.MustNewConstMetric(c.hostPacing, prom.GaugeValue, c.cfg.PacingRate(h), h)
 	}
 }
 

@@ -24,8 +24,9 @@ func fullConfig() egressprom.Config {
 		BreakerCounts: func() map[string]int {
 			return map[string]int{"closed": 90, "half-open": 3, "open": 5, "halted": 2}
 		},
-		Watch:     []string{"a.example", "b.example", "a.example"},
-		HostState: func(h string) string { return map[string]string{"a.example": "open"}[h] },
+		Watch:      []string{"a.example", "b.example", "a.example"},
+		HostState:  func(h string) string { return map[string]string{"a.example": "open"}[h] },
+		PacingRate: func(h string) float64 { return map[string]float64{"a.example": 30, "b.example": 60}[h] },
 		Endpoints: func() []egressprom.Endpoint {
 			return []egressprom.Endpoint{{ID: "p1", Score: 0.9}, {ID: "p2", Score: 0.1, Quarantined: true}}
 		},
@@ -39,7 +40,8 @@ func feed(c telemetry.Observer) {
 		{Host: "x.example", Attempt: 1, Outcome: classify.Transient, Status: 503, EgressReason: "affinity", Duration: 30 * time.Millisecond, Wait: 100 * time.Millisecond},
 		{Host: "x.example", Attempt: 2, Retries: 1, Outcome: classify.Throttled, Status: 429, EgressReason: "affinity", Duration: 10 * time.Millisecond},
 		{Host: "x.example", Attempt: 3, Retries: 2, Final: true, Outcome: classify.OK, Status: 200, EgressReason: "fallback", Duration: 40 * time.Millisecond},
-		{Host: "y.example", Attempt: 1, Final: true, Outcome: classify.Refused, Status: 403, Duration: time.Second},
+		{Host: "y.example", Attempt: 1, Final: true, Outcome: classify.Refused, Status: 403, Duration: time.Second, Breaker: "halted"},
+		{Host: "y.example", Attempt: 1, Final: true, Outcome: classify.Canceled, Breaker: "halted"}, // halted: not sent
 		{Host: "y.example", Attempt: 1, Final: true, Outcome: classify.Canceled},
 	}
 	for i := range events {
@@ -69,17 +71,20 @@ egresskit_attempts_total{egress_reason="affinity",outcome="ok"} 1
 egresskit_attempts_total{egress_reason="affinity",outcome="throttled"} 1
 egresskit_attempts_total{egress_reason="affinity",outcome="transient"} 1
 egresskit_attempts_total{egress_reason="fallback",outcome="ok"} 1
-egresskit_attempts_total{egress_reason="none",outcome="canceled"} 1
+egresskit_attempts_total{egress_reason="none",outcome="canceled"} 2
 egresskit_attempts_total{egress_reason="none",outcome="refused"} 1
 # HELP egresskit_requests_total Requests by the outcome and egress reason of their final attempt.
 # TYPE egresskit_requests_total counter
 egresskit_requests_total{egress_reason="affinity",outcome="ok"} 1
 egresskit_requests_total{egress_reason="fallback",outcome="ok"} 1
-egresskit_requests_total{egress_reason="none",outcome="canceled"} 1
+egresskit_requests_total{egress_reason="none",outcome="canceled"} 2
 egresskit_requests_total{egress_reason="none",outcome="refused"} 1
 # HELP egresskit_retries_total Attempts that retried an earlier attempt of the same request.
 # TYPE egresskit_retries_total counter
 egresskit_retries_total 2
+# HELP egresskit_halts_total Attempts whose result halted their host.
+# TYPE egresskit_halts_total counter
+egresskit_halts_total 1
 # HELP egresskit_breaker_hosts Hosts in each circuit-breaker state.
 # TYPE egresskit_breaker_hosts gauge
 egresskit_breaker_hosts{state="closed"} 90
@@ -92,6 +97,10 @@ egresskit_host_breaker_state{host="a.example",state="closed"} 0
 egresskit_host_breaker_state{host="a.example",state="half-open"} 0
 egresskit_host_breaker_state{host="a.example",state="halted"} 0
 egresskit_host_breaker_state{host="a.example",state="open"} 1
+# HELP egresskit_host_pacing_rate_per_minute Current pacing rate of each watched host, in requests per minute.
+# TYPE egresskit_host_pacing_rate_per_minute gauge
+egresskit_host_pacing_rate_per_minute{host="a.example"} 30
+egresskit_host_pacing_rate_per_minute{host="b.example"} 60
 # HELP egresskit_egress_endpoint_score Health score of each egress endpoint.
 # TYPE egresskit_egress_endpoint_score gauge
 egresskit_egress_endpoint_score{endpoint="p1"} 0.9
@@ -101,19 +110,19 @@ egresskit_egress_endpoint_score{endpoint="p2"} 0.1
 egresskit_egress_endpoint_quarantined{endpoint="p1"} 0
 egresskit_egress_endpoint_quarantined{endpoint="p2"} 1
 `
-	names := []string{"egresskit_attempts_total", "egresskit_requests_total", "egresskit_retries_total",
-		"egresskit_breaker_hosts", "egresskit_host_breaker_state", "egresskit_egress_endpoint_score",
+	names := []string{"egresskit_attempts_total", "egresskit_requests_total", "egresskit_retries_total", "egresskit_halts_total",
+		"egresskit_breaker_hosts", "egresskit_host_breaker_state", "egresskit_host_pacing_rate_per_minute", "egresskit_egress_endpoint_score",
 		"egresskit_egress_endpoint_quarantined"}
 	if err := testutil.CollectAndCompare(c, strings.NewReader(want), names...); err != nil {
 		t.Error(err)
 	}
-	// Five attempts were sent (the canceled one was not): five latency
-	// observations; six waits.
+	// Five attempts were sent (the canceled ones were not): five latency
+	// observations; seven waits.
 	if n := histCount(t, c, "egresskit_attempt_duration_seconds"); n != 5 {
 		t.Errorf("attempt_duration_seconds count = %d, want 5", n)
 	}
-	if n := histCount(t, c, "egresskit_token_wait_seconds"); n != 6 {
-		t.Errorf("token_wait_seconds count = %d, want 6", n)
+	if n := histCount(t, c, "egresskit_token_wait_seconds"); n != 7 {
+		t.Errorf("token_wait_seconds count = %d, want 7", n)
 	}
 }
 

@@ -1,0 +1,302 @@
+package otel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	otelglobal "go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/egresskit/egresskit/classify"
+	"github.com/egresskit/egresskit/hoststate"
+	"github.com/egresskit/egresskit/telemetry"
+)
+
+// ScopeName is the instrumentation scope of the tracer and the meter.
+const ScopeName = "github.com/egresskit/egresskit/telemetry/otel"
+
+// Breaker states, as the breaker-state metrics and span attributes spell
+// them; the same words as the Prometheus collector's.
+const (
+	StateClosed   = "closed"
+	StateHalfOpen = "half-open"
+	StateOpen     = "open"
+	StateHalted   = "halted"
+)
+
+var states = [...]string{StateClosed, StateHalfOpen, StateOpen, StateHalted}
+
+// DefaultBuckets are the explicit bucket bounds of the duration
+// histograms, in seconds: those of the Prometheus collector.
+func DefaultBuckets() []float64 {
+	return []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
+}
+
+// Config configures New. The zero value uses the global providers, the
+// built-in redaction rules and exports no callback metrics.
+type Config struct {
+	// TracerProvider makes the tracer. Nil means the global provider
+	// (go.opentelemetry.io/otel.GetTracerProvider).
+	TracerProvider trace.TracerProvider
+	// MeterProvider makes the meter. Nil means the global provider.
+	MeterProvider metric.MeterProvider
+	// Redactor redacts the request span's URL (attempt events arrive
+	// redacted by the chain). The zero value applies the built-in rules;
+	// give the chain's Redactor when it has extra rules.
+	Redactor telemetry.Redactor
+	// Buckets are the bounds of the duration histograms, in seconds. Nil
+	// means DefaultBuckets().
+	Buckets []float64
+	// MaxReasons bounds the distinct values of the egress_reason
+	// attribute; later new values are counted as "other". Zero means 32.
+	MaxReasons int
+	// BreakerCounts returns how many hosts are in each breaker state (keys
+	// StateClosed, StateHalfOpen, StateOpen, StateHalted; missing keys
+	// count 0). It is called at each collection. Nil omits
+	// egresskit.breaker.hosts.
+	BreakerCounts func() map[string]int
+	// Watch lists the hosts (host keys) whose breaker state and pacing
+	// rate are exported. Nil exports none: never one series per crawled
+	// host by default.
+	Watch []string
+	// State returns a watched host's state at each collection; the
+	// method value of (*egresskit.Transport).State fits. Nil omits the
+	// per-host metrics.
+	State func(ctx context.Context, host string) (hoststate.HostState, error)
+}
+
+// Telemetry turns the chain's attempt events into spans and metrics. It is
+// a telemetry.Observer and safe for concurrent use.
+type Telemetry struct {
+	cfg    Config
+	tracer trace.Tracer
+
+	attempts, requests, retries, halts metric.Int64Counter
+	latency, wait                      metric.Float64Histogram
+	reg                                metric.Registration
+
+	mu      sync.Mutex          // guards reasons
+	reasons map[string]struct{} // egress_reason values admitted so far
+}
+
+var _ telemetry.Observer = (*Telemetry)(nil)
+
+// New returns a Telemetry with its instruments created. It returns an
+// error when the meter refuses an instrument or a callback.
+func New(cfg Config) (*Telemetry, error) {
+	if cfg.TracerProvider == nil {
+		cfg.TracerProvider = otelglobal.GetTracerProvider()
+	}
+	if cfg.MeterProvider == nil {
+		cfg.MeterProvider = otelglobal.GetMeterProvider()
+	}
+	if cfg.Buckets == nil {
+		cfg.Buckets = DefaultBuckets()
+	}
+	if cfg.MaxReasons <= 0 {
+		cfg.MaxReasons = 32
+	}
+	t := &Telemetry{
+		cfg:     cfg,
+		tracer:  cfg.TracerProvider.Tracer(ScopeName),
+		reasons: map[string]struct{}{},
+	}
+	m := cfg.MeterProvider.Meter(ScopeName)
+	var errs []error
+	counter := func(name, desc string) metric.Int64Counter {
+		c, err := m.Int64Counter(name, metric.WithDescription(desc), metric.WithUnit("1"))
+		errs = append(errs, err)
+		return c
+	}
+	hist := func(name, desc string) metric.Float64Histogram {
+		h, err := m.Float64Histogram(name, metric.WithDescription(desc), metric.WithUnit("s"),
+			metric.WithExplicitBucketBoundaries(cfg.Buckets...))
+		errs = append(errs, err)
+		return h
+	}
+	t.attempts = counter("egresskit.attempts", "Attempts (round trips) by outcome and egress reason.")
+	t.requests = counter("egresskit.requests", "Requests by the outcome and egress reason of their final attempt.")
+	t.retries = counter("egresskit.retries", "Attempts that retried an earlier attempt of the same request.")
+	t.halts = counter("egresskit.halts", "Attempts whose result halted their host.")
+	t.latency = hist("egresskit.attempt.duration", "Duration of attempts, excluding pacing waits, by outcome.")
+	t.wait = hist("egresskit.token.wait", "Time attempts waited for a per-host pacing token.")
+
+	var observables []metric.Observable
+	var breakerHosts, hostState metric.Int64ObservableGauge
+	var pacing metric.Float64ObservableGauge
+	if cfg.BreakerCounts != nil {
+		g, err := m.Int64ObservableGauge("egresskit.breaker.hosts", metric.WithDescription("Hosts in each circuit-breaker state."))
+		errs = append(errs, err)
+		breakerHosts = g
+		observables = append(observables, g)
+	}
+	if cfg.State != nil && len(cfg.Watch) > 0 {
+		g, err := m.Int64ObservableGauge("egresskit.host.breaker_state",
+			metric.WithDescription("Breaker state of each watched host: 1 for its current state, 0 for the others."))
+		errs = append(errs, err)
+		hostState = g
+		p, err := m.Float64ObservableGauge("egresskit.host.pacing_rate",
+			metric.WithDescription("Current pacing rate of each watched host."), metric.WithUnit("{request}/min"))
+		errs = append(errs, err)
+		pacing = p
+		observables = append(observables, g, p)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("otel: creating instruments: %w", err)
+	}
+	if len(observables) > 0 {
+		reg, err := m.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+			if breakerHosts != nil {
+				t.observeBreakers(o, breakerHosts)
+			}
+			if hostState != nil {
+				t.observeHosts(ctx, o, hostState, pacing)
+			}
+			return nil
+		}, observables...)
+		if err != nil {
+			return nil, fmt.Errorf("otel: registering callbacks: %w", err)
+		}
+		t.reg = reg
+	}
+	return t, nil
+}
+
+// Close unregisters the metric callbacks. Spans and counters need no
+// closing; the providers are the caller's to shut down.
+func (t *Telemetry) Close() error {
+	if t.reg == nil {
+		return nil
+	}
+	return t.reg.Unregister()
+}
+
+// Observe turns one attempt event into an attempt span, a child of the
+// span in ctx (the request span when the chain is wrapped by Transport),
+// and counts it.
+func (t *Telemetry) Observe(ctx context.Context, e *telemetry.Event) {
+	t.span(ctx, e)
+	t.count(ctx, e)
+}
+
+func (t *Telemetry) span(ctx context.Context, e *telemetry.Event) {
+	outcome := e.Outcome.String()
+	attrs := []attribute.KeyValue{
+		attribute.Int("egresskit.attempt", e.Attempt),
+		attribute.Int("egresskit.retry", e.Retries),
+		attribute.String("egresskit.outcome", outcome),
+		attribute.String("egresskit.host", e.Host),
+		attribute.String("egresskit.egress.endpoint", e.Egress),
+		attribute.String("egresskit.egress.reason", e.EgressReason),
+		attribute.String("egresskit.breaker", e.Breaker),
+		attribute.Float64("egresskit.wait_seconds", e.Wait.Seconds()),
+		attribute.Bool("egresskit.final", e.Final),
+		attribute.String("http.request.method", e.Method),
+		attribute.String("url.full", e.URL),
+	}
+	if e.Status != 0 {
+		attrs = append(attrs, attribute.Int("http.response.status_code", e.Status))
+	}
+	if len(e.Markers) > 0 {
+		attrs = append(attrs, attribute.StringSlice("egresskit.markers", e.Markers))
+	}
+	_, sp := t.tracer.Start(ctx, "egresskit.attempt",
+		trace.WithTimestamp(e.Time), trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
+	if e.Err != "" {
+		sp.RecordError(errors.New(e.Err), trace.WithTimestamp(e.Time.Add(e.Wait+e.Duration)))
+		sp.SetStatus(codes.Error, e.Err)
+	} else if e.Outcome != classify.OK {
+		sp.SetStatus(codes.Error, outcome)
+	}
+	sp.End(trace.WithTimestamp(e.Time.Add(e.Wait + e.Duration)))
+	if rs, ok := ctx.Value(requestKey{}).(*requestState); ok {
+		rs.attempted(e)
+	}
+}
+
+func (t *Telemetry) count(ctx context.Context, e *telemetry.Event) {
+	outcome := attribute.String("outcome", e.Outcome.String())
+	reason := attribute.String("egress_reason", t.reason(e.EgressReason))
+	set := metric.WithAttributeSet(attribute.NewSet(outcome, reason))
+	t.attempts.Add(ctx, 1, set)
+	if e.Final {
+		t.requests.Add(ctx, 1, set)
+	}
+	if e.Attempt > 1 {
+		t.retries.Add(ctx, 1)
+	}
+	if e.Duration > 0 { // an attempt never sent has no latency
+		t.latency.Record(ctx, e.Duration.Seconds(), metric.WithAttributeSet(attribute.NewSet(outcome)))
+		if e.Breaker == StateHalted {
+			t.halts.Add(ctx, 1)
+		}
+	}
+	t.wait.Record(ctx, e.Wait.Seconds())
+}
+
+// reason maps an egress reason to its attribute value, admitting at most
+// MaxReasons distinct values.
+func (t *Telemetry) reason(r string) string {
+	if r == "" {
+		return "none"
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, ok := t.reasons[r]; ok {
+		return r
+	}
+	if len(t.reasons) >= t.cfg.MaxReasons {
+		return "other"
+	}
+	t.reasons[r] = struct{}{}
+	return r
+}
+
+func (t *Telemetry) observeBreakers(o metric.Observer, g metric.Int64ObservableGauge) {
+	defer func() { _ = recover() }() // a panicking callback loses its metric, not the collection
+	counts := t.cfg.BreakerCounts()
+	for _, s := range states {
+		o.ObserveInt64(g, int64(counts[s]), metric.WithAttributes(attribute.String("state", s)))
+	}
+}
+
+func (t *Telemetry) observeHosts(ctx context.Context, o metric.Observer, g metric.Int64ObservableGauge, p metric.Float64ObservableGauge) {
+	seen := map[string]bool{}
+	for _, h := range t.cfg.Watch {
+		if seen[h] {
+			continue
+		}
+		seen[h] = true
+		st, err := t.state(ctx, h)
+		if err != nil {
+			continue
+		}
+		cur := st.Breaker.String()
+		if st.Halted {
+			cur = StateHalted
+		}
+		host := attribute.String("host", h)
+		for _, s := range states {
+			v := int64(0)
+			if s == cur {
+				v = 1
+			}
+			o.ObserveInt64(g, v, metric.WithAttributes(host, attribute.String("state", s)))
+		}
+		o.ObserveFloat64(p, st.PerMinute, metric.WithAttributes(host))
+	}
+}
+
+func (t *Telemetry) state(ctx context.Context, host string) (st hoststate.HostState, err error) {
+	defer func() {
+		if recover() != nil {
+			err = errors.New("otel: State panicked")
+		}
+	}()
+	return t.cfg.State(ctx, host)
+}

@@ -1,0 +1,349 @@
+package otel_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/egresskit/egresskit"
+	"github.com/egresskit/egresskit/hostkey"
+	"github.com/egresskit/egresskit/hoststate"
+	"github.com/egresskit/egresskit/ratelimit"
+	"github.com/egresskit/egresskit/retry"
+	"github.com/egresskit/egresskit/telemetry"
+	"github.com/egresskit/egresskit/telemetry/otel"
+)
+
+// rig is a chain wired to OpenTelemetry's in-memory exporters.
+type rig struct {
+	spans  *tracetest.InMemoryExporter
+	reader *sdkmetric.ManualReader
+	state  hoststate.Store
+	chain  *egresskit.Transport
+	client *http.Client
+	ot     *otel.Telemetry
+}
+
+func newRig(t *testing.T, watch ...string) *rig {
+	t.Helper()
+	r := &rig{spans: tracetest.NewInMemoryExporter(), reader: sdkmetric.NewManualReader()}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(r.spans))
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(r.reader))
+	t.Cleanup(func() {
+		tp.Shutdown(context.Background())
+		mp.Shutdown(context.Background())
+	})
+	mem := hoststate.NewMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 60000, Burst: 100}})
+	r.state = mem
+	var chain *egresskit.Transport
+	ot, err := otel.New(otel.Config{
+		TracerProvider: tp,
+		MeterProvider:  mp,
+		BreakerCounts: func() map[string]int {
+			n := mem.Counts()
+			return map[string]int{otel.StateClosed: n.Closed, otel.StateHalfOpen: n.HalfOpen, otel.StateOpen: n.Open, otel.StateHalted: n.Halted}
+		},
+		Watch: watch,
+		State: func(ctx context.Context, host string) (hoststate.HostState, error) { return chain.State(ctx, host) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ot.Close() })
+	chain = egresskit.New(egresskit.Config{
+		UserAgent:    "OtelBot/1.0",
+		IgnoreRobots: true,
+		Retry:        retry.Policy{MaxRetries: 3, BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond},
+		State:        mem,
+		Observers:    []telemetry.Observer{ot},
+	})
+	r.chain, r.ot = chain, ot
+	r.client = &http.Client{Transport: ot.Transport(chain)}
+	return r
+}
+
+func (r *rig) get(t *testing.T, u string) int {
+	t.Helper()
+	resp, err := r.client.Get(u)
+	if err != nil {
+		t.Fatalf("GET: %v", err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func attrs(kvs []attribute.KeyValue) map[string]attribute.Value {
+	m := map[string]attribute.Value{}
+	for _, kv := range kvs {
+		m[string(kv.Key)] = kv.Value
+	}
+	return m
+}
+
+func key(t *testing.T, raw string) string {
+	t.Helper()
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := hostkey.Of(u, hostkey.ByHost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// TestRequestSpanWithAttemptSpans: a request that fails twice with 503 and
+// then succeeds is one request span with three attempt spans as children,
+// each with its attributes.
+func TestRequestSpanWithAttemptSpans(t *testing.T) {
+	var n atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if n.Add(1) <= 2 {
+			http.Error(w, "busy", http.StatusServiceUnavailable)
+			return
+		}
+		io.WriteString(w, "ok")
+	}))
+	defer srv.Close()
+	r := newRig(t)
+	if status := r.get(t, srv.URL+"/page?api_key=s3cr3t-value"); status != 200 {
+		t.Fatalf("status %d, want 200", status)
+	}
+
+	stubs := r.spans.GetSpans()
+	var req *tracetest.SpanStub
+	var attempts []tracetest.SpanStub
+	for i := range stubs {
+		switch stubs[i].Name {
+		case "egresskit.request":
+			if req != nil {
+				t.Fatalf("two request spans")
+			}
+			req = &stubs[i]
+		case "egresskit.attempt":
+			attempts = append(attempts, stubs[i])
+		default:
+			t.Errorf("unexpected span %q", stubs[i].Name)
+		}
+	}
+	if req == nil || len(attempts) != 3 {
+		t.Fatalf("got request span %v and %d attempt spans, want one and 3", req != nil, len(attempts))
+	}
+	sort.Slice(attempts, func(i, j int) bool {
+		return attrs(attempts[i].Attributes)["egresskit.attempt"].AsInt64() < attrs(attempts[j].Attributes)["egresskit.attempt"].AsInt64()
+	})
+	host := key(t, srv.URL)
+	want := []struct {
+		status  int64
+		outcome string
+		final   bool
+		code    codes.Code
+	}{
+		{503, "transient", false, codes.Error},
+		{503, "transient", false, codes.Error},
+		{200, "ok", true, codes.Unset},
+	}
+	for i, w := range want {
+		sp := attempts[i]
+		a := attrs(sp.Attributes)
+		if sp.Parent.SpanID() != req.SpanContext.SpanID() || sp.SpanContext.TraceID() != req.SpanContext.TraceID() {
+			t.Errorf("attempt %d: parent %v trace %v, want the request span %v", i+1, sp.Parent.SpanID(), sp.SpanContext.TraceID(), req.SpanContext.SpanID())
+		}
+		checks := []struct {
+			name      string
+			got, want any
+		}{
+			{"egresskit.attempt", a["egresskit.attempt"].AsInt64(), int64(i + 1)},
+			{"egresskit.retry", a["egresskit.retry"].AsInt64(), int64(i)},
+			{"egresskit.outcome", a["egresskit.outcome"].AsString(), w.outcome},
+			{"egresskit.host", a["egresskit.host"].AsString(), host},
+			{"egresskit.final", a["egresskit.final"].AsBool(), w.final},
+			{"egresskit.breaker", a["egresskit.breaker"].AsString(), "closed"},
+			{"http.response.status_code", a["http.response.status_code"].AsInt64(), w.status},
+			{"http.request.method", a["http.request.method"].AsString(), "GET"},
+			{"status", sp.Status.Code, w.code},
+		}
+		for _, c := range checks {
+			if c.got != c.want {
+				t.Errorf("attempt %d %s = %v, want %v", i+1, c.name, c.got, c.want)
+			}
+		}
+		for _, k := range []string{"egresskit.wait_seconds", "egresskit.egress.endpoint", "egresskit.egress.reason", "url.full"} {
+			if _, ok := a[k]; !ok {
+				t.Errorf("attempt %d lacks attribute %s", i+1, k)
+			}
+		}
+		if u := a["url.full"].AsString(); strings.Contains(u, "s3cr3t") || !strings.Contains(u, "/page?api_key=") {
+			t.Errorf("attempt %d url.full = %q, want the redacted URL", i+1, u)
+		}
+		if sp.StartTime.Before(req.StartTime) || sp.EndTime.After(req.EndTime) {
+			t.Errorf("attempt %d [%v, %v] outside the request span [%v, %v]", i+1, sp.StartTime, sp.EndTime, req.StartTime, req.EndTime)
+		}
+	}
+	ra := attrs(req.Attributes)
+	if ra["egresskit.attempts"].AsInt64() != 3 || ra["egresskit.outcome"].AsString() != "ok" ||
+		ra["http.response.status_code"].AsInt64() != 200 || ra["egresskit.host"].AsString() != host || req.Status.Code != codes.Unset {
+		t.Errorf("request span attributes %v status %v, want 3 attempts, ok, 200, host %s", ra, req.Status, host)
+	}
+
+	m := collect(t, r.reader)
+	checkSum(t, m, "egresskit.attempts", map[string]int64{"outcome=transient,egress_reason=none": 2, "outcome=ok,egress_reason=none": 1})
+	checkSum(t, m, "egresskit.requests", map[string]int64{"outcome=ok,egress_reason=none": 1})
+	checkSum(t, m, "egresskit.retries", map[string]int64{"": 2})
+	checkHistCount(t, m, "egresskit.attempt.duration", map[string]uint64{"outcome=transient": 2, "outcome=ok": 1})
+	checkHistCount(t, m, "egresskit.token.wait", map[string]uint64{"": 3})
+	checkGauge(t, m, "egresskit.breaker.hosts", map[string]float64{"state=closed": 1, "state=half-open": 0, "state=open": 0, "state=halted": 0})
+}
+
+// TestHaltAndHostGauges: a refusal halts its host, which the halts counter,
+// the breaker-state gauges and the watched host's state show; the pacing
+// rate of a watched host is its current rate.
+func TestHaltAndHostGauges(t *testing.T) {
+	refused := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusForbidden)
+		io.WriteString(w, "<html>OtelBot is not welcome here.</html>")
+	}))
+	defer refused.Close()
+	ok := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
+	defer ok.Close()
+	rk, okk := key(t, refused.URL), key(t, ok.URL)
+	r := newRig(t, rk, okk)
+	r.get(t, refused.URL+"/a")
+	r.get(t, ok.URL+"/a")
+	if resp, err := r.client.Get(refused.URL + "/b"); err == nil { // halted: not sent
+		resp.Body.Close()
+	}
+
+	m := collect(t, r.reader)
+	checkSum(t, m, "egresskit.halts", map[string]int64{"": 1})
+	checkGauge(t, m, "egresskit.breaker.hosts", map[string]float64{"state=closed": 1, "state=half-open": 0, "state=open": 0, "state=halted": 1})
+	checkGauge(t, m, "egresskit.host.breaker_state", map[string]float64{
+		"host=" + rk + ",state=halted": 1, "host=" + rk + ",state=closed": 0, "host=" + rk + ",state=open": 0, "host=" + rk + ",state=half-open": 0,
+		"host=" + okk + ",state=closed": 1, "host=" + okk + ",state=halted": 0, "host=" + okk + ",state=open": 0, "host=" + okk + ",state=half-open": 0,
+	})
+	st, err := r.chain.State(context.Background(), okk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkGauge(t, m, "egresskit.host.pacing_rate", map[string]float64{"host=" + okk: st.PerMinute, "host=" + rk: mustState(t, r, rk).PerMinute})
+}
+
+func mustState(t *testing.T, r *rig, host string) hoststate.HostState {
+	t.Helper()
+	st, err := r.chain.State(context.Background(), host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// collect reads every metric, by name.
+func collect(t *testing.T, r *sdkmetric.ManualReader) map[string]metricdata.Aggregation {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := r.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]metricdata.Aggregation{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			out[m.Name] = m.Data
+		}
+	}
+	return out
+}
+
+// label renders an attribute set as "k=v,k=v" in the order given by its
+// keys' first use in want (sorted otherwise).
+func label(s attribute.Set) string {
+	var parts []string
+	for _, kv := range s.ToSlice() {
+		parts = append(parts, string(kv.Key)+"="+kv.Value.String())
+	}
+	// outcome before egress_reason, host before state: the order the
+	// tests write them in.
+	sort.Slice(parts, func(i, j int) bool { return rank(parts[i]) < rank(parts[j]) })
+	return strings.Join(parts, ",")
+}
+
+func rank(p string) int {
+	for i, k := range []string{"outcome=", "egress_reason=", "host=", "state="} {
+		if strings.HasPrefix(p, k) {
+			return i
+		}
+	}
+	return 99
+}
+
+func checkSum(t *testing.T, m map[string]metricdata.Aggregation, name string, want map[string]int64) {
+	t.Helper()
+	s, ok := m[name].(metricdata.Sum[int64])
+	if !ok {
+		t.Errorf("%s: %T, want an int64 sum", name, m[name])
+		return
+	}
+	got := map[string]int64{}
+	for _, dp := range s.DataPoints {
+		got[label(dp.Attributes)] = dp.Value
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("%s = %v, want %v", name, got, want)
+	}
+}
+
+func checkHistCount(t *testing.T, m map[string]metricdata.Aggregation, name string, want map[string]uint64) {
+	t.Helper()
+	h, ok := m[name].(metricdata.Histogram[float64])
+	if !ok {
+		t.Errorf("%s: %T, want a float64 histogram", name, m[name])
+		return
+	}
+	got := map[string]uint64{}
+	for _, dp := range h.DataPoints {
+		got[label(dp.Attributes)] = dp.Count
+		if len(dp.Bounds) != len(otel.DefaultBuckets()) {
+			t.Errorf("%s: %d bucket bounds, want %d", name, len(dp.Bounds), len(otel.DefaultBuckets()))
+		}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("%s counts = %v, want %v", name, got, want)
+	}
+}
+
+func checkGauge(t *testing.T, m map[string]metricdata.Aggregation, name string, want map[string]float64) {
+	t.Helper()
+	got := map[string]float64{}
+	switch g := m[name].(type) {
+	case metricdata.Gauge[int64]:
+		for _, dp := range g.DataPoints {
+			got[label(dp.Attributes)] = float64(dp.Value)
+		}
+	case metricdata.Gauge[float64]:
+		for _, dp := range g.DataPoints {
+			got[label(dp.Attributes)] = dp.Value
+		}
+	default:
+		t.Errorf("%s: %T, want a gauge", name, m[name])
+		return
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("%s = %v, want %v", name, got, want)
+	}
+}

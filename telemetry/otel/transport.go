@@ -1,0 +1,91 @@
+package otel
+
+import (
+	"context"
+	"net/http"
+	"sync"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/egresskit/egresskit/classify"
+	"github.com/egresskit/egresskit/telemetry"
+)
+
+// requestKey finds a request's state in its context.
+type requestKey struct{}
+
+// requestState is what the attempt spans of one request tell its span.
+type requestState struct {
+	mu       sync.Mutex // guards the fields below
+	attempts int
+	outcome  string
+	host     string
+}
+
+func (rs *requestState) attempted(e *telemetry.Event) {
+	rs.mu.Lock()
+	rs.attempts = max(rs.attempts, e.Attempt)
+	rs.host = e.Host
+	if e.Final {
+		rs.outcome = e.Outcome.String()
+	}
+	rs.mu.Unlock()
+}
+
+// transport wraps the chain and opens a request span per RoundTrip.
+type transport struct {
+	t    *Telemetry
+	next http.RoundTripper
+}
+
+// Transport returns an http.RoundTripper that opens an "egresskit.request"
+// span around each RoundTrip of next (the egresskit chain; nil means
+// http.DefaultTransport), so that the chain's attempt spans become its
+// children. The request is passed on with the span in its context and is
+// otherwise unchanged.
+func (t *Telemetry) Transport(next http.RoundTripper) http.RoundTripper {
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	return &transport{t: t, next: next}
+}
+
+// RoundTrip implements http.RoundTripper.
+func (rt *transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	rs := &requestState{}
+	ctx, sp := rt.t.tracer.Start(req.Context(), "egresskit.request",
+		trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(
+			attribute.String("http.request.method", req.Method),
+			attribute.String("url.full", rt.t.cfg.Redactor.RedactURL(req.URL)),
+		))
+	defer sp.End()
+	ctx = context.WithValue(ctx, requestKey{}, rs)
+	resp, err := rt.next.RoundTrip(req.WithContext(ctx))
+
+	rs.mu.Lock()
+	attempts, outcome, host := rs.attempts, rs.outcome, rs.host
+	rs.mu.Unlock()
+	if host != "" { // the chain's host key, as the attempts name it
+		sp.SetAttributes(attribute.String("egresskit.host", host))
+	}
+	if outcome == "" { // no final event (no observer hook): classify what came back
+		outcome = classify.Of(resp, err).Outcome.String()
+	}
+	sp.SetAttributes(attribute.Int("egresskit.attempts", attempts), attribute.String("egresskit.outcome", outcome))
+	if resp != nil {
+		sp.SetAttributes(attribute.Int("http.response.status_code", resp.StatusCode))
+	}
+	switch {
+	case err != nil:
+		msg := rt.t.cfg.Redactor.RedactError(err)
+		sp.AddEvent("exception", trace.WithAttributes(
+			attribute.String("exception.type", "error"), attribute.String("exception.message", msg)))
+		sp.SetStatus(codes.Error, msg)
+	case outcome != classify.OK.String():
+		sp.SetStatus(codes.Error, outcome)
+	}
+	return resp, err
+}
