@@ -88,14 +88,62 @@ func TestSOCKSFailure(t *testing.T) {
 	}
 }
 
+// socksReplyKind maps each SOCKS5 reply code (RFC 1928 section 6) to the
+// failure it names: the destination's fault for host unreachable (0x04),
+// connection refused (0x05) and TTL expired (0x06); a protocol mismatch for
+// a "succeeded" reply that still failed (0x00) and for command (0x07) or
+// address type (0x08) not supported; the proxy's own fault for every other
+// code (general failure, ruleset, network unreachable, unassigned).
+func socksReplyKind(rep byte) FailureKind {
+	switch rep {
+	case 0x04, 0x05, 0x06:
+		return KindDestination
+	case 0x00, 0x07, 0x08:
+		return KindHandshake
+	}
+	return KindProxy
+}
+
+// FuzzSOCKSFailure reads arbitrary proxy bytes as the three SOCKS5 phases —
+// method selection, RFC 1929 authentication when the proxy chose it, reply
+// — and checks that socksFailure names the phase where the handshake
+// broke: no SOCKS5 answer is a handshake failure; "no acceptable method",
+// a hang-up after our credentials or a refusal of them is an auth failure;
+// a reply is mapped by its code (socksReplyKind). Bytes after the reply
+// code never change the answer.
 func FuzzSOCKSFailure(f *testing.F) {
 	f.Add([]byte{5, 2, 1, 0, 5, 4, 0, 1})
 	f.Add([]byte{5, 0xff})
+	f.Add([]byte{5, 2, 1, 7})
+	f.Add([]byte{5, 0, 5, 0x08, 0, 1})
+	f.Add([]byte{5, 0, 4, 5})
+	f.Add([]byte{5, 1, 5, 1})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		switch k := socksFailure(b); k {
-		case KindAuth, KindHandshake, KindProxy, KindDestination:
+		want, end := KindHandshake, len(b)
+		switch {
+		case len(b) < 2 || b[0] != 5:
+			// not a SOCKS5 method selection
+		case b[1] == 0xff:
+			want, end = KindAuth, 2
+		case b[1] == 0x02 && (len(b) < 4 || b[3] != 0):
+			want, end = KindAuth, min(len(b), 4)
 		default:
-			t.Fatalf("socksFailure(%v) = %q", b, k)
+			off := 2
+			if b[1] == 0x02 {
+				off = 4
+			}
+			if len(b) >= off+2 && b[off] == 5 {
+				want, end = socksReplyKind(b[off+1]), off+2
+			}
+		}
+		if got := socksFailure(b); got != want {
+			t.Fatalf("socksFailure(%v) = %q, want %q", b, got, want)
+		}
+		if end < len(b) {
+			// What follows the decisive byte does not matter.
+			if got := socksFailure(b[:end]); got != want {
+				t.Fatalf("socksFailure(%v) = %q, want %q as for %v", b[:end], got, want, b)
+			}
 		}
 	})
 }
