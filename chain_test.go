@@ -319,7 +319,9 @@ func TestBreakerOpensAndRecovers(t *testing.T) {
 				})
 				cfg := fastConfig(s)
 				cfg.Retry = retry.Policy{MaxRetries: -1}
-				cfg.HostState.Limit = ratelimit.Config{PerMinute: 60, Burst: 20}
+				// One token a minute, so that the open time (300s) refills
+				// only 5 of the burst of 20 and the tokens spent show.
+				cfg.HostState.Limit = ratelimit.Config{PerMinute: 1, Burst: 20}
 				chain := egresskit.New(cfg)
 				c := &http.Client{Transport: chain}
 				for i := range 8 {
@@ -337,11 +339,15 @@ func TestBreakerOpensAndRecovers(t *testing.T) {
 					t.Errorf("server saw %d requests, want 8 (the 9th never sent)", got)
 				}
 				after, _ := chain.State(context.Background(), "down.test")
-				if before.Breaker != breaker.Closed && after.Breaker != breaker.Open {
-					t.Errorf("breaker state %v, want open", after.Breaker)
+				if before.Breaker != breaker.Open || after.Breaker != breaker.Open {
+					t.Errorf("breaker state after 8 failures %v, after the refused 9th %v; want open, open", before.Breaker, after.Breaker)
 				}
-				// The refused request took no token: 12 more requests fit
-				// the remaining burst of 12 once the breaker closes.
+				// More refused requests while open: none may take a token.
+				for range 20 {
+					if _, err := get(c, "http://down.test/"); !errors.Is(err, breaker.ErrOpen) {
+						t.Fatalf("request while open: err = %v, want ErrOpen", err)
+					}
+				}
 				time.Sleep(300*time.Second + time.Millisecond)
 				healthy.Store(probeOK)
 				status, _ := get(c, "http://down.test/probe")
@@ -352,6 +358,23 @@ func TestBreakerOpensAndRecovers(t *testing.T) {
 				if probeOK {
 					if status != 200 || st.Breaker != breaker.Closed {
 						t.Errorf("successful probe: status %d, breaker %v; want 200, closed", status, st.Breaker)
+					}
+					// The 21 refused requests took no token: of the burst of
+					// 20, the 8 failures left 12, the open time added 5 and
+					// the probe took 1, so 16 requests go out at once and the
+					// 17th waits for the next token.
+					for i := range 17 {
+						start := time.Now()
+						if status, err := get(c, "http://down.test/after"); status != 200 {
+							t.Fatalf("request %d after recovery: status %d, err %v", i+1, status, err)
+						}
+						waited := time.Since(start)
+						if i < 16 && waited != 0 {
+							t.Fatalf("request %d after recovery waited %v, want no wait: the burst was spent while open", i+1, waited)
+						}
+						if i == 16 && waited == 0 {
+							t.Fatalf("request 17 after recovery did not wait: more than 16 tokens were left")
+						}
 					}
 				} else {
 					if st.Breaker != breaker.Open {
