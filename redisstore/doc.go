@@ -64,6 +64,26 @@
 // Redis services), an Unchecked Warning says so and only the first rule
 // applies.
 //
+// # TLS
+//
+// Session values are sealed before they are stored, but host names,
+// halts and the sealed blobs still cross the network, and so does the
+// Redis password: reach Redis over TLS as go-redis does, with
+// Options.TLSConfig (ClusterOptions.TLSConfig for a Cluster, or a
+// rediss:// URL):
+//
+//	client := redis.NewClient(&redis.Options{
+//		Addr:                  "redis.internal:6379",
+//		TLSConfig:             &tls.Config{RootCAs: ca, Certificates: []tls.Certificate{clientCert}, MinVersion: tls.VersionTLS12},
+//		ContextTimeoutEnabled: true,
+//	})
+//
+// and start redis-server with --port 0 (no plain port), --tls-port,
+// --tls-cert-file, --tls-key-file, --tls-ca-cert-file and, to require
+// client certificates, --tls-auth-clients yes. A new connection's
+// handshake counts against Config.Timeout: keep connections in the pool
+// (MinIdleConns) or allow for it.
+//
 // A key holding something this package did not write — another type, or
 // fields that do not parse — is reported as *CorruptError and left alone;
 // an operator deletes or fixes it. A Refused outcome sets the halt before

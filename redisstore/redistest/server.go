@@ -11,6 +11,7 @@ import (
 	"net"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -69,6 +70,14 @@ func NewClusterServer(dir string) (*Server, error) {
 	return s, nil
 }
 
+// NewTLSServer starts a redis-server that accepts only TLS connections,
+// with the certificates of files and client certificates required: Addr
+// is its TLS port, and it has no plain port.
+func NewTLSServer(files TLSFiles) (*Server, error) {
+	return newServer("--tls-cert-file", files.ServerCert, "--tls-key-file", files.ServerKey,
+		"--tls-ca-cert-file", files.CA, "--tls-auth-clients", "yes")
+}
+
 func newServer(extra ...string) (*Server, error) {
 	path, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -100,11 +109,16 @@ func freePort() (int, error) {
 
 // start runs redis-server on s.port and waits until it is ready.
 func (s *Server) start() error {
+	port := []string{"--port", strconv.Itoa(s.port)}
+	if slices.Contains(s.extra, "--tls-cert-file") {
+		port = []string{"--port", "0", "--tls-port", strconv.Itoa(s.port)}
+	}
 	args := []string{
-		"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
+		port[0], port[1], "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--daemonize", "no",
 		"--loglevel", "notice", "--logfile", "",
 	}
+	args = append(args, port[2:]...)
 	cmd := exec.Command(s.path, append(args, s.extra...)...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {

@@ -19,6 +19,9 @@ func NewServer() (*Server, error) { return nil, ErrNoServer }
 // NewClusterServer returns ErrNoServer on this system.
 func NewClusterServer(string) (*Server, error) { return nil, ErrNoServer }
 
+// NewTLSServer returns ErrNoServer on this system.
+func NewTLSServer(TLSFiles) (*Server, error) { return nil, ErrNoServer }
+
 // Close does nothing.
 func (s *Server) Close() {}
 
