@@ -37,14 +37,14 @@ func (a *gatedSender) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
 	key, err := hostkey.Of(req.URL, t.cfg.HostKey)
 	if err != nil {
-		return nil, err
+		return nil, unsent(req, err)
 	}
 	start := time.Now()
 	adm, err := t.state.Admit(ctx, key)
 	if err != nil {
 		err = notSent(err)
 		a.observe(ctx, req, key, start, 0, 0, classify.Of(nil, err), adm, hoststate.Effect{}, nil, err)
-		return nil, err
+		return nil, unsent(req, err)
 	}
 	if adm.Wait > 0 {
 		resume := retry.HoldAttemptTimer(ctx)
@@ -58,7 +58,7 @@ func (a *gatedSender) RoundTrip(req *http.Request) (*http.Response, error) {
 				t.record(ctx, key, adm, classify.Result{Outcome: classify.Canceled, Reason: r.Reason})
 			}
 			a.observe(ctx, req, key, start, adm.Wait, 0, r, adm, hoststate.Effect{}, nil, err)
-			return nil, err
+			return nil, unsent(req, err)
 		}
 	}
 	var choice *egress.Choice

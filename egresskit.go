@@ -207,14 +207,14 @@ func New(cfg Config) *Transport {
 // then halted (see Halted).
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err := validate(req); err != nil {
-		return nil, err
+		return nil, unsent(req, err)
 	}
 	key, err := hostkey.Of(req.URL, t.cfg.HostKey)
 	if err != nil {
-		return nil, err
+		return nil, unsent(req, err)
 	}
 	if err := t.cfg.Scope.check(key); err != nil {
-		return nil, err
+		return nil, unsent(req, err)
 	}
 	ctx := req.Context()
 	if t.robots != nil {
@@ -223,10 +223,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			t.cfg.Audit.Robots(key, req.URL.EscapedPath(), err == nil)
 		}
 		if err != nil {
-			return nil, err
+			return nil, unsent(req, err)
 		}
 		if err := t.ceilings.apply(ctx, t.state, key, d.CrawlDelay); err != nil {
-			return nil, err
+			return nil, unsent(req, err)
 		}
 	}
 	if req.Header.Get("User-Agent") == "" {
@@ -290,6 +290,15 @@ func (t *Transport) HostKey(rawURL string) (string, error) {
 // resp.Body (http.Client does when it has a Timeout).
 func Halted(resp *http.Response) bool {
 	return resp != nil && classify.Of(resp, nil).Outcome == classify.Refused
+}
+
+// unsent closes the body of a request the chain does not send, as the
+// http.RoundTripper contract requires on every path, and returns err.
+func unsent(req *http.Request, err error) error {
+	if req != nil && req.Body != nil {
+		req.Body.Close()
+	}
+	return err
 }
 
 // ErrInvalidRequest is returned for a request the chain cannot send: nil,

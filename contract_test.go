@@ -1,0 +1,113 @@
+package egresskit_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/egresskit/egresskit"
+	"github.com/egresskit/egresskit/breaker"
+	"github.com/egresskit/egresskit/ratelimit"
+	"github.com/egresskit/egresskit/retry"
+	"github.com/egresskit/egresskit/robots"
+)
+
+// closeRecorder is a request body that counts its Close calls.
+type closeRecorder struct {
+	io.Reader
+	closed atomic.Int32
+}
+
+func (b *closeRecorder) Close() error { b.closed.Add(1); return nil }
+
+// TestBodyClosedWhenNotSent: on every path where the chain sends nothing,
+// RoundTrip still closes the request body, as http.RoundTripper requires.
+func TestBodyClosedWhenNotSent(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		url     string
+		setup   func(s *site, cfg *egresskit.Config)
+		prime   func(t *testing.T, c *http.Client) // requests made before the one under test
+		ctx     func() (context.Context, context.CancelFunc)
+		wantErr error
+	}{
+		{name: "invalid request", url: "ftp://files.test/x", wantErr: egresskit.ErrInvalidRequest},
+		{name: "out of scope", url: "http://deny.test/x", wantErr: egresskit.ErrOutOfScope,
+			setup: func(_ *site, cfg *egresskit.Config) { cfg.Scope.Deny = []string{"deny.test"} }},
+		{name: "robots disallow", url: "http://robots.test/private", wantErr: robots.ErrDisallowed,
+			setup: func(s *site, _ *egresskit.Config) { s.robots["robots.test"] = "User-agent: *\nDisallow: /private\n" }},
+		{name: "halted", url: "http://halt.test/x", wantErr: breaker.ErrHalted,
+			setup: func(s *site, _ *egresskit.Config) {
+				s.handle("halt.test", func(w http.ResponseWriter, r *http.Request) {
+					http.Error(w, "TestBot is not welcome here", http.StatusForbidden)
+				})
+			},
+			prime: func(t *testing.T, c *http.Client) { get(c, "http://halt.test/first") }},
+		{name: "breaker open", url: "http://down.test/x", wantErr: breaker.ErrOpen,
+			setup: func(s *site, cfg *egresskit.Config) {
+				cfg.HostState.Breaker.FailureThreshold = 1
+				s.handle("down.test", func(w http.ResponseWriter, r *http.Request) {
+					http.Error(w, "down", http.StatusBadGateway)
+				})
+			},
+			prime: func(t *testing.T, c *http.Client) { get(c, "http://down.test/first") }},
+		{name: "pacing wait past deadline", url: "http://slow.test/x", wantErr: context.DeadlineExceeded,
+			setup: func(s *site, cfg *egresskit.Config) {
+				cfg.HostState.Limit = ratelimit.Config{PerMinute: 1, Burst: 1}
+				s.handle("slow.test", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+			},
+			prime: func(t *testing.T, c *http.Client) { get(c, "http://slow.test/first") },
+			ctx:   func() (context.Context, context.CancelFunc) { return context.WithTimeout(context.Background(), time.Second) }},
+		{name: "caller canceled", url: "http://gone.test/x", wantErr: context.Canceled,
+			ctx: func() (context.Context, context.CancelFunc) {
+				ctx, cancel := context.WithCancel(context.Background())
+				cancel()
+				return ctx, cancel
+			}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := newSite()
+				cfg := fastConfig(s)
+				cfg.Retry = retry.Policy{MaxRetries: -1}
+				if tt.setup != nil {
+					tt.setup(s, &cfg)
+				}
+				chain := egresskit.New(cfg)
+				if tt.prime != nil {
+					tt.prime(t, &http.Client{Transport: chain})
+				}
+				ctx, cancel := context.Background(), context.CancelFunc(func() {})
+				if tt.ctx != nil {
+					ctx, cancel = tt.ctx()
+				}
+				defer cancel()
+				body := &closeRecorder{Reader: strings.NewReader("payload")}
+				req, err := http.NewRequestWithContext(ctx, "PUT", tt.url, body)
+				if err != nil {
+					t.Fatal(err)
+				}
+				before := s.requests(req.URL.Host)
+				resp, err := chain.RoundTrip(req)
+				if resp != nil {
+					resp.Body.Close()
+				}
+				if !errors.Is(err, tt.wantErr) {
+					t.Fatalf("RoundTrip = %v, %v; want an error matching %v", resp, err, tt.wantErr)
+				}
+				if got := s.requests(req.URL.Host) - before; got != 0 {
+					t.Errorf("the host received %d requests, want 0", got)
+				}
+				if got := body.closed.Load(); got != 1 {
+					t.Errorf("request body closed %d times, want 1", got)
+				}
+			})
+		})
+	}
+}
