@@ -63,7 +63,9 @@ func TestBodyClosedWhenNotSent(t *testing.T) {
 				s.handle("slow.test", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
 			},
 			prime: func(t *testing.T, c *http.Client) { get(c, "http://slow.test/first") },
-			ctx:   func() (context.Context, context.CancelFunc) { return context.WithTimeout(context.Background(), time.Second) }},
+			ctx: func() (context.Context, context.CancelFunc) {
+				return context.WithTimeout(context.Background(), time.Second)
+			}},
 		{name: "caller canceled", url: "http://gone.test/x", wantErr: context.Canceled,
 			ctx: func() (context.Context, context.CancelFunc) {
 				ctx, cancel := context.WithCancel(context.Background())
