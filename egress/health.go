@@ -33,7 +33,12 @@ type HealthConfig struct {
 	// TLS to the proxy, SOCKS handshake) above which successes count
 	// less: at twice SlowSetup a success is worth half. Default 2s.
 	SlowSetup time.Duration
-	// QuarantineBase is the first quarantine's length. Default 15s.
+	// ProbeAfter is how long after its last failure an endpoint that
+	// failed but is not quarantined gets a trial request, whatever its
+	// score: the next request of a host whose subset holds it goes to it,
+	// and success readmits it to the healthy tier. Default 2s.
+	ProbeAfter time.Duration
+	// QuarantineBase is the first quarantine's length. Default 5s.
 	QuarantineBase time.Duration
 	// QuarantineMax caps the quarantine, which doubles with each
 	// quarantine that follows without a full recovery. Default 10 minutes.
@@ -63,8 +68,11 @@ func (c HealthConfig) withDefaults() (HealthConfig, error) {
 	if c.SlowSetup == 0 {
 		c.SlowSetup = 2 * time.Second
 	}
+	if c.ProbeAfter == 0 {
+		c.ProbeAfter = 2 * time.Second
+	}
 	if c.QuarantineBase == 0 {
-		c.QuarantineBase = 15 * time.Second
+		c.QuarantineBase = 5 * time.Second
 	}
 	if c.QuarantineMax == 0 {
 		c.QuarantineMax = max(10*time.Minute, c.QuarantineBase)
@@ -82,6 +90,8 @@ func (c HealthConfig) withDefaults() (HealthConfig, error) {
 		return bad("HalfLife", c.HalfLife)
 	case c.SlowSetup < 0:
 		return bad("SlowSetup", c.SlowSetup)
+	case c.ProbeAfter < 0:
+		return bad("ProbeAfter", c.ProbeAfter)
 	case c.QuarantineBase < 0:
 		return bad("QuarantineBase", c.QuarantineBase)
 	case c.QuarantineMax < c.QuarantineBase:
@@ -96,6 +106,15 @@ const forgiveAbove = 0.95
 
 // maxStrikes bounds the doubling so that the shift cannot overflow.
 const maxStrikes = 32
+
+// attempt says what a request is to its endpoint's health.
+type attempt uint8
+
+const (
+	plainAttempt attempt = iota
+	probeAttempt         // the one request let through when a quarantine ends
+	trialAttempt         // the one request sent ProbeAfter after a failure
+)
 
 // healthState is where an endpoint stands at a given time.
 type healthState uint8
@@ -118,6 +137,9 @@ type health struct {
 	quarantined bool          // quarantined or half-open or probing
 	until       time.Time     // end of the quarantine
 	probing     bool          // the half-open probe is in flight
+	lastFail    time.Time     // the last egress failure outside a quarantine
+	recovering  bool          // failed since the last readmission
+	trial       bool          // the readmission trial is in flight
 }
 
 func newHealth() health { return health{score: 1} }
@@ -158,12 +180,33 @@ func (h *health) state(now time.Time) healthState {
 }
 
 // degraded reports whether an active endpoint is below the healthy tier.
+// An endpoint due for its readmission trial is not: selection then treats
+// it as healthy, so that its hosts' next request tries it.
 func (h *health) degraded(now time.Time, c *HealthConfig) bool {
+	if h.trialDue(now, c) {
+		return false
+	}
 	return h.effective(now, c) < c.DegradedBelow
+}
+
+// trialDue reports whether the endpoint failed, is not quarantined, has
+// had ProbeAfter since its last failure and has no trial in flight.
+func (h *health) trialDue(now time.Time, c *HealthConfig) bool {
+	return h.recovering && !h.quarantined && !h.trial && !now.IsZero() && !now.Before(h.lastFail.Add(c.ProbeAfter))
 }
 
 // beginProbe marks the half-open probe as in flight.
 func (h *health) beginProbe() { h.probing = true }
+
+// beginTrial marks the readmission trial as in flight.
+func (h *health) beginTrial() { h.trial = true }
+
+// readmit puts the endpoint back in the healthy tier.
+func (h *health) readmit(now time.Time, c *HealthConfig) {
+	h.catchUp(now, c)
+	h.score = max(h.score, c.DegradedBelow)
+	h.fails, h.recovering = 0, false
+}
 
 // sampleSetup records how long a connection setup through the proxy took.
 func (h *health) sampleSetup(d time.Duration, c *HealthConfig) {
@@ -186,20 +229,29 @@ func (h *health) quality(c *HealthConfig) float64 {
 }
 
 // success records a request the endpoint carried. Outside a quarantine it
-// raises the score; while quarantined only the probe's success counts, and
-// it readmits the endpoint on probation, halfway between the quarantine
-// threshold and a perfect score.
-func (h *health) success(now time.Time, probe bool, c *HealthConfig) {
+// raises the score, and the readmission trial's success puts the endpoint
+// back in the healthy tier. While quarantined only the probe's success
+// counts, and it readmits the endpoint likewise.
+func (h *health) success(now time.Time, a attempt, c *HealthConfig) {
+	if a == trialAttempt {
+		h.trial = false
+	}
 	if h.quarantined {
-		if probe {
-			h.quarantined, h.probing, h.fails = false, false, 0
-			h.score, h.at = (1+c.QuarantineBelow)/2, now
+		if a == probeAttempt {
+			// On probation: at the healthy tier's lower edge, so that a
+			// failure soon continues the quarantine schedule.
+			h.quarantined, h.probing = false, false
+			h.score, h.at = c.DegradedBelow, now
+			h.fails, h.recovering = 0, false
 		}
 		return
 	}
 	h.catchUp(now, c)
 	h.fails = 0
 	h.score += c.Smoothing * (h.quality(c) - h.score)
+	if a == trialAttempt && h.recovering {
+		h.readmit(now, c)
+	}
 }
 
 // failure records an egress failure. Outside a quarantine it lowers the
@@ -208,9 +260,12 @@ func (h *health) success(now time.Time, probe bool, c *HealthConfig) {
 // QuarantineAfter failures in a row; a failed probe quarantines it again,
 // for longer. Results of requests sent before the quarantine began are
 // ignored.
-func (h *health) failure(now time.Time, probe, hard bool, c *HealthConfig) {
+func (h *health) failure(now time.Time, a attempt, hard bool, c *HealthConfig) {
+	if a == trialAttempt {
+		h.trial = false
+	}
 	if h.quarantined {
-		if probe {
+		if a == probeAttempt {
 			h.probing = false
 			h.quarantine(now, c)
 		}
@@ -221,6 +276,7 @@ func (h *health) failure(now time.Time, probe, hard bool, c *HealthConfig) {
 		h.strikes = 0 // a fresh run of failures from full health
 	}
 	h.fails++
+	h.lastFail, h.recovering = now, true
 	h.score -= c.Smoothing * h.score
 	if hard || h.score < c.QuarantineBelow || (c.QuarantineAfter > 0 && h.fails >= c.QuarantineAfter) {
 		h.quarantine(now, c)
@@ -228,11 +284,14 @@ func (h *health) failure(now time.Time, probe, hard bool, c *HealthConfig) {
 }
 
 // neutral records a result that says nothing about the endpoint
-// (cancelled, or a target-level error); a probe ending so leaves the
-// endpoint half-open for the next request to probe.
-func (h *health) neutral(probe bool) {
-	if probe {
+// (cancelled, or a target-level error); a probe or trial ending so leaves
+// the next request to probe or try the endpoint.
+func (h *health) neutral(a attempt) {
+	switch a {
+	case probeAttempt:
 		h.probing = false
+	case trialAttempt:
+		h.trial = false
 	}
 }
 

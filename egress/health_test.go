@@ -40,9 +40,9 @@ func TestHealthScore(t *testing.T) {
 		h := newHealth()
 		for _, s := range tt.steps {
 			if s == 's' {
-				h.success(t0, false, &c)
+				h.success(t0, plainAttempt, &c)
 			} else {
-				h.failure(t0, false, false, &c)
+				h.failure(t0, plainAttempt, false, &c)
 			}
 		}
 		if got := h.effective(t0, &c); !near(got, tt.wantScore) {
@@ -58,7 +58,7 @@ func TestHealthPenaltyFades(t *testing.T) {
 	c := defaultHealth(t)
 	t0 := time.Unix(1000, 0)
 	h := newHealth()
-	h.failure(t0, false, false, &c) // 0.7
+	h.failure(t0, plainAttempt, false, &c) // 0.7
 	tests := []struct {
 		after time.Duration
 		want  float64
@@ -80,10 +80,10 @@ func TestHealthQuarantineSchedule(t *testing.T) {
 	now := time.Unix(1000, 0)
 	h := newHealth()
 	for range 3 {
-		h.failure(now, false, false, &c)
+		h.failure(now, plainAttempt, false, &c)
 	}
-	want := []time.Duration{15 * time.Second, 30 * time.Second, time.Minute, 2 * time.Minute,
-		4 * time.Minute, 8 * time.Minute, 10 * time.Minute, 10 * time.Minute}
+	want := []time.Duration{5 * time.Second, 10 * time.Second, 20 * time.Second, 40 * time.Second,
+		80 * time.Second, 160 * time.Second, 320 * time.Second, 10 * time.Minute, 10 * time.Minute}
 	for i, w := range want {
 		if got := h.until.Sub(now); got != w {
 			t.Fatalf("quarantine %d lasts %v, want %v", i+1, got, w)
@@ -96,8 +96,8 @@ func TestHealthQuarantineSchedule(t *testing.T) {
 			t.Fatalf("quarantine %d: state at its end = %v, want half-open", i+1, s)
 		}
 		// Results of requests sent before the quarantine are ignored.
-		h.success(now, false, &c)
-		h.failure(now, false, false, &c)
+		h.success(now, plainAttempt, &c)
+		h.failure(now, plainAttempt, false, &c)
 		if s := h.state(now); s != stateHalfOpen {
 			t.Fatalf("quarantine %d: state after non-probe results = %v, want half-open", i+1, s)
 		}
@@ -105,21 +105,21 @@ func TestHealthQuarantineSchedule(t *testing.T) {
 		if s := h.state(now); s != stateProbing {
 			t.Fatalf("state with the probe in flight = %v, want probing", s)
 		}
-		h.failure(now, true, false, &c)
+		h.failure(now, probeAttempt, false, &c)
 	}
 
 	// A neutral probe leaves the endpoint half-open; a successful one
-	// readmits it on probation.
+	// readmits it to the healthy tier, at its lower edge.
 	now = h.until
 	h.beginProbe()
-	h.neutral(true)
+	h.neutral(probeAttempt)
 	if s := h.state(now); s != stateHalfOpen {
 		t.Fatalf("state after a neutral probe = %v, want half-open", s)
 	}
 	h.beginProbe()
-	h.success(now, true, &c)
-	if s := h.state(now); s != stateActive || !near(h.effective(now, &c), 0.7) {
-		t.Fatalf("after a successful probe: state %v score %v, want active, 0.7", s, h.effective(now, &c))
+	h.success(now, probeAttempt, &c)
+	if s := h.state(now); s != stateActive || !near(h.effective(now, &c), 0.8) || h.degraded(now, &c) {
+		t.Fatalf("after a successful probe: state %v score %v degraded %v, want active, 0.8, healthy", s, h.effective(now, &c), h.degraded(now, &c))
 	}
 
 	// Failing again soon continues the schedule; failing after a full
@@ -127,17 +127,80 @@ func TestHealthQuarantineSchedule(t *testing.T) {
 	soon := now.Add(time.Second)
 	g := h
 	for range 3 {
-		g.failure(soon, false, false, &c)
+		g.failure(soon, plainAttempt, false, &c)
 	}
 	if got := g.until.Sub(soon); got != 10*time.Minute {
 		t.Errorf("quarantine soon after readmission lasts %v, want 10m (continued)", got)
 	}
 	later := now.Add(10 * time.Minute) // the penalty has faded to ~0
 	for range 3 {
-		h.failure(later, false, false, &c)
+		h.failure(later, plainAttempt, false, &c)
 	}
-	if got := h.until.Sub(later); got != 15*time.Second {
-		t.Errorf("quarantine after a full recovery lasts %v, want 15s (afresh)", got)
+	if got := h.until.Sub(later); got != 5*time.Second {
+		t.Errorf("quarantine after a full recovery lasts %v, want 5s (afresh)", got)
+	}
+}
+
+// TestHealthReadmissionTrial checks the short schedule of a failed
+// endpoint that is not quarantined: degraded at once, whatever its score;
+// ProbeAfter (2s) after its last failure one trial request is due; the
+// trial's success readmits it to the healthy tier, its failure makes it
+// wait another ProbeAfter.
+func TestHealthReadmissionTrial(t *testing.T) {
+	c := defaultHealth(t)
+	t0 := time.Unix(1000, 0)
+	h := newHealth()
+	h.failure(t0, plainAttempt, false, &c)
+	steps := []struct {
+		at       time.Duration
+		degraded bool
+		due      bool
+	}{
+		{0, true, false},
+		{time.Second, true, false},
+		{2*time.Second - 1, true, false},
+		{2 * time.Second, false, true},
+		{time.Minute, false, true},
+	}
+	for _, s := range steps {
+		now := t0.Add(s.at)
+		if got := h.degraded(now, &c); got != s.degraded {
+			t.Errorf("%v after a failure: degraded = %v, want %v", s.at, got, s.degraded)
+		}
+		if got := h.trialDue(now, &c); got != s.due {
+			t.Errorf("%v after a failure: trial due = %v, want %v", s.at, got, s.due)
+		}
+	}
+	// One trial at a time: while it is in flight the endpoint is degraded.
+	now := t0.Add(2 * time.Second)
+	h.beginTrial()
+	if h.trialDue(now, &c) || !h.degraded(now, &c) {
+		t.Fatal("a second trial is due while the first is in flight")
+	}
+	// A plain success (a request sent before) does not readmit.
+	h.success(now, plainAttempt, &c)
+	if !h.degraded(now, &c) {
+		t.Fatal("a plain success readmitted the endpoint")
+	}
+	// The trial fails: wait another ProbeAfter.
+	h.failure(now, trialAttempt, false, &c)
+	if h.trialDue(now.Add(2*time.Second-1), &c) || !h.trialDue(now.Add(2*time.Second), &c) {
+		t.Fatal("after a failed trial the next one is not due exactly ProbeAfter later")
+	}
+	// The trial succeeds: healthy at once, however low the score was.
+	now = now.Add(2 * time.Second)
+	h.beginTrial()
+	h.success(now, trialAttempt, &c)
+	if h.degraded(now, &c) || h.trialDue(now.Add(time.Hour), &c) {
+		t.Fatalf("after a successful trial: degraded %v, score %v; want healthy, no trial due", h.degraded(now, &c), h.effective(now, &c))
+	}
+	// A neutral trial (cancelled) leaves the next request to try.
+	h.failure(now, plainAttempt, false, &c)
+	later := now.Add(2 * time.Second)
+	h.beginTrial()
+	h.neutral(trialAttempt)
+	if !h.trialDue(later, &c) {
+		t.Fatal("after a neutral trial no trial is due")
 	}
 }
 
@@ -157,7 +220,7 @@ func TestHealthSlowSetup(t *testing.T) {
 		h := newHealth()
 		for range 200 {
 			h.sampleSetup(tt.setup, &c)
-			h.success(t0, false, &c)
+			h.success(t0, plainAttempt, &c)
 		}
 		if got := h.effective(t0, &c); math.Abs(got-tt.want) > 1e-6 {
 			t.Errorf("setup %v: score converges to %v, want %v", tt.setup, got, tt.want)

@@ -408,7 +408,7 @@ type endpointTransport struct {
 }
 
 func (t *endpointTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	return t.p.send(t.e, req, false)
+	return t.p.send(t.e, req, plainAttempt)
 }
 
 // sampleSetup feeds a connection setup time into the endpoint's health.

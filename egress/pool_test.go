@@ -126,8 +126,8 @@ func TestTargetRefusalsLeaveHealthUntouched(t *testing.T) {
 
 // TestDeadProxyQuarantinedAndRecovers kills the proxy of a host's first
 // endpoint: traffic moves to its subset peer, the endpoint is quarantined
-// on a growing schedule, and after the proxy recovers one probe readmits
-// it and the host returns to it.
+// on a growing schedule (5s, 10s, ...), and after the proxy recovers one
+// probe readmits it and the host returns to it.
 func TestDeadProxyQuarantinedAndRecovers(t *testing.T) {
 	target := newTarget(t, http.StatusOK, false)
 	pa, pb := newHTTPProxy(t, "pa"), newHTTPProxy(t, "pb")
@@ -178,7 +178,7 @@ func TestDeadProxyQuarantinedAndRecovers(t *testing.T) {
 		}
 	}
 	st := stateOf(t, pool, first.EndpointID)
-	if want := clock.Now().Add(15 * time.Second); !st.QuarantinedUntil.Equal(want) {
+	if want := clock.Now().Add(5 * time.Second); !st.QuarantinedUntil.Equal(want) {
 		t.Errorf("QuarantinedUntil = %v, want %v", st.QuarantinedUntil, want)
 	}
 	for range 5 {
@@ -186,26 +186,25 @@ func TestDeadProxyQuarantinedAndRecovers(t *testing.T) {
 	}
 
 	// The quarantine ends; the probe fails; the next quarantine is twice as long.
-	clock.Advance(15 * time.Second)
+	clock.Advance(5 * time.Second)
 	if c, _ := pool.Select(ctx, "127.0.0.1"); c != (egress.Choice{EndpointID: first.EndpointID, Reason: egress.ReasonProbe}) {
 		t.Fatalf("Select after the quarantine = %v, want a probe of %s", c, first.EndpointID)
 	}
 	wantDial("failed probe", fetch(ctx, pool, target.URL))
 	st = stateOf(t, pool, first.EndpointID)
-	if want := clock.Now().Add(30 * time.Second); !st.Quarantined || !st.QuarantinedUntil.Equal(want) {
+	if want := clock.Now().Add(10 * time.Second); !st.Quarantined || !st.QuarantinedUntil.Equal(want) {
 		t.Fatalf("after a failed probe: quarantined %v until %v, want until %v", st.Quarantined, st.QuarantinedUntil, want)
 	}
 
-	// The proxy recovers: one probe readmits the endpoint on probation.
+	// The proxy recovers: one probe readmits the endpoint to the healthy
+	// tier, and the host returns to it at once.
 	dead.Revive(t)
-	clock.Advance(30 * time.Second)
+	clock.Advance(10 * time.Second)
 	want("probe", fetch(ctx, pool, target.URL), first.EndpointID, egress.ReasonProbe)
-	if st := stateOf(t, pool, first.EndpointID); st.Quarantined || !st.Degraded {
-		t.Fatalf("after a successful probe: quarantined %v degraded %v, want readmitted, degraded", st.Quarantined, st.Degraded)
+	if st := stateOf(t, pool, first.EndpointID); st.Quarantined || st.Degraded {
+		t.Fatalf("after a successful probe: quarantined %v degraded %v, want readmitted, healthy", st.Quarantined, st.Degraded)
 	}
-	want("on probation", fetch(ctx, pool, target.URL), peer, egress.ReasonAffinity)
-	clock.Advance(5 * time.Minute)
-	want("recovered", fetch(ctx, pool, target.URL), first.EndpointID, egress.ReasonAffinity)
+	want("readmitted", fetch(ctx, pool, target.URL), first.EndpointID, egress.ReasonAffinity)
 }
 
 // TestAffinityUnhealthy quarantines the only endpoint of a host's subset:
@@ -269,4 +268,51 @@ func TestNilPool(t *testing.T) {
 	}
 	p.CloseIdleConnections()
 	p.Close()
+}
+
+// TestReadmissionTrial runs the short schedule on a fake clock: an
+// endpoint that failed once is skipped for ProbeAfter (2s), then its
+// host's next request tries it, and that success brings the host back.
+func TestReadmissionTrial(t *testing.T) {
+	target := newTarget(t, http.StatusOK, false)
+	pa, pb := newHTTPProxy(t, "pa"), newHTTPProxy(t, "pb")
+	clock := newFakeClock()
+	pool := newPool(t, egress.Config{
+		Endpoints: []egress.Endpoint{{ID: "a", Proxy: pa.URL("")}, {ID: "b", Proxy: pb.URL("")}},
+		Now:       clock.Now,
+	})
+	ctx := context.Background()
+	first, err := pool.Select(ctx, "127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	flaky, peer := pa, "b"
+	if first.EndpointID == "b" {
+		flaky, peer = pb, "a"
+	}
+	flaky.Kill()
+	if r := fetch(ctx, pool, target.URL); r.err == nil {
+		t.Fatal("request through a dead proxy succeeded")
+	}
+	flaky.Revive(t)
+	for _, step := range []struct {
+		advance time.Duration
+		want    string
+	}{
+		{0, peer},
+		{time.Second, peer},
+		{time.Second - time.Millisecond, peer},
+		{time.Millisecond, first.EndpointID}, // 2s after the failure: the trial
+		{0, first.EndpointID},                // readmitted
+		{time.Hour, first.EndpointID},
+	} {
+		clock.Advance(step.advance)
+		r := fetch(ctx, pool, target.URL)
+		if r.err != nil || r.choice.EndpointID != step.want {
+			t.Fatalf("at +%v: %v %v, want %s", step.advance, r.choice, r.err, step.want)
+		}
+	}
+	if st := stateOf(t, pool, first.EndpointID); st.Degraded || st.Quarantined {
+		t.Errorf("after the trial: %+v, want healthy", st)
+	}
 }

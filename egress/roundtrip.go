@@ -34,7 +34,7 @@ func (p *Pool) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, errors.New("egress: request without URL")
 	}
 	ctx := req.Context()
-	d, err := p.acquire(ctx, req.URL.Hostname())
+	d, a, err := p.acquire(ctx, req.URL.Hostname())
 	if err != nil {
 		closeRequestBody(req)
 		if ctx.Err() == nil {
@@ -45,7 +45,7 @@ func (p *Pool) RoundTrip(req *http.Request) (*http.Response, error) {
 	if rec := recorderFrom(ctx); rec != nil {
 		*rec = d.choice
 	}
-	resp, err := p.send(d.e, req, d.probe)
+	resp, err := p.send(d.e, req, a)
 	if err != nil {
 		p.release(d.e)
 		return nil, err
@@ -60,24 +60,31 @@ func closeRequestBody(req *http.Request) {
 	}
 }
 
-// acquire decides and takes a slot, waiting for one if need be.
-func (p *Pool) acquire(ctx context.Context, host string) (decision, error) {
+// acquire decides and takes a slot, waiting for one if need be. It
+// reports whether the request is the endpoint's quarantine probe or its
+// readmission trial.
+func (p *Pool) acquire(ctx context.Context, host string) (decision, attempt, error) {
 	forced, bound := forcedFrom(ctx), bindingFrom(ctx)
 	key := hostKey(host)
 	for {
 		now := p.lockWithTime()
 		if p.closed {
 			p.mu.Unlock()
-			return decision{}, ErrClosed
+			return decision{}, plainAttempt, ErrClosed
 		}
 		d, err := p.decideLocked(now, key, forced, bound)
 		if err == nil {
 			d.e.inFlight++
+			a := plainAttempt
 			if d.probe {
 				d.e.h.beginProbe()
+				a = probeAttempt
+			} else if d.e.h.trialDue(now, &p.set.health) {
+				d.e.h.beginTrial()
+				a = trialAttempt
 			}
 			p.mu.Unlock()
-			return d, nil
+			return d, a, nil
 		}
 		if err != errFull {
 			if err == ErrNoEndpoint {
@@ -86,11 +93,11 @@ func (p *Pool) acquire(ctx context.Context, host string) (decision, error) {
 				}
 			}
 			p.mu.Unlock()
-			return decision{}, err
+			return decision{}, plainAttempt, err
 		}
 		if p.set.failWhenFull {
 			p.mu.Unlock()
-			return decision{}, ErrAtCapacity
+			return decision{}, plainAttempt, ErrAtCapacity
 		}
 		if p.freed == nil {
 			p.freed = make(chan struct{})
@@ -99,7 +106,7 @@ func (p *Pool) acquire(ctx context.Context, host string) (decision, error) {
 		p.mu.Unlock()
 		select {
 		case <-ctx.Done():
-			return decision{}, fmt.Errorf("egress: waiting for a free endpoint: %w", ctx.Err())
+			return decision{}, plainAttempt, fmt.Errorf("egress: waiting for a free endpoint: %w", ctx.Err())
 		case <-freed:
 		}
 	}
@@ -130,7 +137,7 @@ const (
 
 // send sends req through e's transport and records what the attempt says
 // about e. Proxy-generated failure responses become *ProxyError.
-func (p *Pool) send(e *endpoint, req *http.Request, probe bool) (*http.Response, error) {
+func (p *Pool) send(e *endpoint, req *http.Request, probe attempt) (*http.Response, error) {
 	resp, err := e.rt.RoundTrip(req)
 	if err != nil {
 		var pe *ProxyError
@@ -157,7 +164,7 @@ func (p *Pool) send(e *endpoint, req *http.Request, probe bool) (*http.Response,
 }
 
 // record feeds one success or neutral outcome into e's health.
-func (p *Pool) record(e *endpoint, o outcome, probe bool) {
+func (p *Pool) record(e *endpoint, o outcome, probe attempt) {
 	now := p.now()
 	c := &p.set.health
 	p.mu.Lock()
@@ -175,7 +182,7 @@ func (p *Pool) record(e *endpoint, o outcome, probe bool) {
 // the endpoint's last cause. A refusal of credentials and an untrusted
 // proxy certificate quarantine the endpoint at once: waiting does not
 // heal them, and every attempt sent meanwhile would be lost.
-func (p *Pool) recordFailure(e *endpoint, probe bool, pe *ProxyError) {
+func (p *Pool) recordFailure(e *endpoint, probe attempt, pe *ProxyError) {
 	now := p.now()
 	c := &p.set.health
 	p.mu.Lock()
