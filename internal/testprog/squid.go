@@ -10,6 +10,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -25,29 +26,26 @@ func Squid(t testing.TB, opts ProxyOptions) *Proxy {
 	t.Helper()
 	path := Need(t, "squid")
 	dir := programDir(t)
-	port := FreePort(t)
 	p := &Proxy{Program: "squid", Scheme: "http", Dir: dir, opts: opts}
 	p.Version = version(path, []string{"-v"}, "Version ", "")
 
-	conf := fmt.Sprintf(`http_port 127.0.0.1:%d
-pid_filename %[2]s/squid.pid
-cache_log %[2]s/cache.log
-access_log stdio:%[2]s/access.log
+	conf := fmt.Sprintf(`pid_filename %[1]s/squid.pid
+cache_log %[1]s/cache.log
+access_log stdio:%[1]s/access.log
 cache_store_log none
-coredump_dir %[2]s
+coredump_dir %[1]s
 cache deny all
 cache_mem 0 MB
 pinger_enable off
 shutdown_lifetime 0 seconds
 max_filedescriptors 1024
-`, port, dir)
+`, dir)
+	var tlsPort string
 	if opts.TLS {
 		ca := newTestCA(t)
 		cert, key := ca.issue(t, dir, "127.0.0.1")
 		p.CA = ca.pool
-		tport := FreePort(t)
-		p.TLSAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(tport))
-		conf += fmt.Sprintf("https_port 127.0.0.1:%d tls-cert=%s tls-key=%s\n", tport, cert, key)
+		tlsPort = fmt.Sprintf(" tls-cert=%s tls-key=%s", cert, key)
 	}
 	if opts.User != "" {
 		htpasswd := Need(t, "htpasswd")
@@ -70,15 +68,43 @@ http_access deny all
 	} else {
 		conf += "http_access allow all\n"
 	}
-	cfg := WriteFile(t, dir, "squid.conf", conf)
-	giveToProxyUser(t, dir)
-
-	service := "egk" + randHex(6)
-	t.Cleanup(func() { removeShm(service) })
-	p.Proc = Start(t, Spec{Path: path, Args: []string{"-N", "-n", service, "-f", cfg}, Dir: dir, Port: port})
-	if p.TLSAddr != "" {
-		waitListening(t, p.Proc, p.TLSAddr)
+	// A port found free may be taken by another process before squid
+	// binds it: squid then logs the failure, and the start is retried on
+	// new ports.
+	var lastErr error
+	for range 3 {
+		port := FreePort(t)
+		ports := fmt.Sprintf("http_port 127.0.0.1:%d\n", port)
+		p.TLSAddr = ""
+		if opts.TLS {
+			tport := FreePort(t)
+			p.TLSAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(tport))
+			ports += fmt.Sprintf("https_port 127.0.0.1:%d%s\n", tport, tlsPort)
+		}
+		cfg := WriteFile(t, dir, "squid.conf", ports+conf)
+		os.Remove(filepath.Join(dir, "cache.log"))
+		giveToProxyUser(t, dir)
+		service := "egk" + randHex(6)
+		t.Cleanup(func() { removeShm(service) })
+		proc, err := start(Spec{Path: path, Args: []string{"-N", "-n", service, "-f", cfg}, Dir: dir, Port: port}, dir)
+		if err == nil {
+			if err = squidListening(proc, filepath.Join(dir, "cache.log"), port, p.TLSAddr); err == nil {
+				p.Proc = proc
+				break
+			}
+			proc.Kill()
+		}
+		lastErr = err
 	}
+	if p.Proc == nil {
+		t.Fatalf("testprog: squid did not start: %v", lastErr)
+	}
+	t.Cleanup(func() {
+		p.Proc.Kill()
+		if t.Failed() {
+			t.Logf("squid output:\n%s", p.Proc.Output())
+		}
+	})
 	access := filepath.Join(dir, "access.log")
 	p.forwarded = func() int { return countLines(access, " HIER_DIRECT/") }
 	t.Cleanup(func() {
@@ -138,21 +164,46 @@ func removeShm(service string) {
 	}
 }
 
-// waitListening waits until addr accepts connections, or fails the test.
-func waitListening(t testing.TB, p *Proc, addr string) {
-	t.Helper()
+// squidListening waits until squid's cache.log says it accepts
+// connections on port (and on tlsAddr when set): a connection accepted on
+// the port may have been another program's.
+func squidListening(p *Proc, cacheLog string, port int, tlsAddr string) error {
+	want := []string{"Accepting HTTP Socket connections at "}
+	locals := []string{fmt.Sprintf("local=127.0.0.1:%d ", port)}
+	if tlsAddr != "" {
+		want = append(want, "Accepting HTTPS Socket connections at ")
+		locals = append(locals, "local="+tlsAddr+" ")
+	}
 	deadline := time.Now().Add(startTimeout)
 	for {
-		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
-		if err == nil {
-			c.Close()
-			return
+		b, _ := os.ReadFile(cacheLog)
+		log := string(b)
+		ok := true
+		for i := range want {
+			if !hasLineWith(log, want[i], locals[i]) {
+				ok = false
+			}
 		}
-		if p.Exited() || time.Now().After(deadline) {
-			t.Fatalf("testprog: %s not listening on %s: %v", p.Name, addr, err)
+		switch {
+		case ok:
+			return nil
+		case p.Exited():
+			return fmt.Errorf("squid exited: %s", tail(b, 2<<10))
+		case time.Now().After(deadline):
+			return fmt.Errorf("squid not listening after %v: %s", startTimeout, tail(b, 2<<10))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// hasLineWith reports whether a line of log contains both a and b.
+func hasLineWith(log, a, b string) bool {
+	for line := range strings.SplitSeq(log, "\n") {
+		if strings.Contains(line, a) && strings.Contains(line, b) {
+			return true
+		}
+	}
+	return false
 }
 
 func randHex(n int) string {
