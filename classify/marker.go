@@ -166,6 +166,11 @@ func DefaultMarkers() []Marker {
 		{Name: "akamai", Body: "Access Denied", AlsoBody: "Reference #"},
 		{Name: "akamai", Body: "Access Denied", AlsoBody: "Reference&#32;&#35;"},
 		{Name: "akamai", Body: "Access Denied", AlsoBody: "errors.edgesuite.net"},
+		// Akamai Bot Manager behavioural challenge ("Powered and protected
+		// by Akamai"), served with 200; its JSON form (sec-cp-challenge)
+		// answers API clients with 428.
+		{Name: "akamai", Body: "sec-if-cpt-container"},
+		{Name: "akamai", Body: `"sec-cp-challenge"`, JSON: true, Statuses: []int{428}},
 
 		// DDoS-Guard browser check.
 		{Name: "ddos-guard", Body: "<title>DDoS-Guard</title>", Statuses: challengeStatuses()},
