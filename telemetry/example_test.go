@@ -97,3 +97,31 @@ func ExampleNewAudit() {
 	// verify: <nil>
 	// verify edited: telemetry: audit log line 4: hash mismatch: the line was edited
 }
+
+// Provenance records go into the same hash chain as the crawl's lines.
+func ExampleAudit_Consent() {
+	dir, _ := os.MkdirTemp("", "audit")
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "audit.jsonl")
+	audit, err := telemetry.NewAudit(telemetry.AuditConfig{Path: path})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(audit.Consent(telemetry.Consent{Subject: "news.example", Kind: telemetry.SubjectHost,
+		State: telemetry.ConsentGranted, Licence: "CC-BY-4.0"}))
+	fmt.Println(audit.Minimisation(telemetry.Minimisation{Subject: "news.example", Kind: telemetry.SubjectHost,
+		Fields: []string{"author_email"}}))
+	fmt.Println(audit.Deletion(telemetry.Deletion{Request: "DSR-1", Stage: telemetry.DeletionReceived,
+		Subject: "news-2026", Kind: telemetry.SubjectDataset}))
+	fmt.Println(audit.Deletion(telemetry.Deletion{Request: "DSR-1", Stage: "someday",
+		Subject: "news-2026", Kind: telemetry.SubjectDataset}))
+	audit.Close()
+	fmt.Println("verify:", telemetry.VerifyFiles(path))
+	// Output:
+	// <nil>
+	// <nil>
+	// <nil>
+	// telemetry: invalid provenance record: deletion stage "someday" (want received or completed)
+	// verify: <nil>
+}
