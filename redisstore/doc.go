@@ -64,6 +64,20 @@
 // Redis services), an Unchecked Warning says so and only the first rule
 // applies.
 //
+// # Redis Cluster
+//
+// Every script touches one slot, so a *redis.ClusterClient works as is
+// (tested on a cluster of 3 masters made with redis-cli --cluster
+// create). Run the cluster with cluster-require-full-coverage no: then a
+// master that is down takes only its own slots with it. The hosts of the
+// other slots keep their breakers, pacing and halts in Redis; the hosts
+// of the lost slots follow Config.OnRedisError: FailClosed fails their
+// attempts (not sent), while FailOpen puts the whole State, every host,
+// on local state until the master answers again (halts it remembers stay
+// refused; halts made by other workers meanwhile are not seen). When the
+// master comes back empty, the halts of its slots are written back as
+// after any restart.
+//
 // # TLS
 //
 // Session values are sealed before they are stored, but host names,

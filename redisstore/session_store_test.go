@@ -41,18 +41,6 @@ func sessCreate(t testing.TB, st session.Store, now time.Time, ttl time.Duration
 	return id
 }
 
-// TestSessionScenariosCluster runs the scenarios through a
-// *redis.ClusterClient against a one-node Redis Cluster, which refuses a
-// script whose keys span slots: every script touches one session's slot.
-func TestSessionScenariosCluster(t *testing.T) {
-	srv := redistest.StartCluster(t)
-	client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{srv.Addr}, ContextTimeoutEnabled: true})
-	defer client.Close()
-	sessiontest.Run(t, func(t *testing.T, now func() time.Time) session.Store {
-		return sessStore(t, client, now)
-	})
-}
-
 // TestSessionRedisTime runs with the server's clock (SessionConfig.Now
 // nil), as a fleet does: expiry, physical TTLs and leases follow Redis
 // TIME.

@@ -18,7 +18,10 @@
 // Without Main, each Addr starts a server for its test alone. Tests that
 // share a server keep apart with a Prefix of their own. Start gives a test
 // a dedicated server it may kill, pause and restart; StartCluster a
-// one-node Redis Cluster.
+// one-node Redis Cluster; StartClusterOf a cluster of several masters
+// (redis-cli --cluster create) whose masters it may kill and restart;
+// StartTLS a server that speaks only TLS, with certificates of a test
+// authority made in Go.
 package redistest
 
 import (

@@ -2,7 +2,11 @@
 
 package redistest
 
-import "errors"
+import (
+	"context"
+	"errors"
+	"testing"
+)
 
 // ErrNoServer: no redis-server can be started on this system.
 var ErrNoServer = errors.New("redistest: cannot start redis-server on this system")
@@ -36,3 +40,31 @@ func (s *Server) Pause() {}
 
 // Resume does nothing.
 func (s *Server) Resume() {}
+
+// Cluster is a Redis Cluster; it cannot be started on this system.
+type Cluster struct {
+	// Masters are the nodes.
+	Masters []*Server
+}
+
+// NewCluster returns ErrNoServer on this system.
+func NewCluster(string, int) (*Cluster, error) { return nil, ErrNoServer }
+
+// StartClusterOf skips (or fails) t on this system.
+func StartClusterOf(t testing.TB, masters int) *Cluster {
+	t.Helper()
+	missing(t, ErrNoServer)
+	return nil
+}
+
+// Addrs returns nil.
+func (c *Cluster) Addrs() []string { return nil }
+
+// Close does nothing.
+func (c *Cluster) Close() {}
+
+// Master returns ErrNoServer.
+func (c *Cluster) Master(context.Context, string) (*Server, error) { return nil, ErrNoServer }
+
+// WaitReady returns ErrNoServer.
+func (c *Cluster) WaitReady(context.Context) error { return ErrNoServer }
