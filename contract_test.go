@@ -113,3 +113,33 @@ func TestBodyClosedWhenNotSent(t *testing.T) {
 		})
 	}
 }
+
+// TestHungHostTripsBreakerUnderClientTimeout: a host that never answers,
+// with only http.Client.Timeout bounding the requests (as most crawlers and
+// Colly's SetRequestTimeout do), counts each expired deadline against the
+// host, so its breaker opens and later requests are not sent.
+func TestHungHostTripsBreakerUnderClientTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newSite()
+		s.handle("hung.test", func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
+		chain := egresskit.New(fastConfig(s)) // pacing never binds; the default breaker trips at 8
+		c := &http.Client{Transport: chain, Timeout: 400 * time.Millisecond}
+		var open int
+		for range 16 {
+			_, err := get(c, "http://hung.test/")
+			if err == nil {
+				t.Fatal("the hung host answered")
+			}
+			if errors.Is(err, breaker.ErrOpen) {
+				open++
+			}
+		}
+		if got := s.requests("hung.test"); got > 9 {
+			t.Errorf("the hung host received %d of 16 requests, want at most 9", got)
+		}
+		st, err := chain.State(context.Background(), "hung.test")
+		if err != nil || st.Breaker != breaker.Open || open == 0 {
+			t.Errorf("breaker %v (%v), %d requests failed fast; want open, some failed fast", st.Breaker, err, open)
+		}
+	})
+}

@@ -139,19 +139,26 @@ func New(cfg Config) *Classifier {
 // remaining count), whatever the outcome.
 //
 // Errors: an error that wraps an *Error keeps its Result. Otherwise the
-// request's context decides first: when it has ended, the attempt is
-// Canceled ("canceled") unless its cause is ErrAttemptTimeout, which makes
-// it Transient ("attempt timeout"): a per-attempt timeout is the host's
-// failure, the caller's own deadline or cancellation is not. When the
-// request's context is unknown (resp or resp.Request is nil, as in Of), an
-// error wrapping ErrAttemptTimeout is Transient, and one whose chain holds
-// context.Canceled or context.DeadlineExceeded themselves (not merely an
-// error matching them through an Is method, as net's i/o timeouts do), or
-// http.Client's Client.Timeout error, is Canceled. Then: too many
-// redirects (http.Client's "stopped after N redirects", or
-// ErrTooManyRedirects) and TLS certificate errors are Permanent; so is an
-// invalid request (ErrNilRequest, an unsupported scheme, no host);
-// everything else, timeouts included, is Transient.
+// request's context decides first, by the deadline-versus-cancel rule: an
+// attempt reaches this classifier only once it has been sent, so a
+// deadline that expires while it waits on the host's response, whoever set
+// it (the retry layer's per-attempt ErrAttemptTimeout, the caller's
+// context deadline, http.Client.Timeout), is the host's failure to answer
+// in time: Transient ("attempt timeout" or "timeout"), which counts against
+// the host's circuit breaker. Only a cancellation by the caller (its
+// context canceled, without a deadline) is Canceled ("canceled"), neutral
+// for the host. A layer that gives up before sending (a pacing wait past
+// the deadline) reports that itself, with its own *Error. When the
+// request's context is unknown (resp or resp.Request is nil, as in Of), the
+// same rule reads the error: one wrapping ErrAttemptTimeout, or whose chain
+// holds context.DeadlineExceeded itself (not merely an error matching it
+// through an Is method, as net's i/o timeouts do), or http.Client's
+// Client.Timeout error, is Transient ("timeout"); one whose chain holds
+// context.Canceled itself is Canceled. Then: too many redirects
+// (http.Client's "stopped after N redirects", or ErrTooManyRedirects) and
+// TLS certificate errors are Permanent; so is an invalid request
+// (ErrNilRequest, an unsupported scheme, no host); everything else,
+// timeouts included, is Transient.
 //
 // A nil Classifier classifies as New(Config{}).
 func (c *Classifier) Classify(resp *http.Response, err error) Result {

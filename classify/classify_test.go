@@ -292,9 +292,9 @@ func TestClassifyError(t *testing.T) {
 		reason string
 	}{
 		{"canceled", context.Canceled, classify.Canceled, "canceled"},
-		{"deadline", context.DeadlineExceeded, classify.Canceled, "canceled"},
+		{"deadline", context.DeadlineExceeded, classify.Transient, "timeout"},
 		{"wrapped canceled", urlErr(fmt.Errorf("read: %w", context.Canceled)), classify.Canceled, "canceled"},
-		{"client timeout", urlErr(errors.New("net/http: request canceled (Client.Timeout exceeded while awaiting headers)")), classify.Canceled, "canceled"},
+		{"client timeout", urlErr(errors.New("net/http: request canceled (Client.Timeout exceeded while awaiting headers)")), classify.Transient, "timeout"},
 		{"attempt timeout", classify.ErrAttemptTimeout, classify.Transient, "attempt timeout"},
 		{"wrapped attempt timeout", urlErr(fmt.Errorf("x: %w", classify.ErrAttemptTimeout)), classify.Transient, "attempt timeout"},
 		{"net timeout", &net.OpError{Op: "read", Net: "tcp", Err: timeoutErr{}}, classify.Transient, "timeout"},
@@ -353,7 +353,8 @@ func TestClassifyErrorContext(t *testing.T) {
 		reason string
 	}{
 		{"caller canceled", canceled, dial, classify.Canceled, "canceled"},
-		{"caller deadline", deadline, context.DeadlineExceeded, classify.Canceled, "canceled"},
+		{"caller deadline", deadline, context.DeadlineExceeded, classify.Transient, "timeout"},
+		{"caller deadline, read error", deadline, dial, classify.Transient, "timeout"},
 		{"attempt timeout", attempt, context.Canceled, classify.Transient, "attempt timeout"},
 		{"live context, inner deadline", context.Background(), context.DeadlineExceeded, classify.Transient, "timeout"},
 		{"live context, inner canceled", context.Background(), context.Canceled, classify.Transient, "network error"},

@@ -85,10 +85,17 @@ func WithAttemptTimeout(ctx context.Context, d time.Duration) (context.Context, 
 	return context.WithTimeoutCause(ctx, d, ErrAttemptTimeout)
 }
 
-// contextOutcome classifies an attempt whose request context has ended.
+// contextOutcome classifies an attempt whose request context has ended
+// after it was sent: a deadline (the attempt timeout, the caller's own
+// deadline, http.Client.Timeout) is the host's failure to answer in time;
+// only a cancellation is the caller's own doing.
 func contextOutcome(ctx context.Context) (Outcome, string) {
-	if errors.Is(context.Cause(ctx), ErrAttemptTimeout) {
+	cause := context.Cause(ctx)
+	switch {
+	case errors.Is(cause, ErrAttemptTimeout):
 		return Transient, "attempt timeout"
+	case errors.Is(cause, context.DeadlineExceeded) || ctx.Err() == context.DeadlineExceeded:
+		return Transient, "timeout"
 	}
 	return Canceled, "canceled"
 }
@@ -115,7 +122,9 @@ func (c *Classifier) classifyError(ctx context.Context, err error) Result {
 		r.Outcome, r.Reason, r.Egress = Permanent, "not sent", true
 	case anyInChain(err, isEgressFault):
 		r.Outcome, r.Reason, r.Egress = Transient, "egress failure", true
-	case ctx == nil && anyInChain(err, isContextError):
+	case ctx == nil && anyInChain(err, isDeadlineError):
+		r.Outcome, r.Reason = Transient, "timeout"
+	case ctx == nil && anyInChain(err, isCancelError):
 		r.Outcome, r.Reason = Canceled, "canceled"
 	case errors.Is(err, ErrTooManyRedirects) || anyInChain(err, isRedirectLimit):
 		r.Outcome, r.Reason = Permanent, "too many redirects"
@@ -149,10 +158,13 @@ func isNotSent(e error) bool {
 	return ok && f.NotSent()
 }
 
-// isContextError matches the context package's own errors by identity, and
+// isCancelError matches context.Canceled by identity.
+func isCancelError(e error) bool { return e == context.Canceled }
+
+// isDeadlineError matches context.DeadlineExceeded by identity, and
 // http.Client's Client.Timeout error, which replaces the chain with text.
-func isContextError(e error) bool {
-	if e == context.Canceled || e == context.DeadlineExceeded {
+func isDeadlineError(e error) bool {
+	if e == context.DeadlineExceeded {
 		return true
 	}
 	return isLeaf(e) && strings.Contains(errorText(e), "(Client.Timeout ")

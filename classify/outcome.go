@@ -24,8 +24,10 @@ const (
 	// Permanent: this URL will not succeed (404, 410, other 4xx, TLS
 	// certificate errors, too many redirects); the host is fine.
 	Permanent
-	// Canceled: the caller's context ended the attempt. It says nothing
-	// about the host and is neutral for breakers and pacing.
+	// Canceled: the caller canceled the attempt. It says nothing about
+	// the host and is neutral for breakers and pacing. A deadline that
+	// expires while the attempt waits on the host is not a cancellation
+	// but a timeout, Transient (see Classify).
 	Canceled
 )
 
