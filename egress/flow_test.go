@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/egresskit/egresskit/egress"
 )
@@ -96,9 +97,27 @@ func TestCapacity(t *testing.T) {
 	}
 }
 
+// waiting returns a channel that receives once each time a request
+// through p starts waiting for a slot.
+func waiting(p *egress.Pool) <-chan struct{} {
+	ch := make(chan struct{}, 16)
+	egress.OnWait(p, func() { ch <- struct{}{} })
+	return ch
+}
+
+// guard is a context that ends a request which would otherwise hang the
+// test when a waiter is never woken.
+func guard(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
 // TestSlotHeldUntilBodyClosed checks that a slot is taken from selection
 // until the response body is closed, that a full pool fails fast with
-// FailWhenFull, and that a waiting request honours its context.
+// FailWhenFull, that a request cancelled while it waits returns at once
+// with context.Canceled, and that a waiting request proceeds when the
+// body is closed. The waits are observed (egress.OnWait), not assumed.
 func TestSlotHeldUntilBodyClosed(t *testing.T) {
 	target := newTarget(t, http.StatusOK, false)
 	for _, failFast := range []bool{false, true} {
@@ -107,6 +126,7 @@ func TestSlotHeldUntilBodyClosed(t *testing.T) {
 				Endpoints:    []egress.Endpoint{{ID: "only", Proxy: "direct", Capacity: 1}},
 				FailWhenFull: failFast,
 			})
+			waits := waiting(pool)
 			req, _ := http.NewRequest(http.MethodGet, target.URL, nil)
 			resp, err := pool.RoundTrip(req)
 			if err != nil {
@@ -115,21 +135,30 @@ func TestSlotHeldUntilBodyClosed(t *testing.T) {
 			if got := stateOf(t, pool, "only").InFlight; got != 1 {
 				t.Errorf("in flight with the body open = %d, want 1", got)
 			}
-			ctx, cancel := context.WithCancel(context.Background())
-			cancel()
-			r := fetch(ctx, pool, target.URL)
 			if failFast {
-				if !errors.Is(r.err, egress.ErrAtCapacity) {
+				if r := fetch(guard(t), pool, target.URL); !errors.Is(r.err, egress.ErrAtCapacity) {
 					t.Errorf("second request = %v, want ErrAtCapacity", r.err)
 				}
-			} else if !errors.Is(r.err, context.Canceled) {
-				t.Errorf("second request with a cancelled context = %v, want context.Canceled", r.err)
+				if len(waits) != 0 {
+					t.Errorf("a request waited with FailWhenFull")
+				}
+			} else {
+				// Cancelled while it waits.
+				ctx, cancel := context.WithCancel(guard(t))
+				done := make(chan result, 1)
+				go func() { done <- fetch(ctx, pool, target.URL) }()
+				<-waits
+				cancel()
+				if r := <-done; !errors.Is(r.err, context.Canceled) {
+					t.Errorf("request cancelled while waiting = %v, want context.Canceled", r.err)
+				}
 			}
 
 			// A waiting request proceeds once the body is closed.
 			done := make(chan result, 1)
 			if !failFast {
-				go func() { done <- fetch(context.Background(), pool, target.URL) }()
+				go func() { done <- fetch(guard(t), pool, target.URL) }()
+				<-waits
 			}
 			io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
@@ -321,7 +350,8 @@ func TestBoundWaiterReleasedByDrain(t *testing.T) {
 		{ID: "busy", Proxy: "direct", Capacity: 1},
 		{ID: "free", Proxy: "direct"},
 	}})
-	ctx := egress.WithBinding(context.Background(), "busy")
+	waits := waiting(pool)
+	ctx := egress.WithBinding(guard(t), "busy")
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, target.URL, nil)
 	resp, err := pool.RoundTrip(req)
 	if err != nil {
@@ -330,6 +360,7 @@ func TestBoundWaiterReleasedByDrain(t *testing.T) {
 	defer resp.Body.Close()
 	done := make(chan result, 1)
 	go func() { done <- fetch(ctx, pool, target.URL) }()
+	<-waits // the bound request waits for its slot
 	if err := pool.Drain("busy"); err != nil {
 		t.Fatal(err)
 	}

@@ -31,6 +31,11 @@ type Pool struct {
 	eligible map[*Rule]eligible   // rule → its eligible members
 	freed    chan struct{}        // closed when capacity may have appeared; nil if nobody waits
 
+	// onWait, when set (by tests only, before any request), is called
+	// each time a request starts waiting for a slot, after it holds the
+	// channel that will wake it.
+	onWait func()
+
 	// blemished counts the present endpoints whose health depends on the
 	// time (quarantined, or a score below 1). While it is zero, selection
 	// needs no clock reading, which costs more than the rest of Select on

@@ -104,6 +104,9 @@ func (p *Pool) acquire(ctx context.Context, host string) (decision, attempt, err
 		}
 		freed := p.freed
 		p.mu.Unlock()
+		if p.onWait != nil {
+			p.onWait()
+		}
 		select {
 		case <-ctx.Done():
 			return decision{}, plainAttempt, fmt.Errorf("egress: waiting for a free endpoint: %w", ctx.Err())

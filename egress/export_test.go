@@ -1,0 +1,6 @@
+package egress
+
+// OnWait makes p call f each time a request starts waiting for a slot, so
+// that a test can act on a waiting request instead of hoping it waits. Set
+// it before p serves any request.
+func OnWait(p *Pool, f func()) { p.onWait = f }
