@@ -52,6 +52,15 @@ type Options struct {
 	// redacted proxy URLs appear in the report; their credentials never do.
 	Proxies []egress.Endpoint
 
+	// Rules are egress rules (package egress, validated against Proxies'
+	// labels as a Pool validates them): a probe never leaves from an
+	// egress the rule governing its host excludes. With Matrix each target
+	// goes through every egress its rule allows, and Report.Rules says per
+	// rule and host whether an eligible egress got through; without
+	// Matrix a target naming an excluded egress, or with none of Proxies
+	// allowed, is an error wrapping ErrExcludedEgress.
+	Rules []egress.Rule
+
 	// Deadline bounds the whole Run, measured from its start; ctx's own
 	// deadline applies when earlier. Probes still running when it passes
 	// are cancelled and reported with outcome "deadline". Zero means

@@ -126,8 +126,10 @@ func showURL(s string) string {
 
 // ParseProxies reads a proxy list: one endpoint per line, "PROXY-URL" or
 // "ID PROXY-URL", where PROXY-URL is an http, https, socks5 or socks5h URL
-// (credentials allowed) or "direct". Blank lines and lines starting with
-// '#' are skipped. An endpoint without an ID is named by its URL without
+// (credentials allowed) or "direct", optionally followed by labels
+// "key=value" for egress rules (Options.Rules), as in
+// "fra-1 http://10.0.0.5:3128 region=eu kind=datacenter". Blank lines and
+// lines starting with '#' are skipped. An endpoint without an ID is named by its URL without
 // credentials. The URLs are validated as package egress validates them.
 //
 // Errors name the 1-based line: a *ProxyError wrapping ErrTooLong,
@@ -139,13 +141,28 @@ func ParseProxies(r io.Reader) ([]egress.Endpoint, error) {
 	seen := map[string]bool{}
 	err := lines(r, func(n int, f []string) error {
 		var id, raw string
+		var labels map[string]string
+		for len(f) > 1 {
+			k, v, ok := strings.Cut(f[len(f)-1], "=")
+			if !ok || strings.Contains(f[len(f)-1], "://") {
+				break
+			}
+			if k == "" {
+				return &ProxyError{Line: n, Err: fmt.Errorf("%w: label %q without a key", ErrSyntax, f[len(f)-1])}
+			}
+			if labels == nil {
+				labels = map[string]string{}
+			}
+			labels[k] = v
+			f = f[:len(f)-1]
+		}
 		switch len(f) {
 		case 1:
 			raw = f[0]
 		case 2:
 			id, raw = f[0], f[1]
 		default:
-			return &ProxyError{Line: n, Err: fmt.Errorf("%w: %d fields (want [ID] PROXY-URL)", ErrSyntax, len(f))}
+			return &ProxyError{Line: n, Err: fmt.Errorf("%w: %d fields (want [ID] PROXY-URL [key=value ...])", ErrSyntax, len(f))}
 		}
 		e, err := newExit(id, raw)
 		if err != nil {
@@ -164,7 +181,7 @@ func ParseProxies(r io.Reader) ([]egress.Endpoint, error) {
 			return fmt.Errorf("%w: more than %d proxies", ErrTooManyProbes, MaxProbes)
 		}
 		seen[id] = true
-		eps = append(eps, egress.Endpoint{ID: id, Proxy: raw})
+		eps = append(eps, egress.Endpoint{ID: id, Proxy: raw, Labels: labels})
 		return nil
 	})
 	var le *lineError

@@ -2,6 +2,7 @@ package probe
 
 import (
 	"fmt"
+	"github.com/egresskit/egresskit/egress"
 	"net/url"
 	"strconv"
 )
@@ -11,10 +12,11 @@ const direct = "direct"
 
 // exit is one egress of a Run.
 type exit struct {
-	id    string
-	raw   string   // the proxy URL as given, or "direct"
-	proxy *url.URL // nil for direct
-	shown string   // proxy URL without credentials; "" for direct
+	id     string
+	raw    string            // the proxy URL as given, or "direct"
+	proxy  *url.URL          // nil for direct
+	shown  string            // proxy URL without credentials; "" for direct
+	labels map[string]string // the endpoint's labels, for Options.Rules
 }
 
 // job is one probe to send.
@@ -23,6 +25,7 @@ type job struct {
 	shown string // redacted, for the report
 	host  string
 	exit  *exit
+	rule  string // the egress rule governing host, "" for none
 }
 
 // plan is a validated Run: its egresses and its probes. Building it does
@@ -39,6 +42,10 @@ func newPlan(targets []Target, s settings) (*plan, error) {
 		return nil, ErrNoTargets
 	}
 	p := &plan{}
+	rp, err := newRulePlan(s)
+	if err != nil {
+		return nil, err
+	}
 	byID := map[string]*exit{}
 	byURL := map[string]*exit{}
 	var pool []*exit // Options.Proxies, in order
@@ -61,6 +68,7 @@ func newPlan(targets []Target, s settings) (*plan, error) {
 		if ep.ID == direct && e.proxy != nil {
 			return nil, &ProxyError{ID: ep.ID, Err: fmt.Errorf("%w: ID %q is reserved for no proxy", ErrSyntax, direct)}
 		}
+		e.labels = ep.Labels
 		p.scrub.add(e.proxy)
 		add(e)
 		pool = append(pool, e)
@@ -107,6 +115,7 @@ func newPlan(targets []Target, s settings) (*plan, error) {
 		key   string
 		shown string
 		exit  *exit // nil: decided below
+		rule  *egress.Rule
 	}
 	cs := make([]checked, len(targets))
 	for i, t := range targets {
@@ -115,15 +124,22 @@ func newPlan(targets []Target, s settings) (*plan, error) {
 			return nil, &TargetError{Index: i, URL: showURL(t.URL), Err: err}
 		}
 		p.scrub.add(u)
-		cs[i] = checked{t: t, u: u, key: key, shown: redactURL(u)}
+		cs[i] = checked{t: t, u: u, key: key, shown: redactURL(u), rule: rp.match(u.Hostname())}
 		if t.Egress != "" {
 			if cs[i].exit, err = exitFor(i, t.Egress); err != nil {
 				return nil, err
 			}
+			if !s.Matrix && !allows(cs[i].rule, cs[i].exit) {
+				return nil, excluded(i, cs[i].shown, cs[i].rule, cs[i].exit)
+			}
 		}
 	}
 	mk := func(c checked, e *exit) job {
-		return job{url: c.t.URL, shown: c.shown, host: c.key, exit: e}
+		j := job{url: c.t.URL, shown: c.shown, host: c.key, exit: e}
+		if c.rule != nil {
+			j.rule = c.rule.Name
+		}
+		return j
 	}
 	if s.Matrix {
 		if len(p.exits) == 0 {
@@ -134,7 +150,9 @@ func newPlan(targets []Target, s settings) (*plan, error) {
 		}
 		for _, c := range cs {
 			for _, e := range p.exits {
-				p.jobs = append(p.jobs, mk(c, e))
+				if allows(c.rule, e) { // never through an excluded egress
+					p.jobs = append(p.jobs, mk(c, e))
+				}
 			}
 		}
 		return p, nil
@@ -143,15 +161,28 @@ func newPlan(targets []Target, s settings) (*plan, error) {
 		return nil, fmt.Errorf("%w: %d targets (limit %d)", ErrTooManyProbes, len(cs), MaxProbes)
 	}
 	next := 0
-	for _, c := range cs {
+	for i, c := range cs {
 		e := c.exit
 		switch {
 		case e != nil:
 		case len(pool) > 0:
-			e = pool[next%len(pool)]
-			next++
+			// The next of the pool in turn that the host's rule allows.
+			for range pool {
+				cand := pool[next%len(pool)]
+				next++
+				if allows(c.rule, cand) {
+					e = cand
+					break
+				}
+			}
+			if e == nil {
+				return nil, excluded(i, c.shown, c.rule, nil)
+			}
 		default:
 			e = directExit()
+			if !allows(c.rule, e) {
+				return nil, excluded(i, c.shown, c.rule, e)
+			}
 		}
 		p.jobs = append(p.jobs, mk(c, e))
 	}

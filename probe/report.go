@@ -28,6 +28,9 @@ type Report struct {
 	// target by target, each through every egress in turn). Probes cut
 	// short or never started by the deadline are included.
 	Results []Result
+	// Rules says, in matrix mode with Options.Rules, per rule and host,
+	// whether an eligible egress got through; nil otherwise.
+	Rules []RuleCoverage
 	// Diagnosis is drawn from Results.
 	Diagnosis
 }
@@ -42,13 +45,14 @@ func round(x float64, places int) float64 {
 }
 
 type wireReport struct {
-	SchemaVersion int          `json:"schema_version"`
-	Timestamp     float64      `json:"timestamp"`
-	StartedAt     float64      `json:"started_at"`
-	DurationMS    float64      `json:"duration_ms"`
-	TotalProbed   int          `json:"total_probed"`
-	Results       []wireResult `json:"results"`
-	Diagnosis     wireDiag     `json:"diagnosis"`
+	SchemaVersion int            `json:"schema_version"`
+	Timestamp     float64        `json:"timestamp"`
+	StartedAt     float64        `json:"started_at"`
+	DurationMS    float64        `json:"duration_ms"`
+	TotalProbed   int            `json:"total_probed"`
+	Results       []wireResult   `json:"results"`
+	Rules         []wireCoverage `json:"rules,omitempty"`
+	Diagnosis     wireDiag       `json:"diagnosis"`
 }
 
 type wireResult struct {
@@ -65,6 +69,7 @@ type wireResult struct {
 	Markers      []string   `json:"markers"`
 	RetryAfter   float64    `json:"retry_after_sec"`
 	Reason       string     `json:"reason,omitempty"`
+	Rule         string     `json:"rule,omitempty"`
 	Disallowed   bool       `json:"disallowed_by_robots,omitempty"`
 	Phases       wirePhases `json:"phases"`
 }
@@ -177,6 +182,7 @@ func (r Result) wire() wireResult {
 		Markers:    nonNil(r.Markers),
 		RetryAfter: secs(r.RetryAfter),
 		Reason:     r.Reason,
+		Rule:       r.Rule,
 		Disallowed: r.Disallowed,
 		Phases:     wirePhases{ms(r.Phases.DNS), ms(r.Phases.Connect), ms(r.Phases.TLS), ms(r.Phases.TTFB)},
 	}
@@ -267,6 +273,7 @@ func (r Report) MarshalJSON() ([]byte, error) {
 		DurationMS:    ms(r.Finished.Sub(r.Started)),
 		TotalProbed:   len(r.Results),
 		Results:       make([]wireResult, len(r.Results)),
+		Rules:         wireRules(r.Rules),
 		Diagnosis:     r.Diagnosis.wire(),
 	}
 	for i, res := range r.Results {

@@ -70,6 +70,9 @@ type Result struct {
 	Egress string
 	// Proxy is the endpoint's proxy URL without credentials; "" for direct.
 	Proxy string
+	// Rule is the egress rule (Options.Rules) that governs the host; ""
+	// for none.
+	Rule string
 	// Status is the HTTP status code of the final response; 0 when none
 	// was received.
 	Status int

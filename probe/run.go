@@ -100,6 +100,9 @@ func Run(ctx context.Context, targets []Target, opts Options) (*Report, error) {
 	// Closing the pool and diagnosing overlap; both are done on return.
 	wg.Go(r.close)
 	rep.Diagnosis = Diagnose(rep.Results, s.Thresholds)
+	if s.Matrix {
+		rep.Rules = coverage(p.jobs, rep.Results)
+	}
 	rep.Recommendation.MaxConcurrency = rep.Recommendation.Workers(s.Workers)
 	wg.Wait()
 	rep.Finished = s.Now()
@@ -146,7 +149,7 @@ type runner struct {
 func newRunner(ctx context.Context, s settings, p *plan, deadline time.Time) (*runner, error) {
 	eps := make([]egress.Endpoint, len(p.exits))
 	for i, e := range p.exits {
-		eps[i] = egress.Endpoint{ID: e.id, Proxy: e.raw}
+		eps[i] = egress.Endpoint{ID: e.id, Proxy: e.raw, Labels: e.labels}
 	}
 	pool, err := egress.New(egress.Config{
 		Endpoints: eps,
@@ -163,6 +166,8 @@ func newRunner(ctx context.Context, s settings, p *plan, deadline time.Time) (*r
 		ResponseHeaderTimeout: -1,
 		TLSClientConfig:       s.TLSClientConfig,
 		ProxyTLSConfig:        s.ProxyTLSConfig,
+		// Each probe resolves afresh, so that its DNS phase is measured.
+		DNS: egress.DNSConfig{Disabled: true},
 	})
 	if err != nil {
 		return nil, err
@@ -298,7 +303,7 @@ func (r *runner) progress(res Result) {
 
 // probe sends one probe and classifies it.
 func (r *runner) probe(j *job) Result {
-	res := Result{URL: j.shown, Host: j.host, Egress: j.exit.id, Proxy: j.exit.shown}
+	res := Result{URL: j.shown, Host: j.host, Egress: j.exit.id, Proxy: j.exit.shown, Rule: j.rule}
 	ctx, done, ok := r.start(j)
 	if !ok {
 		cut := r.cut()

@@ -11,7 +11,13 @@
 // (-targets - or the argument -): one per line, "URL" or "URL EGRESS",
 // blank lines and '#' comments skipped, a leading UTF-8 byte order mark
 // ignored. Proxies come from -proxy URL (repeatable) and -proxies FILE
-// ("[ID] URL" per line).
+// ("[ID] URL [key=value ...]" per line, the pairs being the proxy's labels).
+//
+// -rules FILE reads egress rules, the JSON document package egress reads
+// with egress.ReadRules and a crawl's pool enforces: each host is probed
+// only through the proxies its rule allows, and with -matrix the report's
+// "rules" list says, per rule and host, which eligible proxies the target
+// answered through ("ok": false when none did).
 //
 // -timeout bounds the whole command, reading the input included: when
 // standard input (or a named pipe) has not ended by then, preflight exits

@@ -54,6 +54,7 @@ type config struct {
 	targetsFile string
 	proxies     proxyFlags
 	proxiesFile string
+	rulesFile   string
 	timeout     time.Duration
 	perRequest  time.Duration
 	concurrency int
@@ -91,6 +92,7 @@ func newFlagSet(cfg *config, out io.Writer) *flag.FlagSet {
 	fs.IntVar(&cfg.workers, "workers", probe.DefaultWorkers, "the crawl's planned concurrency, scaled into recommendation.max_concurrency")
 	fs.BoolVar(&cfg.noRobots, "ignore-robots", false, "probe URLs that robots.txt disallows")
 	fs.BoolVar(&cfg.matrix, "matrix", false, "probe every target through every proxy")
+	fs.StringVar(&cfg.rulesFile, "rules", "", "egress rules `FILE` (JSON, package egress): probe hosts only through the proxies their rule allows; with -matrix, report per rule and host whether an eligible proxy got through")
 	fs.StringVar(&cfg.method, "method", "GET", "request method, GET or HEAD")
 	fs.StringVar(&cfg.format, "format", "json", "output format on standard output, json or text")
 	fs.BoolVar(&cfg.exitZero, "exit-zero", false, "exit 0 whatever the status (usage errors still exit 64)")
@@ -122,6 +124,7 @@ Example:
   preflight -timeout 10s -proxy http://user:pass@10.0.0.5:3128 -matrix \
       https://example.com/ https://example.org/robots.txt
   preflight -targets fleet.txt -format text
+  preflight -proxies regions.txt -rules rules.json -matrix -targets fleet.txt
 `)
 }
 
@@ -245,9 +248,22 @@ func prepare(cfg *config, set map[string]bool, stdin io.Reader, start time.Time)
 	if left <= 0 {
 		return nil, opts, usagef("reading the input took the whole -timeout %v", cfg.timeout)
 	}
+	var rules []egress.Rule
+	if cfg.rulesFile != "" {
+		f, err := os.Open(cfg.rulesFile)
+		if err != nil {
+			return nil, opts, usagef("-rules: %v", err)
+		}
+		rules, err = egress.ReadRules(f)
+		f.Close()
+		if err != nil {
+			return nil, opts, usagef("-rules %s: %v", cfg.rulesFile, err)
+		}
+	}
 	opts = probe.Options{
 		Matrix:            cfg.matrix,
 		Proxies:           proxies,
+		Rules:             rules,
 		Deadline:          left,
 		PerRequestTimeout: cfg.perRequest,
 		Concurrency:       cfg.concurrency,
