@@ -148,6 +148,12 @@ func (p *Pool) dialSOCKS(ctx context.Context, e *endpoint, nd *net.Dialer, netwo
 		if kind == KindAuth {
 			err = authCause(auth != nil)
 		}
+		if rep, ok := socksReply(seen); ok && rep == socksGeneralFailure && e.proxy.kind == kindSOCKS5H && !isIPAddr(addr) {
+			// The proxy resolved the name for us, and microsocks 1.0.3
+			// (compared in TestRealSOCKS5HUnresolvable) reports a name
+			// that does not resolve as a general failure: the target's.
+			kind = KindDestination
+		}
 		return nil, e.fail(ctx, kind, err)
 	}
 	fwd.conn.stop()
@@ -247,6 +253,34 @@ const (
 	socksNoAcceptable = 0xff
 	socksUserPass     = 0x02
 )
+
+// socksGeneralFailure is the SOCKS5 reply "general SOCKS server failure".
+const socksGeneralFailure = 0x01
+
+// socksReply returns the reply code of the bytes a SOCKS5 proxy sent, if
+// they got that far (see socksFailure).
+func socksReply(seen []byte) (byte, bool) {
+	if len(seen) < 2 || seen[0] != socksVersion || seen[1] == socksNoAcceptable {
+		return 0, false
+	}
+	off := 2
+	if seen[1] == socksUserPass {
+		if len(seen) < 4 || seen[3] != 0 {
+			return 0, false
+		}
+		off = 4
+	}
+	if len(seen) < off+2 || seen[off] != socksVersion {
+		return 0, false
+	}
+	return seen[off+1], true
+}
+
+// isIPAddr reports whether the host of host:port is an IP address.
+func isIPAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	return err == nil && net.ParseIP(host) != nil
+}
 
 // socksFailure classifies a failed SOCKS5 handshake from the bytes the
 // proxy sent: method selection [VER METHOD], then for username/password

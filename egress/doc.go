@@ -66,37 +66,74 @@
 // # Health
 //
 // Health is learned from egress-level signals only: failing to dial the
-// proxy, failing TLS to an https:// proxy, proxy authentication (407, or a
-// 401 carrying Proxy-Authenticate as tinyproxy sends), SOCKS handshake and
-// authentication failures, a CONNECT refused by the proxy, a proxy's own
-// error told apart by its RFC 9209 Proxy-Status header, and the time it
-// takes to set up a connection through the proxy. Any response from a
-// target, whatever its status — 403 and 429 included — is a success for the
-// endpoint, and a proxy reporting that the target could not be reached
-// (Proxy-Status error=connection_refused, SOCKS "host unreachable") is not
-// held against the endpoint. The API accepts no status code, no outcome and
-// no target error, and the package imports no other package of its module:
-// egress structurally cannot learn to route around a block. For the same
-// reason latency is measured on connection setup through the proxy, not on
-// the target's response: a target that answers slowly on purpose cannot
-// push its traffic to another address.
+// proxy, failing TLS to an https:// proxy, the proxy refusing our
+// credentials, SOCKS handshake failures, a proxy's own error, and the time
+// it takes to set up a connection through the proxy. Any response from a
+// target, whatever its status — 401, 403 and 429 included — is a success
+// for the endpoint, and so is a proxy's report that it could not reach the
+// target. The API accepts no status code, no outcome and no target error,
+// and the package imports no other package of its module: egress
+// structurally cannot learn to route around a block. For the same reason
+// latency is measured on connection setup through the proxy, not on the
+// target's response: a target that answers slowly on purpose cannot push
+// its traffic to another address.
+//
+// A proxy's own answers are told from the target's as follows (see
+// FailureKind). Every answer to CONNECT other than 200 is the proxy's. On
+// an absolute-form request (an http:// target through an HTTP proxy) an
+// answer is the proxy's only when marked so: by RFC 9209 Proxy-Status, by
+// squid's X-Squid-Error, or as tinyproxy's own page (Server: tinyproxy/...
+// and no Via). The mark also says whom the proxy blames: squid's
+// ERR_CONNECT_FAIL or ERR_DNS_FAIL, tinyproxy's "500 Unable to connect",
+// Proxy-Status connection_refused and SOCKS replies 4, 5 and 6 blame the
+// target (KindDestination: no count against the endpoint; on absolute-form
+// the proxy's page is returned as the target's answer); squid's
+// ERR_ACCESS_DENIED, Proxy-Status dns_timeout or proxy_internal_error, and
+// SOCKS reply 1 (general failure) blame the proxy — except when a socks5h
+// proxy was handed a name to resolve: microsocks answers a name that does
+// not resolve with reply 1, so there it blames the target.
+//
+// Every refusal of credentials is an egress fault (KindAuth): a 407; a 401
+// to CONNECT; a 401 to an absolute-form request carrying only
+// Proxy-Authenticate or marked as the proxy's own — tinyproxy answers a
+// wrong password with 401 and WWW-Authenticate, and 407 only when no
+// credentials are sent; a SOCKS authentication failure. Its Err tells
+// ErrProxyAuthRequired (none configured) from ErrProxyAuthRejected. The
+// caller never receives the proxy's 401 or 407: RoundTrip returns the
+// *ProxyError, which the chain retries on another endpoint.
+//
+// These rules were checked against squid 5.7 (Debian's GnuTLS build, http
+// and TLS ports), tinyproxy 1.11.1 and microsocks 1.0.3 (socks5 and
+// socks5h), by the tests named TestReal* of this package and of package
+// egresskit; the in-process fakes of the unit tests say which of those
+// answers each imitates.
 //
 // The score is in [0, 1]. Each attempt moves it towards 1 (success, scaled
 // down when connection setup is slower than HealthConfig.SlowSetup) or 0
 // (failure) by HealthConfig.Smoothing, and past penalties fade with
-// HealthConfig.HalfLife so that an endpoint that saw a bad minute is not
-// shunned forever. One failure makes an endpoint degraded (below
-// DegradedBelow), so the host's next request — a retry, typically — goes
-// to a healthy peer. Below QuarantineBelow, or after QuarantineAfter
-// failures in a row, the endpoint is quarantined for QuarantineBase,
+// HealthConfig.HalfLife. One failure makes an endpoint degraded, so the
+// host's next request — a retry, typically — goes to a healthy peer.
+// Readmission does not wait for the score to fade: ProbeAfter (2s) after
+// its last failure, the next request of a host whose subset holds the
+// endpoint goes to it as a trial, whatever its score, and the trial's
+// success puts it back in the healthy tier; a failed trial waits another
+// ProbeAfter.
+//
+// A refusal of credentials or an untrusted proxy certificate quarantines
+// the endpoint at once; other failures do below QuarantineBelow or after
+// QuarantineAfter (3) failures in a row. A quarantine lasts QuarantineBase,
 // doubled for every quarantine that follows without a full recovery in
-// between, capped at QuarantineMax (15s, 30s, 1m, ... 10m by default).
-// When the quarantine ends, exactly one request of a host whose subset
-// holds the endpoint is let through as a probe (ReasonProbe): success
-// readmits it on probation (degraded until the penalty fades or successes
-// lift it), failure quarantines it again for longer. Results of requests
-// sent before a quarantine are ignored. Direct endpoints have no proxy to
-// judge and stay healthy.
+// between, capped at QuarantineMax: 5s, 10s, 20s, ... 10m by default. When
+// it ends, exactly one request of a host whose subset holds the endpoint is
+// let through as a probe (ReasonProbe): success readmits it at the lower
+// edge of the healthy tier, failure quarantines it again for longer.
+// Results of requests sent before a quarantine are ignored. Direct
+// endpoints have no proxy to judge and stay healthy.
+//
+// When no endpoint is usable, RoundTrip's ErrNoEndpoint carries the last
+// failure of the quarantined endpoints: errors.As finds the *ProxyError,
+// and errors.Is its cause (ErrProxyAuthRejected, ErrProxyAuthRequired,
+// syscall.ECONNREFUSED, an x509 error, ...).
 //
 // # Transports
 //
@@ -109,6 +146,12 @@
 // golang.org/x/net/proxy: socks5 resolves the target name locally, socks5h
 // lets the proxy resolve it.
 //
-// Proxy credentials never appear in an error, a Choice, an EndpointState or
-// the String form of an Endpoint.
+// Pool.CloseIdleConnections closes every endpoint's idle connections, as
+// http.Client.CloseIdleConnections expects of its transport.
+//
+// Proxy URLs are checked strictly: a path other than "/", a query, a
+// fragment, surrounding spaces or credentials whose unencoded '/', '?' or
+// '#' cut them short are rejected with a *ConfigError rather than guessed
+// at. Proxy credentials never appear in an error, a Choice, an
+// EndpointState or the String form of an Endpoint.
 package egress

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/egresskit/egresskit/egress"
 	"github.com/egresskit/egresskit/internal/testprog"
@@ -247,5 +248,26 @@ func TestRealCloseIdleConnections(t *testing.T) {
 	pool.CloseIdleConnections()
 	if n := testprog.Established(t, p.Addr); n != 0 {
 		t.Errorf("%d connections to squid after CloseIdleConnections, want 0", n)
+	}
+}
+
+// TestRealSOCKS5HUnresolvable asks microsocks, through socks5h, for a name
+// that does not resolve: microsocks answers "general failure" (reply 1),
+// which for a name the proxy resolved is the target's failure, not the
+// endpoint's.
+func TestRealSOCKS5HUnresolvable(t *testing.T) {
+	p := testprog.Microsocks(t, testprog.ProxyOptions{User: realUser, Pass: realPass})
+	pool := newPool(t, egress.Config{Endpoints: []egress.Endpoint{{ID: "real", Proxy: p.URLWith("socks5h", realUser, realPass)}}})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for range 4 {
+		r := fetch(ctx, pool, "http://name-that-does-not-resolve.invalid/")
+		var pe *egress.ProxyError
+		if !errors.As(r.err, &pe) || pe.Kind != egress.KindDestination {
+			t.Fatalf("unresolvable name through socks5h: %d, %v; want a KindDestination *ProxyError", r.status, r.err)
+		}
+	}
+	if st := stateOf(t, pool, "real"); st.Score != 1 || st.Quarantined {
+		t.Errorf("health after unresolvable names = %+v, want untouched", st)
 	}
 }
