@@ -2,6 +2,7 @@ package redisstore_test
 
 import (
 	"context"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -12,6 +13,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if spec := os.Getenv(envWorker); spec != "" {
+		os.Exit(runWorker(spec)) // a worker process of TestFleetProcesses
+	}
 	// The fault tests make go-redis log every refused dial; they are
 	// expected.
 	redis.SetLogger(quiet{})
