@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/egresskit/egresskit/robots"
@@ -343,72 +344,99 @@ func TestCheckUnreachableLimit(t *testing.T) {
 	}
 }
 
+// gatedHost serves privateRules for robots.txt only once gate is closed,
+// and counts the fetches. Inside a synctest bubble, a fetch blocked on
+// the gate is durably blocked, so synctest.Wait returns once every check
+// is either fetching or waiting for the fetch.
+type gatedHost struct {
+	gate    chan struct{}
+	fetches atomic.Int64
+}
+
+func (g *gatedHost) RoundTrip(r *http.Request) (*http.Response, error) {
+	g.fetches.Add(1)
+	select {
+	case <-g.gate:
+	case <-r.Context().Done():
+		return nil, r.Context().Err()
+	}
+	return &http.Response{StatusCode: 200, Header: http.Header{}, Body: io.NopCloser(strings.NewReader(privateRules)), Request: r}, nil
+}
+
 // TestCheckSingleFlight: 50 concurrent checks of one host share one fetch.
+// The fetch is held until all 50 are known to be blocked (synctest.Wait),
+// so none of them can have been answered from the cache.
 func TestCheckSingleFlight(t *testing.T) {
-	gate := make(chan struct{})
-	srv := newRobotsServer(t, func(w http.ResponseWriter, r *http.Request) {
-		<-gate
-		io.WriteString(w, privateRules)
+	synctest.Test(t, func(t *testing.T) {
+		h := &gatedHost{gate: make(chan struct{})}
+		c := robots.New(robots.Config{Transport: h})
+		var wg sync.WaitGroup
+		var answered atomic.Int64
+		errs := make(chan error, 50)
+		for i := range 50 {
+			wg.Go(func() {
+				path, want := "/public", true
+				if i%2 == 0 {
+					path, want = "/private", false
+				}
+				d, _ := c.Check(context.Background(), mustURL(t, "http://one.test"+path))
+				answered.Add(1)
+				if d.Allowed != want {
+					errs <- fmt.Errorf("Check(%s) allowed = %v, want %v", path, d.Allowed, want)
+				}
+			})
+		}
+		synctest.Wait()
+		if n, a := h.fetches.Load(), answered.Load(); n != 1 || a != 0 {
+			t.Fatalf("with the fetch held: %d fetches started, %d checks answered; want 1 and 0 (49 waiting)", n, a)
+		}
+		close(h.gate)
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
+		if n := h.fetches.Load(); n != 1 {
+			t.Errorf("%d fetches for 50 concurrent checks, want 1", n)
+		}
 	})
-	c := srv.checker(robots.Config{})
-	var wg sync.WaitGroup
-	errs := make(chan error, 50)
-	for i := range 50 {
-		wg.Go(func() {
-			path, want := "/public", true
-			if i%2 == 0 {
-				path, want = "/private", false
-			}
-			d, _ := check(t, c, srv.URL+path)
-			if d.Allowed != want {
-				errs <- fmt.Errorf("Check(%s) allowed = %v, want %v", path, d.Allowed, want)
-			}
-		})
-	}
-	close(gate)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
-	if n := srv.fetches.Load(); n != 1 {
-		t.Errorf("server saw %d fetches for 50 concurrent checks, want 1", n)
-	}
 }
 
 // TestCheckWaiterCancel: a check waiting for another's fetch returns when
-// its context ends, without fetching.
+// its context ends, without fetching. The cancellation comes only once the
+// check is known to be waiting (synctest.Wait).
 func TestCheckWaiterCancel(t *testing.T) {
-	arrived, release := make(chan struct{}), make(chan struct{})
-	srv := newRobotsServer(t, func(w http.ResponseWriter, r *http.Request) {
-		close(arrived)
-		<-release
-		io.WriteString(w, privateRules)
+	synctest.Test(t, func(t *testing.T) {
+		h := &gatedHost{gate: make(chan struct{})}
+		c := robots.New(robots.Config{Transport: h})
+		leader := make(chan robots.Decision)
+		go func() {
+			d, _ := c.Check(context.Background(), mustURL(t, "http://one.test/public"))
+			leader <- d
+		}()
+		synctest.Wait() // the leader's fetch is held
+		ctx, cancel := context.WithCancel(context.Background())
+		waiter := make(chan error, 1)
+		go func() {
+			_, err := c.Check(ctx, mustURL(t, "http://one.test/public"))
+			waiter <- err
+		}()
+		synctest.Wait() // the second check waits for the leader's fetch
+		if len(waiter) != 0 {
+			t.Fatalf("second check returned before the fetch ended: %v", <-waiter)
+		}
+		cancel()
+		if err := <-waiter; !errors.Is(err, context.Canceled) {
+			t.Errorf("waiting Check cancelled = %v, want context.Canceled", err)
+		}
+		close(h.gate)
+		if d := <-leader; !d.Allowed {
+			t.Errorf("leading Check = %+v, want allowed", d)
+		}
+		if n := h.fetches.Load(); n != 1 {
+			t.Errorf("%d fetches, want 1", n)
+		}
 	})
-	c := srv.checker(robots.Config{})
-	leader := make(chan robots.Decision)
-	go func() {
-		d, _ := check(t, c, srv.URL+"/public")
-		leader <- d
-	}()
-	<-arrived
-	ctx, cancel := context.WithCancel(context.Background())
-	waiter := make(chan error)
-	go func() {
-		_, err := c.Check(ctx, mustURL(t, srv.URL+"/public"))
-		waiter <- err
-	}()
-	cancel()
-	if err := <-waiter; !errors.Is(err, context.Canceled) {
-		t.Errorf("waiting Check with a cancelled context = %v, want context.Canceled", err)
-	}
-	close(release)
-	if d := <-leader; !d.Allowed {
-		t.Errorf("leading Check = %+v, want allowed", d)
-	}
-	if n := srv.fetches.Load(); n != 1 {
-		t.Errorf("server saw %d fetches, want 1", n)
-	}
 }
 
 // TestCheckLeaderCancel: when the check that runs the fetch is cancelled,
