@@ -3,6 +3,7 @@ package classify_test
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -97,7 +98,8 @@ type corpusOutcome struct {
 
 // TestCorpus sends every captured page of testdata/corpus through the whole
 // chain, one host per sample, from an httptest server that replays the
-// page's status, headers and body. Every block page should halt its host
+// page's status, headers and body, once as stored and once gzip-encoded for
+// a caller that asked for gzip (the decision must be the same). Every block page should halt its host
 // (at least 95% must), no benign response may, and the caller must read
 // every body byte for byte.
 func TestCorpus(t *testing.T) {
@@ -116,13 +118,20 @@ func TestCorpus(t *testing.T) {
 			http.NotFound(w, r)
 			return
 		}
-		i, err := strconv.Atoi(strings.TrimPrefix(strings.TrimSuffix(r.Host, ".corpus.test"), "s"))
+		name, gz := strings.CutSuffix(strings.TrimSuffix(r.Host, ".corpus.test"), "-gz")
+		i, err := strconv.Atoi(strings.TrimPrefix(name, "s"))
 		if err != nil || i < 0 || i >= len(samples) {
 			http.Error(w, "no such sample", http.StatusBadRequest)
 			return
 		}
 		for k, v := range samples[i].Headers {
 			w.Header().Set(k, v)
+		}
+		if gz {
+			w.Header().Set("Content-Encoding", "gzip")
+			w.WriteHeader(samples[i].Status)
+			w.Write(gzipBytes(bodies[i]))
+			return
 		}
 		w.WriteHeader(samples[i].Status)
 		w.Write(bodies[i])
@@ -144,19 +153,34 @@ func TestCorpus(t *testing.T) {
 	})
 	client := &http.Client{Transport: tr}
 
+	// Each sample is fetched twice, from two hosts: as served, and gzip-
+	// encoded to a caller that set Accept-Encoding itself (so net/http
+	// hands over the compressed bytes and the classifier decodes its peek).
 	results := make([]corpusOutcome, len(samples))
+	encoded := make([]corpusOutcome, len(samples))
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 8)
 	for i := range samples {
-		wg.Add(1)
+		wg.Add(2)
 		sem <- struct{}{}
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			results[i] = runSample(t, client, tr, i, samples[i], bodies[i])
+			results[i] = runSample(t, client, tr, i, samples[i], bodies[i], false)
+		}()
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			encoded[i] = runSample(t, client, tr, i, samples[i], gzipBytes(bodies[i]), true)
 		}()
 	}
 	wg.Wait()
+	for i, s := range samples {
+		if encoded[i].halted != results[i].halted {
+			t.Errorf("%s: gzip-encoded halted=%v, as served halted=%v", s.File, encoded[i].halted, results[i].halted)
+		}
+	}
 
 	table := corpusTable(samples, results)
 	t.Log("\n" + table)
@@ -188,14 +212,21 @@ func TestCorpus(t *testing.T) {
 
 // runSample requests sample i through the chain, checks that the body read
 // is the one served, and reports whether the host was halted.
-func runSample(t *testing.T, c *http.Client, tr *egresskit.Transport, i int, s sample, want []byte) corpusOutcome {
-	url := fmt.Sprintf("http://s%d.corpus.test/%s", i, strings.TrimPrefix(s.Source.Path, "/"))
+func runSample(t *testing.T, c *http.Client, tr *egresskit.Transport, i int, s sample, want []byte, gz bool) corpusOutcome {
+	host := fmt.Sprintf("s%d", i)
+	if gz {
+		host += "-gz"
+	}
+	url := fmt.Sprintf("http://%s.corpus.test/%s", host, strings.TrimPrefix(s.Source.Path, "/"))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		t.Errorf("%s: %v", s.File, err)
 		return corpusOutcome{}
+	}
+	if gz {
+		req.Header.Set("Accept-Encoding", "gzip")
 	}
 	resp, err := c.Do(req)
 	var out corpusOutcome
@@ -229,6 +260,16 @@ func runSample(t *testing.T, c *http.Client, tr *egresskit.Transport, i int, s s
 		out.markers, out.reason = r.Markers, r.Reason
 	}
 	return out
+}
+
+// gzipBytes returns b gzip-compressed (deterministically: no name, no
+// modification time).
+func gzipBytes(b []byte) []byte {
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	zw.Write(b)
+	zw.Close()
+	return buf.Bytes()
 }
 
 // corpusTable renders the per-vendor results as Markdown.
