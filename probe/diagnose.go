@@ -198,7 +198,10 @@ type Diagnosis struct {
 	// MaxRetryAfter is the longest Retry-After seen.
 	MaxRetryAfter time.Duration
 
-	// Egresses and Hosts break the results down, sorted by name.
+	// Egresses and Hosts break the results down, sorted by name. Hosts
+	// leave out the results that failed on their egress route
+	// (Result.EgressFailure): a proxy refusing our credentials or down
+	// says nothing about the host.
 	Egresses, Hosts []Breakdown
 	// FailingEgresses are egresses through which no probe succeeded while
 	// some other egress did succeed: blacklisted or dead proxies.
@@ -271,7 +274,10 @@ func Diagnose(results []Result, th Thresholds) Diagnosis {
 	for _, r := range results {
 		d.Outcomes.add(r)
 		tally(egresses, r.Egress, r)
-		tally(hosts, r.Host, r)
+		if r.EgressFailure == "" {
+			// A failure of the egress route says nothing about the host.
+			tally(hosts, r.Host, r)
+		}
 		if !isCallerCanceled(r) && !r.Disallowed {
 			d.Measured++
 		}
@@ -367,7 +373,7 @@ func attribute(results []Result, egresses, hosts []Breakdown) (failing, blocking
 			continue
 		}
 		for _, r := range results {
-			if r.Host == h.Name && working[r.Egress] && isBlocked(r) {
+			if r.Host == h.Name && working[r.Egress] && isBlocked(r) && r.EgressFailure == "" {
 				blocking = append(blocking, h.Name)
 				break
 			}

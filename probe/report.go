@@ -66,6 +66,7 @@ type wireResult struct {
 	Host         string     `json:"host"`
 	Outcome      string     `json:"outcome"`
 	Stage        string     `json:"stage"`
+	EgressFail   string     `json:"egress_failure,omitempty"`
 	Markers      []string   `json:"markers"`
 	RetryAfter   float64    `json:"retry_after_sec"`
 	Reason       string     `json:"reason,omitempty"`
@@ -179,6 +180,7 @@ func (r Result) wire() wireResult {
 		Host:       r.Host,
 		Outcome:    r.OutcomeName(),
 		Stage:      r.Stage.String(),
+		EgressFail: r.EgressFailure,
 		Markers:    nonNil(r.Markers),
 		RetryAfter: secs(r.RetryAfter),
 		Reason:     r.Reason,

@@ -28,9 +28,15 @@ const (
 	StageRequest
 	// StageResponse: the response began to arrive.
 	StageResponse
+	// StageProxy: the probe failed on its egress route, at the proxy,
+	// whatever step it had reached: the proxy refused the credentials,
+	// could not be reached, failed its TLS or SOCKS handshake or answered
+	// with an error of its own. Result.EgressFailure says which; the
+	// target was not judged.
+	StageProxy
 )
 
-var stageNames = [...]string{"queued", "dns", "connect", "tls", "request", "response"}
+var stageNames = [...]string{"queued", "dns", "connect", "tls", "request", "response", "proxy"}
 
 // String returns the lower-case name of s ("queued", "dns", ...).
 func (s Stage) String() string {
@@ -92,6 +98,12 @@ type Result struct {
 	Disallowed bool
 	// Stage is the last step the probe reached.
 	Stage Stage
+	// EgressFailure is the kind of egress failure (egress.FailureKind:
+	// "auth", "dial", "tls", "handshake", "proxy") when the probe failed
+	// on its egress route rather than at the target; Stage is then
+	// StageProxy. Such a result counts against its egress, never in its
+	// host's breakdown. Empty otherwise.
+	EgressFailure string
 	// Reused is true when the probe went over a connection an earlier probe
 	// of the Run opened (keep-alive or HTTP/2); its DNS, Connect and TLS
 	// phases are then zero.

@@ -365,6 +365,9 @@ func (r *runner) probe(j *job) Result {
 		res.Status, res.Outcome, res.TimedOut, res.Err, res.Reason = 0, classify.Transient, true, "timeout", "timeout"
 	case err != nil:
 		res.Status, res.Err = 0, r.scrub.scrub(err)
+		if pe, ok := errors.AsType[*egress.ProxyError](err); ok && pe.EndpointFault() {
+			res.Stage, res.EgressFailure, res.Reason = StageProxy, string(pe.Kind), egressReason(pe.Kind)
+		}
 	case !res.Success():
 		res.Err = "HTTP status " + strconv.Itoa(res.Status)
 	}
@@ -383,4 +386,19 @@ func drainClose(resp *http.Response) {
 		io.Copy(io.Discard, io.LimitReader(resp.Body, maxDrain))
 	}
 	resp.Body.Close()
+}
+
+// egressReason is the Reason of a probe that failed on its egress route.
+func egressReason(k egress.FailureKind) string {
+	switch k {
+	case egress.KindAuth:
+		return "proxy authentication failed"
+	case egress.KindDial:
+		return "proxy unreachable"
+	case egress.KindTLS:
+		return "proxy TLS handshake failed"
+	case egress.KindHandshake:
+		return "proxy handshake failed"
+	}
+	return "proxy error"
 }
