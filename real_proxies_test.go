@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -229,6 +230,74 @@ func TestRealDeadProxyLeavesHostAlone(t *testing.T) {
 				}
 			}
 			hostUntouched(t, tr, strings.TrimPrefix(o.srv.URL, "http://"))
+		})
+	}
+}
+
+// TestRealCallerErrorNamesCause sends requests through the chain over a
+// pool whose only endpoint cannot carry them, for each cause: no
+// credentials, wrong credentials, proxy down, untrusted proxy
+// certificate. Once the endpoint is out, the caller's error is
+// ErrNoEndpoint naming the cause, matchable with errors.Is, without the
+// password.
+func TestRealCallerErrorNamesCause(t *testing.T) {
+	tests := []struct {
+		name  string
+		setup func(t *testing.T) egress.Endpoint
+		is    error  // matched with errors.Is, besides ErrNoEndpoint
+		text  string // in the error message
+	}{
+		{"no credentials", func(t *testing.T) egress.Endpoint {
+			p := testprog.Squid(t, testprog.ProxyOptions{User: proxyUser, Pass: proxyPass})
+			return egress.Endpoint{ID: "squid", Proxy: p.URLWith("http", "", "")}
+		}, egress.ErrProxyAuthRequired, "proxy wants credentials"},
+		{"wrong credentials", func(t *testing.T) egress.Endpoint {
+			p := testprog.Squid(t, testprog.ProxyOptions{User: proxyUser, Pass: proxyPass})
+			return egress.Endpoint{ID: "squid", Proxy: p.URLWith("http", proxyUser, "pw-wrong-3")}
+		}, egress.ErrProxyAuthRejected, "rejected the credentials"},
+		{"proxy down", func(t *testing.T) egress.Endpoint {
+			p := testprog.Squid(t, testprog.ProxyOptions{User: proxyUser, Pass: proxyPass})
+			p.Kill()
+			return egress.Endpoint{ID: "squid", Proxy: p.URL()}
+		}, syscall.ECONNREFUSED, "connection refused"},
+		{"untrusted proxy certificate", func(t *testing.T) egress.Endpoint {
+			p := testprog.Squid(t, testprog.ProxyOptions{User: proxyUser, Pass: proxyPass, TLS: true})
+			return egress.Endpoint{ID: "squid", Proxy: p.TLSURL()}
+		}, nil, "certificate signed by unknown authority"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pool, err := egress.New(egress.Config{Endpoints: []egress.Endpoint{tt.setup(t)}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer pool.Close()
+			client := &http.Client{Transport: egresskit.New(chainConfig(pool))}
+			o := newOrigin(t)
+			var last error
+			for range 4 {
+				resp, err := client.Get(o.srv.URL + "/page")
+				if err == nil {
+					resp.Body.Close()
+					t.Fatalf("GET through a %s endpoint = %d, want an error", tt.name, resp.StatusCode)
+				}
+				last = err
+			}
+			t.Logf("%s: %v", tt.name, last)
+			if !errors.Is(last, egress.ErrNoEndpoint) || (tt.is != nil && !errors.Is(last, tt.is)) {
+				t.Errorf("error = %v, want ErrNoEndpoint and errors.Is %v", last, tt.is)
+			}
+			var pe *egress.ProxyError
+			if !errors.As(last, &pe) {
+				t.Errorf("error = %v, want a *ProxyError in its chain", last)
+			}
+			if !strings.Contains(last.Error(), tt.text) || strings.Contains(last.Error(), "pw-") {
+				t.Errorf("error %q: want it to say %q and to hold no password", last, tt.text)
+			}
+			robots, pages := o.vias()
+			if len(robots)+len(pages) != 0 {
+				t.Errorf("the origin was reached: robots %q pages %q", robots, pages)
+			}
 		})
 	}
 }
