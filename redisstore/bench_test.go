@@ -88,13 +88,20 @@ func (m *cpuMeter) report(b *testing.B) {
 }
 
 // benchState returns a memory or Redis store, and for Redis the hook
-// counting its round trips.
+// counting its round trips. The Redis store fails closed: a Redis error
+// fails the benchmark instead of falling back to local state, which would
+// measure memory under Redis's name.
 func benchState(b *testing.B, name string) (hoststate.Store, *counter) {
 	if name == "memory" {
 		return hoststate.NewMemory(benchHostState), nil
 	}
 	c, hook := benchClient(b)
-	st, err := redisstore.New(c, redisstore.Config{Prefix: redistest.Prefix(b), HostState: benchHostState, Timeout: testTimeout})
+	st, err := redisstore.New(c, redisstore.Config{
+		Prefix:       redistest.Prefix(b),
+		HostState:    benchHostState,
+		Timeout:      testTimeout,
+		OnRedisError: redisstore.FailClosed,
+	})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -209,6 +216,10 @@ func benchChain(b *testing.B, srv *httptest.Server, hosts int, st hoststate.Stor
 			}
 			io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				b.Errorf("status %d, want 200", resp.StatusCode)
+				return
+			}
 		}
 	})
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "req/s")
