@@ -44,31 +44,21 @@ func (c *Cluster) Close() {
 	}
 }
 
-// Master returns the master that serves key, as the cluster sees it
-// (CLUSTER KEYSLOT and CLUSTER SLOTS, asked of a running master).
+// Master returns the master that serves key, as the cluster reports it
+// to a client.
 func (c *Cluster) Master(ctx context.Context, key string) (*Server, error) {
+	cl := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), ContextTimeoutEnabled: true})
+	defer cl.Close()
+	n, err := cl.MasterForKey(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("redistest: master of %q: %w", key, err)
+	}
 	for _, m := range c.Masters {
-		cl := redis.NewClient(&redis.Options{Addr: m.Addr, ContextTimeoutEnabled: true, DialerRetries: 1, MaxRetries: -1})
-		slot, err := cl.ClusterKeySlot(ctx, key).Result()
-		var slots []redis.ClusterSlot
-		if err == nil {
-			slots, err = cl.ClusterSlots(ctx).Result()
-		}
-		cl.Close()
-		if err != nil {
-			continue
-		}
-		for _, s := range slots {
-			if int64(s.Start) <= slot && slot <= int64(s.End) && len(s.Nodes) > 0 {
-				for _, m := range c.Masters {
-					if m.Addr == s.Nodes[0].Addr {
-						return m, nil
-					}
-				}
-			}
+		if m.Addr == n.Options().Addr {
+			return m, nil
 		}
 	}
-	return nil, fmt.Errorf("redistest: no master serves %q", key)
+	return nil, fmt.Errorf("redistest: master of %q is %s, not one of the cluster's", key, n.Options().Addr)
 }
 
 // NewCluster starts masters redis-servers in cluster mode, keeping their
