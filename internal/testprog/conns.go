@@ -48,3 +48,68 @@ func Established(t testing.TB, addr string) int {
 	}
 	return n
 }
+
+// listens reports whether process pid holds the listening TCP socket of
+// 127.0.0.1:port: a connection accepted on a port found free a moment
+// before may have been another program's. Where /proc cannot tell, it
+// reports true.
+func listens(pid, port int) bool {
+	b, err := os.ReadFile("/proc/net/tcp")
+	if err != nil {
+		return true
+	}
+	local := fmt.Sprintf("0100007F:%04X", port)
+	inode := ""
+	for line := range strings.SplitSeq(string(b), "\n") {
+		f := strings.Fields(line)
+		// sl local rem st tx:rx tr:when retrnsmt uid timeout inode
+		if len(f) > 9 && f[1] == local && f[3] == "0A" {
+			inode = f[9]
+			break
+		}
+	}
+	if inode == "" {
+		return false
+	}
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		return true
+	}
+	want := "socket:[" + inode + "]"
+	for _, fd := range fds {
+		if l, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name())); err == nil && l == want {
+			return true
+		}
+	}
+	return false
+}
+
+// startOwned starts the program spec(port) returns on a free port, and
+// starts it again on another port, up to three times, when the port turns
+// out to be another program's.
+func startOwned(t testing.TB, dir string, spec func(port int) Spec) *Proc {
+	t.Helper()
+	var lastErr error
+	for range 3 {
+		port := FreePort(t)
+		s := spec(port)
+		s.Port = port
+		p, err := start(s, dir)
+		if err == nil {
+			if listens(p.Pid(), port) {
+				t.Cleanup(func() {
+					p.Kill()
+					if t.Failed() {
+						t.Logf("%s output:\n%s", p.Name, p.Output())
+					}
+				})
+				return p
+			}
+			p.Kill()
+			err = fmt.Errorf("testprog: %s does not hold port %d", p.Name, port)
+		}
+		lastErr = err
+	}
+	t.Fatal(lastErr)
+	return nil
+}

@@ -18,15 +18,16 @@ func Microsocks(t testing.TB, opts ProxyOptions) *Proxy {
 	}
 	path := Need(t, "microsocks")
 	dir := programDir(t)
-	port := FreePort(t)
 	p := &Proxy{Program: "microsocks", Scheme: "socks5", Dir: dir, opts: opts}
 	// microsocks has no version flag: ask the package manager.
 	p.Version = version(path, nil, "", "microsocks")
-	args := []string{"-i", "127.0.0.1", "-p", strconv.Itoa(port)}
-	if opts.User != "" {
-		args = append(args, "-u", opts.User, "-P", opts.Pass)
-	}
-	p.Proc = Start(t, Spec{Path: path, Args: args, Dir: dir, Port: port})
+	p.Proc = startOwned(t, dir, func(port int) Spec {
+		args := []string{"-i", "127.0.0.1", "-p", strconv.Itoa(port)}
+		if opts.User != "" {
+			args = append(args, "-u", opts.User, "-P", opts.Pass)
+		}
+		return Spec{Path: path, Args: args, Dir: dir}
+	})
 	// It logs "client[fd] addr: connected to host:port" per connection.
 	p.forwarded = func() int { return strings.Count(p.Output(), ": connected to ") }
 	return p

@@ -17,11 +17,11 @@ func Tinyproxy(t testing.TB, opts ProxyOptions) *Proxy {
 	}
 	path := Need(t, "tinyproxy")
 	dir := programDir(t)
-	port := FreePort(t)
 	p := &Proxy{Program: "tinyproxy", Scheme: "http", Dir: dir, opts: opts}
 	p.Version = version(path, []string{"-v"}, "tinyproxy ", "")
 	logf := filepath.Join(dir, "tinyproxy.log")
-	conf := fmt.Sprintf(`Port %d
+	p.Proc = startOwned(t, dir, func(port int) Spec {
+		conf := fmt.Sprintf(`Port %d
 Listen 127.0.0.1
 Timeout 30
 MaxClients 200
@@ -29,11 +29,12 @@ LogFile "%s"
 LogLevel Connect
 PidFile "%s/tinyproxy.pid"
 `, port, logf, dir)
-	if opts.User != "" {
-		conf += fmt.Sprintf("BasicAuth %s %s\n", opts.User, opts.Pass)
-	}
-	cfg := WriteFile(t, dir, "tinyproxy.conf", conf)
-	p.Proc = Start(t, Spec{Path: path, Args: []string{"-d", "-c", cfg}, Dir: dir, Port: port})
+		if opts.User != "" {
+			conf += fmt.Sprintf("BasicAuth %s %s\n", opts.User, opts.Pass)
+		}
+		cfg := WriteFile(t, dir, "tinyproxy.conf", conf)
+		return Spec{Path: path, Args: []string{"-d", "-c", cfg}, Dir: dir}
+	})
 	p.forwarded = func() int { return countLines(logf, "Established connection to host") }
 	return p
 }
