@@ -37,6 +37,14 @@ var corpusResults = flag.String("corpus.results", "", "write the corpus table to
 // corpusDir holds the captured pages and their manifest.
 const corpusDir = "testdata/corpus"
 
+// Floors on the corpus size, so that a sample removed by mistake fails the
+// test rather than silently raising the recall.
+const (
+	minBlockPages = 30
+	minVendors    = 7
+	minBenign     = 300
+)
+
 // A sample is one manifest entry: a response body with the status and
 // headers it was served with, and where it comes from.
 type sample struct {
@@ -202,8 +210,17 @@ func TestCorpus(t *testing.T) {
 			}
 		}
 	}
-	if blocks == 0 {
-		t.Fatal("no block pages in the corpus")
+	// The corpus must not shrink unnoticed: these floors are what it held
+	// when they were set (see testdata/corpus/README.md).
+	vendors := map[string]bool{}
+	for _, s := range samples {
+		if s.Class == "block" {
+			vendors[s.Vendor] = true
+		}
+	}
+	if blocks < minBlockPages || len(vendors) < minVendors || len(samples)-blocks < minBenign {
+		t.Errorf("corpus has %d block pages from %d vendors and %d benign responses; want at least %d, %d and %d",
+			blocks, len(vendors), len(samples)-blocks, minBlockPages, minVendors, minBenign)
 	}
 	if recall := float64(halted) / float64(blocks); recall < 0.95 {
 		t.Errorf("block pages halted: %d of %d (%.1f%%), want at least 95%%", halted, blocks, 100*recall)
