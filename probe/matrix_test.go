@@ -35,6 +35,8 @@ func newForwardProxy(t testing.TB, auth bool) string {
 			http.Error(w, "not a proxy request", http.StatusBadRequest)
 			return
 		}
+		// As squid 5.7 answers missing or wrong credentials (compared with
+		// the real program in egress TestRealAuthRefused).
 		if auth && r.Header.Get("Proxy-Authorization") != want {
 			w.Header().Set("Proxy-Authenticate", `Basic realm="test"`)
 			http.Error(w, "auth", http.StatusProxyAuthRequired)
