@@ -120,3 +120,40 @@ func BenchmarkSelectRules(b *testing.B) {
 		i++
 	}
 }
+
+// BenchmarkConnReuse is the cost a kept-alive connection saves: a request
+// to a loopback TLS target over a reused connection, against one that
+// dials and handshakes afresh (the request closes its connection). It
+// justifies keeping idle connections per host (MaxIdleConnsPerHost) for
+// as long as a crawler revisits a host (IdleConnTimeout).
+func BenchmarkConnReuse(b *testing.B) {
+	target := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer target.Close()
+	for _, fresh := range []bool{false, true} {
+		name := "keepalive"
+		if fresh {
+			name = "new-connection"
+		}
+		b.Run(name, func(b *testing.B) {
+			pool, err := egress.New(egress.Config{
+				Endpoints:       []egress.Endpoint{{ID: "d", Proxy: "direct"}},
+				TLSClientConfig: target.Client().Transport.(*http.Transport).TLSClientConfig,
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer pool.Close()
+			b.ReportAllocs()
+			for b.Loop() {
+				req, _ := http.NewRequest(http.MethodGet, target.URL, nil)
+				req.Close = fresh
+				resp, err := pool.RoundTrip(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		})
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 
 	"github.com/egresskit/egresskit/egress"
 )
@@ -93,4 +94,45 @@ func ExampleEndpoint_String() {
 	e := egress.Endpoint{ID: "dc-1", Proxy: "http://user:secret@proxy.example:3128"}
 	fmt.Println(e)
 	// Output: dc-1 http://proxy.example:3128
+}
+
+// Rules pin hosts to endpoints by label; the most specific pattern
+// decides which rule governs a host.
+func ExampleReadRules() {
+	rules, err := egress.ReadRules(strings.NewReader(`{"rules": [
+	  {"name": "eu", "hosts": ["*.de", "site:example.fr"], "labels": {"region": "eu"}},
+	  {"name": "anywhere", "hosts": ["site:global.de"]}
+	]}`))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	pool, err := egress.New(egress.Config{
+		Endpoints: []egress.Endpoint{
+			{ID: "fra-1", Proxy: "http://10.0.0.1:3128", Labels: map[string]string{"region": "eu"}},
+			{ID: "nyc-1", Proxy: "http://10.0.1.1:3128", Labels: map[string]string{"region": "us"}},
+		},
+		Rules: rules,
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer pool.Close()
+	for _, host := range []string{"www.bund.de", "shop.example.fr", "www.global.de", "example.com", "example.org"} {
+		c, err := pool.Select(context.Background(), host)
+		fmt.Printf("%-16s rule %-10q -> %s %v\n", host, c.Rule, c.EndpointID, err)
+	}
+	_, err = egress.New(egress.Config{
+		Endpoints: []egress.Endpoint{{ID: "fra-1", Proxy: "direct", Labels: map[string]string{"region": "eu"}}},
+		Rules:     []egress.Rule{{Name: "typo", Hosts: []string{"*.de"}, Labels: map[string]string{"regoin": "eu"}}},
+	})
+	fmt.Println(err)
+	// Output:
+	// www.bund.de      rule "eu"       -> fra-1 <nil>
+	// shop.example.fr  rule "eu"       -> fra-1 <nil>
+	// www.global.de    rule "anywhere" -> fra-1 <nil>
+	// example.com      rule ""         -> fra-1 <nil>
+	// example.org      rule ""         -> nyc-1 <nil>
+	// egress: Rules["typo"]: rule requires a label no endpoint carries "regoin"
 }
