@@ -355,14 +355,18 @@ func sortedBreakdowns(m map[string]*Breakdown) []Breakdown {
 func attribute(results []Result, egresses, hosts []Breakdown) (failing, blocking []string) {
 	working := map[string]bool{}   // egresses with a success
 	reachable := map[string]bool{} // hosts with a success
+	unsent := map[string]int{}     // robots.txt-disallowed probes per egress
 	for _, r := range results {
 		if r.Success() {
 			working[r.Egress] = true
 			reachable[r.Host] = true
 		}
+		if r.Disallowed {
+			unsent[r.Egress]++
+		}
 	}
 	for _, e := range egresses {
-		if e.Succeeded == 0 && e.Total > e.Outcomes.Canceled && len(working) > 0 {
+		if e.Succeeded == 0 && e.Total > e.Outcomes.Canceled+unsent[e.Name] && len(working) > 0 {
 			failing = append(failing, e.Name)
 		}
 	}

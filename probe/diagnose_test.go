@@ -272,3 +272,51 @@ func TestPercentile(t *testing.T) {
 		}
 	}
 }
+
+// TestDiagnoseConsistency: CRITICAL exactly when Halt, and BlockingHosts
+// only for hosts with blocked probes, on results across hosts.
+func TestDiagnoseConsistency(t *testing.T) {
+	on := func(host string, r probe.Result) probe.Result { r.Host = host; return r }
+	tests := []struct {
+		name         string
+		results      []probe.Result
+		wantStatus   probe.Status
+		wantBlocking []string
+		wantBlocked  int
+	}{
+		{"a 429-only host among three", []probe.Result{on("a.example", okAt(ms)), on("b.example", throttled(7*time.Second)), on("c.example", okAt(ms))},
+			probe.Degraded, nil, 0},
+		{"a 404-only host is not blocking", []probe.Result{on("a.example", okAt(ms)), on("b.example", statusAt(404, classify.Permanent, ms)), on("c.example", okAt(ms))},
+			probe.Degraded, nil, 0},
+		{"a refusing host is blocking", []probe.Result{on("a.example", okAt(ms)), on("b.example", statusAt(403, classify.Refused, ms)), on("c.example", okAt(ms))},
+			probe.Degraded, []string{"b.example"}, 1},
+		{"every host throttles", []probe.Result{on("a.example", throttled(0)), on("b.example", throttled(0))},
+			probe.Critical, nil, 0},
+		{"a host that throttles and refuses", []probe.Result{on("a.example", okAt(ms)), on("a.example", okAt(ms)), on("b.example", throttled(0)), on("b.example", refusedConn())},
+			probe.Degraded, []string{"b.example"}, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := probe.Diagnose(tt.results, probe.Thresholds{})
+			if d.Status != tt.wantStatus || (d.Status == probe.Critical) != d.Recommendation.Halt() {
+				t.Errorf("Status %v, Halt() %v (reasons %q); want %v, Halt() exactly when CRITICAL", d.Status, d.Recommendation.Halt(), d.Reasons, tt.wantStatus)
+			}
+			if !reflect.DeepEqual(d.BlockingHosts, tt.wantBlocking) || d.Blocked != tt.wantBlocked {
+				t.Errorf("BlockingHosts %v, Blocked %d; want %v, %d", d.BlockingHosts, d.Blocked, tt.wantBlocking, tt.wantBlocked)
+			}
+		})
+	}
+}
+
+// A probe robots.txt disallowed was never sent: it is not measured and
+// does not make its egress look failing.
+func TestDiagnoseDisallowed(t *testing.T) {
+	ok := okAt(ms)
+	ok.Egress = "p1"
+	dis := probe.Result{Host: "b.example", Egress: "p2", Outcome: classify.Permanent, Disallowed: true, Err: "disallowed by robots.txt"}
+	d := probe.Diagnose([]probe.Result{ok, dis}, probe.Thresholds{})
+	if d.Measured != 1 || d.Disallowed != 1 || d.Status != probe.Healthy || len(d.FailingEgresses) != 0 || len(d.BlockingHosts) != 0 {
+		t.Errorf("Diagnose = Measured %d, Disallowed %d, Status %v, FailingEgresses %v, BlockingHosts %v; want 1, 1, HEALTHY, none, none",
+			d.Measured, d.Disallowed, d.Status, d.FailingEgresses, d.BlockingHosts)
+	}
+}

@@ -78,7 +78,7 @@ func Run(ctx context.Context, targets []Target, opts Options) (*Report, error) {
 	for range min(s.Concurrency, len(p.jobs)) {
 		wg.Go(func() {
 			for {
-				i, ok := r.sched.take(p.jobs)
+				i, ok := r.sched.take()
 				if !ok {
 					return
 				}
