@@ -38,20 +38,22 @@ type verdict struct {
 // proxyVerdict reports whether resp is marked as the proxy's own answer,
 // and whom it blames.
 func proxyVerdict(resp *http.Response) (verdict, bool) {
+	// net/http canonicalises the keys of a received header: index the map
+	// directly, as this runs on every response through an HTTP proxy.
 	h := resp.Header
-	if ps, ok := parseProxyStatus(h.Values("Proxy-Status")); ok && ps.error != "" {
+	if ps, ok := parseProxyStatus(h["Proxy-Status"]); ok && ps.error != "" {
 		if k, known := proxyStatusKind(ps.error); known {
 			return verdict{kind: k, ps: ps.error}, true
 		}
 	}
-	if v := h.Get("X-Squid-Error"); v != "" {
+	if v := first(h["X-Squid-Error"]); v != "" {
 		code, _, _ := strings.Cut(v, " ")
 		if k, known := squidErrorKind(code); known {
 			return verdict{kind: k, code: code}, true
 		}
 		return verdict{kind: KindProxy, code: code}, true
 	}
-	if strings.HasPrefix(h.Get("Server"), "tinyproxy/") && len(h.Values("Via")) == 0 {
+	if strings.HasPrefix(first(h["Server"]), "tinyproxy/") && len(h["Via"]) == 0 {
 		_, reason, _ := strings.Cut(resp.Status, " ")
 		switch {
 		case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusProxyAuthRequired:
@@ -62,6 +64,13 @@ func proxyVerdict(resp *http.Response) (verdict, bool) {
 		return verdict{kind: KindProxy, code: reason}, true
 	}
 	return verdict{}, false
+}
+
+func first(vs []string) string {
+	if len(vs) == 0 {
+		return ""
+	}
+	return vs[0]
 }
 
 // squidErrorKind says whom a squid error page blames, by its X-Squid-Error
