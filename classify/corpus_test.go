@@ -40,7 +40,7 @@ const corpusDir = "testdata/corpus"
 // Floors on the corpus size, so that a sample removed by mistake fails the
 // test rather than silently raising the recall.
 const (
-	minBlockPages = 30
+	minBlockPages = 32
 	minVendors    = 7
 	minBenign     = 300
 )
