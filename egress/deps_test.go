@@ -1,12 +1,14 @@
 package egress_test
 
 import (
-	"go/ast"
-	"go/parser"
+	"fmt"
+	"go/importer"
 	"go/token"
+	"go/types"
+	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -65,72 +67,178 @@ func TestImportsNoOtherModulePackage(t *testing.T) {
 	}
 }
 
-// TestAPITakesNoOutcome checks the exported API by its source: no exported
-// function or method accepts a status code (any integer), an error or a
-// response — the ways a target's verdict could reach selection.
+// TestAPITakesNoOutcome checks the exported API, as the compiler sees it
+// (go/types, from export data), for every way a target's verdict could
+// reach selection. Each type is walked in the direction its values flow:
+// a function's parameters flow in and its results out; a func-typed value
+// or interface flowing in has its parameters flow out and its results in
+// (and the reverse for one flowing out); struct fields, elements, keys and
+// the underlying types of egress's own named types flow with their
+// container. Nothing that flows in may be:
+//
+//   - an integer as a function parameter, callback result or map key (a
+//     status code);
+//   - a named integer type other than time.Duration (a status enum);
+//   - an integer struct field named like a status, code or outcome;
+//   - an error or an http.Response (a target's failure or answer);
+//
+// and no type anywhere in the API may come from another package of the
+// module (classify's Outcome and Result above all).
 func TestAPITakesNoOutcome(t *testing.T) {
-	fset := token.NewFileSet()
-	names, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var files []*ast.File
-	for _, name := range names {
-		if strings.HasSuffix(name, "_test.go") {
+	pkg := loadAPI(t)
+	w := &apiWalker{t: t, seen: map[apiKey]bool{}}
+	scope := pkg.Scope()
+	for _, name := range scope.Names() {
+		obj := scope.Lookup(name)
+		if !obj.Exported() {
 			continue
 		}
-		f, err := parser.ParseFile(fset, name, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		files = append(files, f)
-	}
-	forbidden := map[string]bool{
-		"int": true, "int8": true, "int16": true, "int32": true, "int64": true,
-		"uint": true, "uint8": true, "uint16": true, "uint32": true, "uint64": true,
-		"error": true, "http.Response": true, "*http.Response": true,
-	}
-	checked := 0
-	for _, f := range files {
-		for _, d := range f.Decls {
-			fn, ok := d.(*ast.FuncDecl)
-			if !ok || !fn.Name.IsExported() {
-				continue
-			}
-			if fn.Recv != nil && !ast.IsExported(recvName(fn.Recv.List[0].Type)) {
-				continue
-			}
-			checked++
-			for _, p := range fn.Type.Params.List {
-				if typ := exprString(p.Type); forbidden[typ] {
-					t.Errorf("%s takes a parameter of type %s", fn.Name.Name, typ)
+		switch obj := obj.(type) {
+		case *types.Func:
+			w.visit(obj.Type(), false, false, name)
+		case *types.Var:
+			w.visit(obj.Type(), false, false, name)
+		case *types.TypeName:
+			w.visit(obj.Type(), false, false, name)
+			ms := types.NewMethodSet(types.NewPointer(obj.Type()))
+			for i := range ms.Len() {
+				m := ms.At(i).Obj()
+				if m.Exported() {
+					w.visit(m.Type(), false, false, name+"."+m.Name())
 				}
 			}
 		}
 	}
-	if checked < 10 {
-		t.Fatalf("checked %d exported functions, want the whole API", checked)
+	if w.funcs < 20 {
+		t.Fatalf("walked %d function signatures, want the whole API", w.funcs)
 	}
 }
 
-func recvName(e ast.Expr) string {
-	if s, ok := e.(*ast.StarExpr); ok {
-		e = s.X
+// loadAPI type-checks nothing itself: it reads egress's export data, as
+// built by the go command, with the compiler's importer.
+func loadAPI(t *testing.T) *types.Package {
+	t.Helper()
+	cmd := exec.Command(goTool(t), "list", "-export", "-deps", "-f", "{{.ImportPath}}={{.Export}}", ".")
+	cmd.Env = append(os.Environ(), "GOWORK=off")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -export: %v", err)
 	}
-	if id, ok := e.(*ast.Ident); ok {
-		return id.Name
+	exports := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if path, file, ok := strings.Cut(line, "="); ok && file != "" {
+			exports[path] = file
+		}
 	}
-	return ""
+	imp := importer.ForCompiler(token.NewFileSet(), "gc", func(path string) (io.ReadCloser, error) {
+		file, ok := exports[path]
+		if !ok {
+			return nil, fmt.Errorf("no export data for %s", path)
+		}
+		return os.Open(file)
+	})
+	pkg, err := imp.Import(module + "/egress")
+	if err != nil {
+		t.Fatalf("import egress: %v", err)
+	}
+	return pkg
 }
 
-func exprString(e ast.Expr) string {
-	switch e := e.(type) {
-	case *ast.Ident:
-		return e.Name
-	case *ast.StarExpr:
-		return "*" + exprString(e.X)
-	case *ast.SelectorExpr:
-		return exprString(e.X) + "." + e.Sel.Name
+type apiKey struct {
+	t      types.Type
+	in, at bool
+}
+
+// apiWalker walks the types of the API; see TestAPITakesNoOutcome.
+type apiWalker struct {
+	t     *testing.T
+	seen  map[apiKey]bool
+	funcs int
+}
+
+var statusLike = regexp.MustCompile(`(?i)status|code|outcome|verdict|result`)
+
+// visit checks t, found at path, whose values flow into egress when in is
+// true; slot is true for a function parameter or result, where a bare
+// integer is a status code.
+func (w *apiWalker) visit(t types.Type, in, slot bool, path string) {
+	t = types.Unalias(t)
+	switch t := t.(type) {
+	case *types.Named:
+		// Types recurse only through names: walk each name once per
+		// direction, but report every place a bad type appears.
+		k := apiKey{t, in, slot}
+		if w.seen[k] {
+			return
+		}
+		w.seen[k] = true
+		obj := t.Obj()
+		pkgPath := ""
+		if obj.Pkg() != nil {
+			pkgPath = obj.Pkg().Path()
+		}
+		if (pkgPath == module || strings.HasPrefix(pkgPath, module+"/")) && pkgPath != module+"/egress" {
+			w.t.Errorf("%s: type %s of another package of the module", path, t)
+		}
+		if !in {
+			break
+		}
+		if pkgPath == "net/http" && obj.Name() == "Response" {
+			w.t.Errorf("%s: takes an http.Response", path)
+		}
+		if b, ok := t.Underlying().(*types.Basic); ok && b.Info()&types.IsInteger != 0 && t.String() != "time.Duration" {
+			w.t.Errorf("%s: takes the named integer type %s", path, t)
+		}
+		if pkgPath == "" && obj.Name() == "error" {
+			w.t.Errorf("%s: takes an error", path)
+		}
+		if pkgPath != module+"/egress" {
+			return // other packages' internals are theirs
+		}
+	case *types.Basic:
+		if in && slot && t.Info()&types.IsInteger != 0 {
+			w.t.Errorf("%s: takes an integer (%s)", path, t)
+		}
+		return
 	}
-	return ""
+	switch u := t.Underlying().(type) {
+	case *types.Pointer:
+		w.visit(u.Elem(), in, false, path)
+	case *types.Slice:
+		w.visit(u.Elem(), in, false, path+"[]")
+	case *types.Array:
+		w.visit(u.Elem(), in, false, path+"[]")
+	case *types.Chan:
+		w.visit(u.Elem(), in, false, path+"<-")
+	case *types.Map:
+		w.visit(u.Key(), in, true, path+"[key]") // an integer key is a status table
+		w.visit(u.Elem(), in, false, path+"[]")
+	case *types.Struct:
+		for i := range u.NumFields() {
+			f := u.Field(i)
+			if !f.Exported() {
+				continue
+			}
+			fp := path + "." + f.Name()
+			if b, ok := types.Unalias(f.Type()).(*types.Basic); ok && in && b.Info()&types.IsInteger != 0 && statusLike.MatchString(f.Name()) {
+				w.t.Errorf("%s: takes an integer field named like an outcome", fp)
+			}
+			w.visit(f.Type(), in, false, fp)
+		}
+	case *types.Signature:
+		w.funcs++
+		for i := range u.Params().Len() {
+			w.visit(u.Params().At(i).Type(), !in, true, fmt.Sprintf("%s(param %d)", path, i))
+		}
+		for i := range u.Results().Len() {
+			w.visit(u.Results().At(i).Type(), in, true, fmt.Sprintf("%s(result %d)", path, i))
+		}
+	case *types.Interface:
+		for i := range u.NumMethods() {
+			m := u.Method(i)
+			if m.Exported() {
+				w.visit(m.Type(), in, false, path+"."+m.Name())
+			}
+		}
+	}
 }
