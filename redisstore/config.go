@@ -90,6 +90,18 @@ type Config struct {
 	// refused host in between.
 	AllowEviction bool
 
+	// Journal, if not empty, is the path of a file where the State keeps
+	// the halts it remembers (one line appended, and synced, per halt
+	// learnt or resume seen), so that a worker restarted together with
+	// Redis still remembers them: New reads the file back, compacts it,
+	// and writes its halts back to Redis unless they were resumed since.
+	// One file per State; several processes must not share one. New
+	// returns a *JournalError when the file cannot be read or holds a
+	// line it did not write (a last line cut short by a crash is
+	// ignored); a later failed write sends an Unchecked Warning. Default
+	// (""): no journal.
+	Journal string
+
 	// Now is the clock. Nil (the default, and the only sensible setting
 	// for a fleet) takes time from the Redis server (TIME, inside every
 	// script), so workers with skewed clocks agree; the local clock then

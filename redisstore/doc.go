@@ -58,9 +58,10 @@
 //     idle and runs Watch; unbounded if none runs and none is used).
 //
 // A Restored Warning names the hosts written back. The memory is the
-// process's: a worker restarted together with Redis remembers nothing
-// (there is no local journal), so halts are safest with Redis persistence
-// (appendonly) and replicas as well. When INFO is refused (some managed
+// process's, unless Config.Journal names a file that keeps it: then a
+// worker restarted together with Redis writes its halts back from New on.
+// Without a journal, halts are safest with Redis persistence (appendonly)
+// and replicas as well. When INFO is refused (some managed
 // Redis services), an Unchecked Warning says so and only the first rule
 // applies.
 //

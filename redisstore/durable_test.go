@@ -3,6 +3,8 @@ package redisstore_test
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -276,5 +278,98 @@ func TestNewRefusesEvictingRedis(t *testing.T) {
 	}
 	if _, err := st.Admit(ctx, "acl.example"); err != nil {
 		t.Errorf("Admit as the ACL user = %v", err)
+	}
+}
+
+// TestJournal: a worker restarted together with Redis (killed, restarted
+// empty) remembers its halts through Config.Journal: the new worker's
+// chain does not reach the host in 5 requests, and its New writes the
+// halt back, so a worker without a journal is refused too. A resume is
+// journaled as well; a journal holding a line it did not write is
+// refused by New, a last line cut short is not.
+func TestJournal(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	path := filepath.Join(t.TempDir(), "halts")
+	var warn warnings
+	cfg := fleetConfig("journal")
+	cfg.Journal = path
+	cfg.OnWarning = warn.add
+	a := newWorker(t, srv.Addr, cfg)
+	site := newOrigin(t, refuse)
+	if status, err := a.get(ctx, site.URL); status != 403 {
+		t.Fatalf("refusing host: %d, %v; want 403", status, err)
+	}
+
+	srv.Kill()
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	b := newWorker(t, srv.Addr, cfg) // the restarted worker
+	for i := range 5 {
+		if _, err := b.get(ctx, site.URL); !errors.Is(err, breaker.ErrHalted) {
+			t.Errorf("restarted worker, request %d: err = %v, want ErrHalted", i+1, err)
+		}
+	}
+	if got := warn.restoredHosts(); !slices.Equal(got, []string{site.host()}) {
+		t.Errorf("Restored warnings name %v, want [%s]", got, site.host())
+	}
+	other := newWorker(t, srv.Addr, fleetConfig("journal"))
+	if _, err := other.get(ctx, site.URL); !errors.Is(err, breaker.ErrHalted) {
+		t.Errorf("worker without a journal: err = %v, want ErrHalted", err)
+	}
+	if got, esc := site.n.Load(), a.escalations.Load()+b.escalations.Load()+other.escalations.Load(); got != 1 || esc != 1 {
+		t.Errorf("host reached %d times, %d escalations; want 1, 1", got, esc)
+	}
+
+	// Resumed: the journal forgets the halt, and a worker started from it
+	// does not write it back after another loss.
+	if err := b.state.Resume(ctx, site.host()); err != nil {
+		t.Fatal(err)
+	}
+	srv.Kill()
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	site.handle(ok)
+	c := newWorker(t, srv.Addr, cfg)
+	if status, err := c.get(ctx, site.URL); status != 200 {
+		t.Errorf("after Resume and another restart: %d, %v; want 200", status, err)
+	}
+
+	for _, tt := range []struct {
+		content   string
+		line      int    // 0: accepted
+		compacted string // the file after New, when accepted
+	}{
+		{"H 1700000000000000 a.example\nR a.example\nH 1700000000000001 b.example:8080\n", 0, "H 1700000000000001 b.example:8080\n"},
+		{"H 1700000000000000 a.example\nH 17000", 0, "H 1700000000000000 a.example\n"}, // torn last line
+		{"H 1700000000000000 a.example\nX b.example\n", 2, ""},
+		{"H soon a.example\n", 1, ""},
+		{"H 1700000000000000 bad{host}\n", 1, ""},
+		{"R \n", 1, ""},
+	} {
+		p := filepath.Join(t.TempDir(), "j")
+		if err := os.WriteFile(p, []byte(tt.content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cfg := fleetConfig(redistest.Prefix(t))
+		cfg.Journal = p
+		st, err := redisstore.New(redistest.Client(t), cfg)
+		var je *redisstore.JournalError
+		switch {
+		case tt.line == 0 && err != nil:
+			t.Errorf("journal %q: New = %v, want accepted", tt.content, err)
+		case tt.line == 0:
+			if b, _ := os.ReadFile(p); string(b) != tt.compacted {
+				t.Errorf("journal %q after New: %q, want %q", tt.content, b, tt.compacted)
+			}
+			host := strings.Fields(tt.compacted)[2]
+			if s, err := st.State(ctx, host); err != nil || !s.Halted {
+				t.Errorf("journal %q: %s halted in Redis = %v, %v; want written back", tt.content, host, s.Halted, err)
+			}
+		case tt.line > 0 && (!errors.Is(err, redisstore.ErrJournal) || !errors.As(err, &je) || je.Line != tt.line):
+			t.Errorf("journal %q: New = %v, want a *JournalError for line %d", tt.content, err, tt.line)
+		}
 	}
 }

@@ -179,28 +179,47 @@ func (s *State) warn(w Warning) {
 	}
 }
 
-// remember notes a halt of host, for the fallback.
+// remember notes a halt of host, for the fallback and for writing it back
+// should Redis lose it; and in the journal, if there is one.
 func (s *State) remember(host string, since time.Time) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.known == nil {
 		s.known = make(map[string]time.Time)
 	}
-	if _, ok := s.known[host]; ok || len(s.known) < maxKnown {
+	old, ok := s.known[host]
+	changed := false
+	if ok || len(s.known) < maxKnown {
 		s.known[host] = since
+		changed = !ok || !old.Equal(since)
 	}
 	s.nKnown.Store(int64(len(s.known)))
+	s.mu.Unlock()
+	if changed && s.journal != nil {
+		s.journalErr(s.journal.halt(host, since))
+	}
 }
 
-// forget drops a remembered halt of host, which Redis no longer has.
+// forget drops a remembered halt of host, which was resumed.
 func (s *State) forget(host string) {
 	if s.nKnown.Load() == 0 {
 		return
 	}
 	s.mu.Lock()
+	_, ok := s.known[host]
 	delete(s.known, host)
 	s.nKnown.Store(int64(len(s.known)))
 	s.mu.Unlock()
+	if ok && s.journal != nil {
+		s.journalErr(s.journal.resume(host))
+	}
+}
+
+// journalErr sends an Unchecked warning for the first failed write of the
+// journal.
+func (s *State) journalErr(err error) {
+	if err != nil && s.warnedJournal.CompareAndSwap(false, true) {
+		s.warn(Warning{Kind: Unchecked, Op: "journal", Err: err, Time: s.localNow()})
+	}
 }
 
 // knownHalt reports a remembered halt of host.

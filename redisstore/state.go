@@ -68,11 +68,13 @@ type State struct {
 	down   atomic.Bool  // mirrors degraded, for a lock-free fast path
 	nKnown atomic.Int64 // mirrors len(known), for a lock-free fast path
 
-	dialed     atomic.Bool  // a new connection was made: check for a restart
-	checking   atomic.Bool  // a check is running
-	nextCheck  atomic.Int64 // when the next periodic check is due (Unix ns)
-	warnedInfo atomic.Bool  // the Warning that INFO is refused was sent
-	hooked     sync.Map     // node clients with the dial hook, of a Cluster or Ring
+	dialed        atomic.Bool  // a new connection was made: check for a restart
+	checking      atomic.Bool  // a check is running
+	nextCheck     atomic.Int64 // when the next periodic check is due (Unix ns)
+	warnedInfo    atomic.Bool  // the Warning that INFO is refused was sent
+	journal       *journal     // Config.Journal, or nil
+	warnedJournal atomic.Bool  // the Warning that the journal failed was sent
+	hooked        sync.Map     // node clients with the dial hook, of a Cluster or Ring
 
 	mu       sync.Mutex // guards the fields below
 	degraded bool       // FailOpen and running on local
@@ -106,8 +108,9 @@ const maxKnown = 1 << 16
 // I/O ignores the context deadline (create it with
 // ContextTimeoutEnabled: true, or with ReadTimeout and WriteTimeout no
 // longer than Config.Timeout), since Config.Timeout could then not bound a
-// call; an *EvictionError (errors.Is ErrEvicting); an error for a nil
-// client.
+// call; an *EvictionError (errors.Is ErrEvicting); a *JournalError
+// (errors.Is ErrJournal) for a Config.Journal that cannot be used; an
+// error for a nil client.
 func New(client redis.UniversalClient, cfg Config) (*State, error) {
 	if client == nil {
 		return nil, errors.New("redisstore: nil client")
@@ -120,9 +123,24 @@ func New(client redis.UniversalClient, cfg Config) (*State, error) {
 		return nil, err
 	}
 	s := &State{client: client, set: set, prefix: set.cfg.Prefix, sc: newScripts()}
+	if set.cfg.Journal != "" {
+		j, halts, err := loadJournal(set.cfg.Journal)
+		if err != nil {
+			return nil, err
+		}
+		s.journal, s.known = j, halts
+		s.nKnown.Store(int64(len(halts)))
+	}
 	s.hook()
 	if err := s.inspect(); err != nil {
 		return nil, err
+	}
+	if s.nKnown.Load() > 0 {
+		// A restarted worker writes back what it remembers, in case Redis
+		// lost it meanwhile.
+		ctx, cancel := context.WithTimeout(context.Background(), max(set.cfg.Timeout, inspectTimeout))
+		s.restore(ctx, "journal", nil, nil)
+		cancel()
 	}
 	return s, nil
 }
@@ -279,9 +297,8 @@ func (s *State) Resume(ctx context.Context, host string) error {
 		}
 		return err
 	}
+	s.forget(host)
 	s.mu.Lock()
-	delete(s.known, host)
-	s.nKnown.Store(int64(len(s.known)))
 	delete(s.pending, host)
 	local := s.local
 	s.mu.Unlock()

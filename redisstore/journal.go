@@ -1,0 +1,137 @@
+package redisstore
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// ErrJournal: Config.Journal names a file that cannot be read or written,
+// or that holds a line this package did not write.
+var ErrJournal = errors.New("redisstore: bad halt journal")
+
+// JournalError reports a journal that cannot be used.
+// errors.Is(err, ErrJournal) is true.
+type JournalError struct {
+	// Path is Config.Journal.
+	Path string
+	// Line is the number of the bad line (from 1), or 0 when the file
+	// itself failed.
+	Line int
+	// Err is the file's error, or what is wrong with the line.
+	Err error
+}
+
+// Error returns "redisstore: bad halt journal PATH[:LINE]: ERR".
+func (e *JournalError) Error() string {
+	where := e.Path
+	if e.Line > 0 {
+		where += ":" + strconv.Itoa(e.Line)
+	}
+	return "redisstore: bad halt journal " + where + ": " + e.Err.Error()
+}
+
+// Unwrap returns ErrJournal and the file's error.
+func (e *JournalError) Unwrap() []error { return []error{ErrJournal, e.Err} }
+
+// journal is the append-only file of the halts a State remembers: a line
+// "H SINCE HOST" when it learns a halt (SINCE in Unix microseconds), "R
+// HOST" when it forgets one (resumed). Hosts hold no control characters
+// (checkHost), so a line cannot be forged by a host name.
+type journal struct {
+	path string
+	mu   sync.Mutex // serialises appends, so that lines keep their order
+}
+
+// loadJournal reads the journal at path into a map of halts (a missing
+// file is empty), rewrites the file with only those halts, and returns
+// it. A final line without its newline (a write cut short by a crash) is
+// ignored; any other bad line is a *JournalError.
+func loadJournal(path string) (*journal, map[string]time.Time, error) {
+	j := &journal{path: path}
+	data, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, nil, &JournalError{Path: path, Err: err}
+	}
+	halts := make(map[string]time.Time)
+	for n := 1; len(data) > 0; n++ {
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			break // torn last line
+		}
+		line := string(data[:i])
+		data = data[i+1:]
+		kind, rest, _ := strings.Cut(line, " ")
+		switch kind {
+		case "H":
+			us, host, ok := strings.Cut(rest, " ")
+			since, err := strconv.ParseInt(us, 10, 64)
+			if !ok || err != nil || since <= 0 || checkHost(host) != nil {
+				return nil, nil, &JournalError{Path: path, Line: n, Err: errors.New("not a halt line")}
+			}
+			halts[host] = time.UnixMicro(since)
+		case "R":
+			if checkHost(rest) != nil {
+				return nil, nil, &JournalError{Path: path, Line: n, Err: errors.New("not a resume line")}
+			}
+			delete(halts, rest)
+		default:
+			return nil, nil, &JournalError{Path: path, Line: n, Err: errors.New("unknown record")}
+		}
+	}
+	for h := range halts { // keep at most maxKnown, as remember does
+		if len(halts) <= maxKnown {
+			break
+		}
+		delete(halts, h)
+	}
+	// Compact: write the remembered halts alone, then replace the file.
+	var b bytes.Buffer
+	for h, t := range halts {
+		fmt.Fprintf(&b, "H %d %s\n", t.UnixMicro(), h)
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b.Bytes(), 0o600); err != nil {
+		return nil, nil, &JournalError{Path: path, Err: err}
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return nil, nil, &JournalError{Path: path, Err: err}
+	}
+	return j, halts, nil
+}
+
+// halt appends that host is halted since t.
+func (j *journal) halt(host string, t time.Time) error {
+	return j.append("H " + strconv.FormatInt(t.UnixMicro(), 10) + " " + host + "\n")
+}
+
+// resume appends that host's halt is forgotten.
+func (j *journal) resume(host string) error { return j.append("R " + host + "\n") }
+
+// append writes line at the end of the file and syncs it. The file is
+// opened for each line: halts are learnt rarely, and a State has no Close.
+func (j *journal) append(line string) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	f, err := os.OpenFile(j.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return &JournalError{Path: j.path, Err: err}
+	}
+	_, err = f.WriteString(line)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return &JournalError{Path: j.path, Err: err}
+	}
+	return nil
+}
