@@ -280,3 +280,33 @@ func TestTopKOrder(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseProxyCutPassword puts an unencoded '/', '?' or '#' inside the
+// password, which cuts the URL's authority short: the URL must be
+// rejected, and no part of the password may appear in the error or in
+// the String forms.
+func FuzzParseProxyCutPassword(f *testing.F) {
+	const head, tail = "Qk7", "Zx19tail"
+	f.Add("http", "user", byte('/'), "proxy.example:3128")
+	f.Add("socks5h", "u", byte('?'), "[::1]:1080")
+	f.Add("https", "", byte('#'), "h")
+	f.Add("http", "u", byte('/'), "12@h:1")
+	f.Fuzz(func(t *testing.T, scheme, user string, sep byte, rest string) {
+		if sep != '/' && sep != '?' && sep != '#' {
+			return
+		}
+		if strings.Contains(scheme+user+rest, head) || strings.Contains(scheme+user+rest, tail[:4]) {
+			return
+		}
+		raw := scheme + "://" + user + ":" + head + string(sep) + tail + "@" + rest
+		p, err := parseProxy("fuzz", raw)
+		if err == nil {
+			t.Fatalf("parseProxy(%q) accepted a URL whose password holds an unencoded %q: %+v", raw, sep, p.redacted)
+		}
+		text := err.Error() + redactProxy(raw) + Endpoint{ID: "fuzz", Proxy: raw}.String() +
+			fmt.Sprintf("%#v", Endpoint{ID: "fuzz", Proxy: raw})
+		if strings.Contains(text, head) || strings.Contains(text, tail[:4]) {
+			t.Fatalf("parseProxy(%q) leaks a piece of the password: %q", raw, text)
+		}
+	})
+}
