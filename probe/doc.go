@@ -15,6 +15,14 @@
 // (Diagnosis.FailingEgresses) from a host that refuses us whatever the
 // address (Diagnosis.BlockingHosts).
 //
+// Probes are polite, unless told otherwise: at most Options.PerHost (2) are
+// in flight to one host, while probes to other hosts go; each URL is first
+// checked against its host's robots.txt, fetched through the probe's own
+// egress with the probe's User-Agent, and a disallowed URL is reported
+// (Result.Disallowed) rather than probed; and the User-Agent defaults to
+// the chain's, so that robots.txt and refusals judge the probe under the
+// crawl's agent token.
+//
 // Timeouts have two tiers. Options.PerRequestTimeout bounds each probe; one
 // that runs out is a Transient "timeout", a failure of the target.
 // Options.Deadline bounds the whole Run: when it passes, every probe still

@@ -107,3 +107,32 @@ func TestSchedEnd(t *testing.T) {
 		}
 	})
 }
+
+// BenchmarkSched measures handing out one probe and freeing its slot, with
+// 10,000 probes spread over few or many hosts.
+func BenchmarkSched(b *testing.B) {
+	for _, c := range []struct {
+		name         string
+		hosts, limit int
+	}{{"1 host cap 2", 1, 2}, {"1000 hosts cap 2", 1000, 2}, {"1000 hosts no cap", 1000, 0}} {
+		hosts := make([]string, 10_000)
+		for i := range hosts {
+			hosts[i] = fmt.Sprintf("h%d", i%c.hosts)
+		}
+		jobs := schedJobs(hosts...)
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				s := newSched(jobs, c.limit)
+				for {
+					i, ok := s.take()
+					if !ok {
+						break
+					}
+					s.done(jobs[i].host)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(jobs)), "ns/probe")
+		})
+	}
+}

@@ -80,8 +80,9 @@ type Telemetry struct {
 	latency, wait                      metric.Float64Histogram
 	reg                                metric.Registration
 
-	mu      sync.Mutex          // guards reasons
+	mu      sync.Mutex          // guards reasons and cache
 	reasons map[string]struct{} // egress_reason values admitted so far
+	cache   map[setKey]attrSets // bounded: outcomes × (MaxReasons+1)
 }
 
 var _ telemetry.Observer = (*Telemetry)(nil)
@@ -105,6 +106,7 @@ func New(cfg Config) (*Telemetry, error) {
 		cfg:     cfg,
 		tracer:  cfg.TracerProvider.Tracer(ScopeName),
 		reasons: map[string]struct{}{},
+		cache:   map[setKey]attrSets{},
 	}
 	m := cfg.MeterProvider.Meter(ScopeName)
 	var errs []error
@@ -220,9 +222,8 @@ func (t *Telemetry) span(ctx context.Context, e *telemetry.Event) {
 }
 
 func (t *Telemetry) count(ctx context.Context, e *telemetry.Event) {
-	outcome := attribute.String("outcome", e.Outcome.String())
-	reason := attribute.String("egress_reason", t.reason(e.EgressReason))
-	set := metric.WithAttributeSet(attribute.NewSet(outcome, reason))
+	sets := t.sets(e.Outcome, e.EgressReason)
+	set := metric.WithAttributeSet(sets.both)
 	t.attempts.Add(ctx, 1, set)
 	if e.Final {
 		t.requests.Add(ctx, 1, set)
@@ -231,7 +232,7 @@ func (t *Telemetry) count(ctx context.Context, e *telemetry.Event) {
 		t.retries.Add(ctx, 1)
 	}
 	if e.Duration > 0 { // an attempt never sent has no latency
-		t.latency.Record(ctx, e.Duration.Seconds(), metric.WithAttributeSet(attribute.NewSet(outcome)))
+		t.latency.Record(ctx, e.Duration.Seconds(), metric.WithAttributeSet(sets.outcome))
 		if e.Breaker == StateHalted {
 			t.halts.Add(ctx, 1)
 		}
@@ -239,22 +240,45 @@ func (t *Telemetry) count(ctx context.Context, e *telemetry.Event) {
 	t.wait.Record(ctx, e.Wait.Seconds())
 }
 
-// reason maps an egress reason to its attribute value, admitting at most
-// MaxReasons distinct values.
-func (t *Telemetry) reason(r string) string {
+// attrSets are the attribute sets of the metrics of one outcome and
+// egress reason, built once.
+type attrSets struct {
+	both    attribute.Set // outcome, egress_reason
+	outcome attribute.Set // outcome
+}
+
+type setKey struct {
+	outcome classify.Outcome
+	reason  string
+}
+
+// sets returns the attribute sets for an outcome and an egress reason,
+// admitting at most MaxReasons distinct reasons (later ones count as
+// "other").
+func (t *Telemetry) sets(o classify.Outcome, r string) attrSets {
 	if r == "" {
-		return "none"
+		r = "none"
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if _, ok := t.reasons[r]; ok {
-		return r
+	if _, ok := t.reasons[r]; !ok {
+		if len(t.reasons) >= t.cfg.MaxReasons {
+			r = "other"
+		} else {
+			t.reasons[r] = struct{}{}
+		}
 	}
-	if len(t.reasons) >= t.cfg.MaxReasons {
-		return "other"
+	k := setKey{o, r}
+	if s, ok := t.cache[k]; ok {
+		return s
 	}
-	t.reasons[r] = struct{}{}
-	return r
+	outcome := attribute.String("outcome", o.String())
+	s := attrSets{
+		both:    attribute.NewSet(outcome, attribute.String("egress_reason", r)),
+		outcome: attribute.NewSet(outcome),
+	}
+	t.cache[k] = s
+	return s
 }
 
 func (t *Telemetry) observeBreakers(o metric.Observer, g metric.Int64ObservableGauge) {
