@@ -239,6 +239,11 @@ func (rs *Rules) match(host string) *Rule {
 		return nil
 	}
 	host = strings.TrimSuffix(host, ".")
+	if strings.IndexByte(host, ':') >= 0 || host != "" && '0' <= host[len(host)-1] && host[len(host)-1] <= '9' {
+		if a, err := netip.ParseAddr(host); err == nil {
+			return rs.exact[a.String()] // an address has no suffixes
+		}
+	}
 	if r := rs.exact[host]; r != nil {
 		return r
 	}

@@ -276,3 +276,42 @@ func rulesBenchHosts(n int) []string {
 	}
 	return hosts
 }
+
+// FuzzRulePattern checks, for any pattern New accepts, that it governs
+// the hosts it names and no others of the probes below: an exact host
+// itself, "*.d" the hosts below d but not d, "site:d" d and the hosts
+// below it. Rejected patterns must fail with ErrBadPattern.
+func FuzzRulePattern(f *testing.F) {
+	for _, s := range []string{"example.fr", "*.de", "site:example.fr", "site:co.uk", "203.0.113.7", "[2001:db8::1]", "*.", "a..b", "SITE:Example.FR", "*.*.de"} {
+		f.Add(s)
+	}
+	eps := []egress.Endpoint{{ID: "a", Proxy: "direct"}}
+	f.Fuzz(func(t *testing.T, pat string) {
+		rs, err := egress.NewRules([]egress.Rule{{Name: "r", Hosts: []string{pat}}}, eps)
+		if err != nil {
+			if !errors.Is(err, egress.ErrBadPattern) {
+				t.Fatalf("NewRules(%q) = %v, want ErrBadPattern", pat, err)
+			}
+			return
+		}
+		governs := func(host string) bool { r := rs.Match(host); return r != nil && r.Name == "r" }
+		p := strings.ToLower(strings.TrimSpace(pat))
+		switch {
+		case strings.HasPrefix(p, "site:"):
+			d := strings.TrimPrefix(p, "site:")
+			if !governs(d) || !governs("www."+d) || !governs("a.b."+d) || governs("x"+d) {
+				t.Fatalf("site pattern %q: governs %s %v, www.%s %v, x%s %v", pat, d, governs(d), d, governs("www."+d), d, governs("x"+d))
+			}
+		case strings.HasPrefix(p, "*."):
+			d := p[2:]
+			if governs(d) || !governs("www."+d) || !governs("a.b."+d) || governs("x"+d) {
+				t.Fatalf("wildcard %q: governs %s %v, www.%s %v, x%s %v", pat, d, governs(d), d, governs("www."+d), d, governs("x"+d))
+			}
+		default:
+			host := strings.Trim(p, "[]")
+			if !governs(host) || governs("www."+host) {
+				t.Fatalf("exact %q: governs %s %v, www.%s %v", pat, host, governs(host), host, governs("www."+host))
+			}
+		}
+	})
+}
