@@ -30,6 +30,9 @@ func (e *lineError) Error() string { return e.err.Error() }
 // are returned as they are; a read error is returned wrapped.
 func lines(r io.Reader, fn func(line int, fields []string) error) error {
 	br := bufio.NewReaderSize(r, 4096)
+	if head, err := br.Peek(len(utf8BOM)); err == nil && bytes.Equal(head, utf8BOM) {
+		br.Discard(len(utf8BOM))
+	}
 	buf := make([]byte, 0, 256)
 	for n := 1; ; n++ {
 		buf = buf[:0]
@@ -48,11 +51,7 @@ func lines(r io.Reader, fn func(line int, fields []string) error) error {
 		if err != nil && err != io.EOF {
 			return fmt.Errorf("probe: reading line %d: %w", n, err)
 		}
-		line := buf
-		if n == 1 {
-			line = bytes.TrimPrefix(line, utf8BOM)
-		}
-		line = bytes.TrimSpace(line)
+		line := bytes.TrimSpace(buf)
 		if len(line) > 0 && line[0] != '#' {
 			if ferr := fn(n, strings.Fields(string(line))); ferr != nil {
 				return ferr

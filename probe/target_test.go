@@ -2,6 +2,7 @@ package probe_test
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -124,11 +125,19 @@ func FuzzParseTargets(f *testing.F) {
 		"http://a.example/ direct\n\n",
 		"http://%zz/\n",
 		"\xff\xfe\n",
+		"\xef\xbb\xbfhttp://a.example/\n",
 	} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, in string) {
 		targets, err := probe.ParseTargets(strings.NewReader(in))
+		// A byte order mark in front changes nothing.
+		if !strings.HasPrefix(in, "\ufeff") {
+			bt, berr := probe.ParseTargets(strings.NewReader("\ufeff" + in))
+			if !reflect.DeepEqual(bt, targets) || fmt.Sprint(berr) != fmt.Sprint(err) {
+				t.Fatalf("with a BOM: %v, %v; without: %v, %v", bt, berr, targets, err)
+			}
+		}
 		if err != nil {
 			if targets != nil {
 				t.Fatalf("ParseTargets returned targets with error %v", err)
