@@ -426,7 +426,7 @@ func (c *Classifier) shouldPeek(resp *http.Response, status int, kind bodyKind, 
 	if status < 200 || status == 204 || (status >= 300 && status < 400) {
 		return false, false
 	}
-	markers := (kind == kindHTML || kind == kindUnknown || (kind == kindJSON && c.jsonAny)) && c.bodyCanMatch(status)
+	markers := (kind == kindHTML || kind == kindUnknown || (kind == kindJSON && c.jsonAny)) && c.bodyCanMatch(status, kind)
 	token := c.token != nil && (status == 401 || status == 403) && kind != kindOther
 	if !markers && !token {
 		return false, false
@@ -439,15 +439,17 @@ func (c *Classifier) shouldPeek(resp *http.Response, status int, kind bodyKind, 
 
 // bodyCanMatch reports whether a body marker or the agent token could match
 // a response with this status.
-func (c *Classifier) bodyCanMatch(status int) bool {
+func (c *Classifier) bodyCanMatch(status int, kind bodyKind) bool {
 	if status == 403 || (c.token != nil && status == 401) { // 403: also a secondary rate limit
 		return true
 	}
-	if c.bodyAny {
+	if kind != kindJSON && c.bodyAny {
 		return true
 	}
 	for i := range c.bodies {
-		if c.bodies[i].appliesTo(status) {
+		// A JSON body is read only for the markers that allow JSON, so
+		// that an API's successful answers are not held up.
+		if m := &c.bodies[i]; (kind != kindJSON || m.json) && m.appliesTo(status) {
 			return true
 		}
 	}

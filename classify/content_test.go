@@ -165,3 +165,44 @@ func classifyBody(t testing.TB, c *classify.Classifier, status int, h http.Heade
 	resp.Body.Close()
 	return r, got
 }
+
+// readSpy records whether anything read from it.
+type readSpy struct {
+	r    io.Reader
+	read bool
+}
+
+func (s *readSpy) Read(p []byte) (int, error) { s.read = true; return s.r.Read(p) }
+
+// TestWhatIsPeeked: a JSON API's successful answer and a text/plain file are
+// handed over without being read first; a JSON refusal and an HTML page are
+// read, since markers may match them.
+func TestWhatIsPeeked(t *testing.T) {
+	for _, tc := range []struct {
+		status int
+		ctype  string
+		want   bool
+	}{
+		{200, "application/json", false},
+		{404, "application/json", false},
+		{403, "application/json", true},
+		{429, "application/json", true},
+		{200, "text/plain", false},
+		{404, "text/plain", false},
+		{200, "image/png", false},
+		{200, "text/html", true},
+		{200, "", true},
+	} {
+		spy := &readSpy{r: bytes.NewReader([]byte(`{"ok":true}`))}
+		req, _ := http.NewRequest(http.MethodGet, "http://127.0.0.1/x", nil)
+		resp := &http.Response{StatusCode: tc.status, Header: http.Header{}, Request: req, Body: io.NopCloser(spy)}
+		if tc.ctype != "" {
+			resp.Header.Set("Content-Type", tc.ctype)
+		}
+		classify.New(classify.Config{}).Classify(resp, nil)
+		if spy.read != tc.want {
+			t.Errorf("%d %q: body read during Classify = %v, want %v", tc.status, tc.ctype, spy.read, tc.want)
+		}
+		resp.Body.Close()
+	}
+}

@@ -140,7 +140,8 @@ func DefaultMarkers() []Marker {
 		// DataDome CAPTCHA and block pages, and their JSON form for XHR
 		// ({"url":"https://geo.captcha-delivery.com/captcha/..."}); newer
 		// pages load the CAPTCHA from ct.datado.me or c.datado.me.
-		{Name: "datadome", Body: "captcha-delivery.com", JSON: true},
+		{Name: "datadome", Body: "captcha-delivery.com"},
+		{Name: "datadome", Body: "captcha-delivery.com", JSON: true, Statuses: refusalStatuses()},
 		{Name: "datadome", Body: "datado.me/", Statuses: refusalStatuses()},
 
 		// Kasada: its 429 interstitial carries x-kpsdk-ct and loads
