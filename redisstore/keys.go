@@ -56,14 +56,21 @@ func (s *State) keysOf(host string) (keys, error) {
 	if err := checkHost(host); err != nil {
 		return keys{}, err
 	}
+	// One allocation for the three keys: "BASEs", "BASEhalt" and
+	// "BASEresumed", where BASE is "PREFIX:{HOST}:".
+	n := len(s.prefix) + len(host) + 4
 	var b strings.Builder
-	b.Grow(len(s.prefix) + len(host) + 4)
-	b.WriteString(s.prefix)
-	b.WriteString(":{")
-	b.WriteString(host)
-	b.WriteString("}:")
-	base := b.String()
-	return keys{state: base + "s", halt: base + "halt", resumed: base + "resumed"}, nil
+	b.Grow(3*n + len("s") + len("halt") + len("resumed"))
+	for _, suffix := range [...]string{"s", "halt", "resumed"} {
+		b.WriteString(s.prefix)
+		b.WriteString(":{")
+		b.WriteString(host)
+		b.WriteString("}:")
+		b.WriteString(suffix)
+	}
+	all := b.String()
+	st, halt := n+len("s"), n+len("s")+n+len("halt")
+	return keys{state: all[:st], halt: all[st:halt], resumed: all[halt:]}, nil
 }
 
 func checkHost(host string) error {

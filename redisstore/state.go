@@ -361,7 +361,11 @@ type redisErr struct{ error }
 // when ctx ended, *CorruptError, *ScriptError, or redisErr.
 func (s *State) call(ctx context.Context, op string, sc *redis.Script, k keys, args []any) (any, error) {
 	rctx, cancel := context.WithTimeout(ctx, s.set.cfg.Timeout)
-	reply, err := sc.Run(rctx, s.client, []string{k.state, k.halt, k.resumed}, args...).Result()
+	ks := []string{k.state, k.halt, k.resumed}
+	if op != "resume" {
+		ks = ks[:2] // only resume writes the resume key
+	}
+	reply, err := sc.Run(rctx, s.client, ks, args...).Result()
 	cancel()
 	if err == nil {
 		return reply, nil
