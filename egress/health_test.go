@@ -237,6 +237,7 @@ func TestHealthConfigRejects(t *testing.T) {
 		{QuarantineAfter: -1},
 		{HalfLife: -time.Second},
 		{QuarantineBase: time.Hour, QuarantineMax: time.Minute},
+		{ProbeAfter: -time.Second},
 	} {
 		if _, err := c.withDefaults(); err == nil {
 			t.Errorf("withDefaults(%+v) = nil error, want one", c)
