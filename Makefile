@@ -25,9 +25,6 @@ staticcheck: tools
 
 unit:
 	@for m in $(MODULES); do echo "== test $$m"; (cd $$m && $(GO) test -race -count=1 ./...) || exit 1; done
-	@# The race detector slows the 1,000-target probe enough that its test
-	@# widens the deadline; run it once more without it, at the 2s deadline.
-	@echo "== test ./probe (no race detector)"; $(GO) test -count=1 -run '^TestRunFleetDeadline$$' ./probe
 
 # Every Fuzz target of every module, each for FUZZTIME (an execution count,
 # so that a loaded machine runs the same work, only slower).

@@ -133,6 +133,11 @@ type Options struct {
 
 	// Now is the clock for timestamps and latencies. Nil means time.Now.
 	Now func() time.Time
+
+	// transport, when set (by this package's tests only), replaces the
+	// transport of every egress, so that a run can be tested in a synctest
+	// bubble, in fake time, without sockets.
+	transport http.RoundTripper
 }
 
 // Progress is passed to Options.Progress.

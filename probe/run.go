@@ -193,6 +193,9 @@ func newRunner(ctx context.Context, s settings, p *plan, deadline time.Time) (*r
 			pool.Close()
 			return nil, &ProxyError{ID: e.id, Err: egress.ErrUnknownEndpoint}
 		}
+		if s.transport != nil {
+			rt = s.transport
+		}
 		r.clients[e] = &http.Client{
 			Transport:     classify.NewTransport(rt, s.Classifier),
 			CheckRedirect: checkRedirect(s.maxRedirects),
