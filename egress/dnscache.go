@@ -55,7 +55,8 @@ type DNSConfig struct {
 	Timeout time.Duration
 }
 
-// DNSStats are the DNS cache's counters since the pool was created.
+// DNSStats are the DNS cache's counters since the pool was created;
+// telemetry/prometheus exports them (its Config.DNS).
 type DNSStats struct {
 	// Enabled is false when the cache is off (see DNSConfig).
 	Enabled bool

@@ -48,6 +48,17 @@ type Endpoint struct {
 	Quarantined bool
 }
 
+// DNS are the counters of an egress pool's DNS cache, as
+// egress.Pool.DNSStats reports them.
+type DNS struct {
+	// Hits, Misses and Stale count resolutions answered from the cache,
+	// after a query, and past the TTL because the servers failed.
+	Hits, Misses, Stale uint64
+	// Queries counts the DNS queries sent; Failures the lookups that
+	// failed with no stale answer.
+	Queries, Failures uint64
+}
+
 // DefaultBuckets are the classic latency buckets, in seconds.
 func DefaultBuckets() []float64 {
 	return []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
@@ -89,6 +100,11 @@ type Config struct {
 	// Endpoints returns the egress endpoints; it is called on every
 	// scrape. Nil omits the egress endpoint metrics.
 	Endpoints func() []Endpoint
+	// DNS returns the egress pool's DNS cache counters, e.g. from
+	// egress.Pool.DNSStats; it is called on every scrape. Nil omits
+	// egresskit_dns_resolutions_total, egresskit_dns_queries_total and
+	// egresskit_dns_failures_total.
+	DNS func() DNS
 }
 
 // Collector counts telemetry events and exports them, with breaker and
@@ -109,6 +125,9 @@ type Collector struct {
 	hostPacing    *prom.Desc
 	endpointScore *prom.Desc
 	endpointQuar  *prom.Desc
+	dnsResolved   *prom.Desc
+	dnsQueries    *prom.Desc
+	dnsFailures   *prom.Desc
 
 	mu      sync.Mutex          // guards reasons and lastState
 	reasons map[string]struct{} // egress_reason values admitted so far
@@ -176,6 +195,12 @@ func New(cfg Config) *Collector {
 			"Health score of each egress endpoint.", []string{"endpoint"}, nil),
 		endpointQuar: prom.NewDesc(prom.BuildFQName(ns, "", "egress_endpoint_quarantined"),
 			"1 while an egress endpoint is quarantined, else 0.", []string{"endpoint"}, nil),
+		dnsResolved: prom.NewDesc(prom.BuildFQName(ns, "dns", "resolutions_total"),
+			"Target names resolved by the egress DNS cache, by result: hit, miss (a query was awaited) or stale.", []string{"result"}, nil),
+		dnsQueries: prom.NewDesc(prom.BuildFQName(ns, "dns", "queries_total"),
+			"DNS queries sent by the egress DNS cache.", nil, nil),
+		dnsFailures: prom.NewDesc(prom.BuildFQName(ns, "dns", "failures_total"),
+			"Lookups of the egress DNS cache that failed with no stale answer.", nil, nil),
 		reasons:   make(map[string]struct{}),
 		lastState: make(map[string]string, len(cfg.Watch)),
 	}
@@ -243,6 +268,9 @@ func (c *Collector) Describe(ch chan<- *prom.Desc) {
 	ch <- c.hostPacing
 	ch <- c.endpointScore
 	ch <- c.endpointQuar
+	ch <- c.dnsResolved
+	ch <- c.dnsQueries
+	ch <- c.dnsFailures
 }
 
 // Collect sends the current value of every metric, calling the state
@@ -259,6 +287,7 @@ func (c *Collector) Collect(ch chan<- prom.Metric) {
 	c.guard(func() { c.collectWatched(ch) })
 	c.guard(func() { c.collectPacing(ch) })
 	c.guard(func() { c.collectEndpoints(ch) })
+	c.guard(func() { c.collectDNS(ch) })
 	c.scrapeErr.Collect(ch)
 }
 
@@ -344,4 +373,16 @@ func (c *Collector) collectEndpoints(ch chan<- prom.Metric) {
 		ch <- prom.MustNewConstMetric(c.endpointScore, prom.GaugeValue, ep.Score, ep.ID)
 		ch <- prom.MustNewConstMetric(c.endpointQuar, prom.GaugeValue, q, ep.ID)
 	}
+}
+
+func (c *Collector) collectDNS(ch chan<- prom.Metric) {
+	if c.cfg.DNS == nil {
+		return
+	}
+	d := c.cfg.DNS()
+	ch <- prom.MustNewConstMetric(c.dnsResolved, prom.CounterValue, float64(d.Hits), "hit")
+	ch <- prom.MustNewConstMetric(c.dnsResolved, prom.CounterValue, float64(d.Misses), "miss")
+	ch <- prom.MustNewConstMetric(c.dnsResolved, prom.CounterValue, float64(d.Stale), "stale")
+	ch <- prom.MustNewConstMetric(c.dnsQueries, prom.CounterValue, float64(d.Queries))
+	ch <- prom.MustNewConstMetric(c.dnsFailures, prom.CounterValue, float64(d.Failures))
 }

@@ -30,6 +30,28 @@ func fullConfig() egressprom.Config {
 		Endpoints: func() []egressprom.Endpoint {
 			return []egressprom.Endpoint{{ID: "p1", Score: 0.9}, {ID: "p2", Score: 0.1, Quarantined: true}}
 		},
+		DNS: func() egressprom.DNS { return egressprom.DNS{Hits: 998, Misses: 2, Stale: 1, Queries: 3, Failures: 0} },
+	}
+}
+
+func TestDNSCounters(t *testing.T) {
+	c := egressprom.New(fullConfig())
+	want := `
+# HELP egresskit_dns_failures_total Lookups of the egress DNS cache that failed with no stale answer.
+# TYPE egresskit_dns_failures_total counter
+egresskit_dns_failures_total 0
+# HELP egresskit_dns_queries_total DNS queries sent by the egress DNS cache.
+# TYPE egresskit_dns_queries_total counter
+egresskit_dns_queries_total 3
+# HELP egresskit_dns_resolutions_total Target names resolved by the egress DNS cache, by result: hit, miss (a query was awaited) or stale.
+# TYPE egresskit_dns_resolutions_total counter
+egresskit_dns_resolutions_total{result="hit"} 998
+egresskit_dns_resolutions_total{result="miss"} 2
+egresskit_dns_resolutions_total{result="stale"} 1
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want),
+		"egresskit_dns_failures_total", "egresskit_dns_queries_total", "egresskit_dns_resolutions_total"); err != nil {
+		t.Error(err)
 	}
 }
 
