@@ -235,6 +235,10 @@ func TestEndToEndExitCodes(t *testing.T) {
 		{"no host", []string{"http://"}, exitUsage},
 		{"proxy with a bad port", []string{"-proxy", "http://u:p@127.0.0.1:70000", site + "/ok/1"}, exitUsage},
 		{"usage error with -exit-zero", []string{"-exit-zero", "-method", "POST", site + "/ok/1"}, exitUsage},
+		{"zero per-host", []string{"-per-host", "0", site + "/ok/1"}, exitUsage},
+		{"per-host below -1", []string{"-per-host", "-2", site + "/ok/1"}, exitUsage},
+		{"no per-host cap", []string{"-per-host", "-1", site + "/ok/1"}, exitHealthy},
+		{"zero workers", []string{"-workers", "0", site + "/ok/1"}, exitUsage},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
