@@ -395,6 +395,10 @@ func judge(d Diagnosis, th Thresholds) (Status, []string) {
 		reasons = append(reasons, fmt.Sprintf(format, args...))
 	}
 	if d.Measured == 0 {
+		if d.Disallowed > 0 {
+			fire(Critical, "no probe was measured: %d of %d disallowed by robots.txt", d.Disallowed, d.Total)
+			return status, reasons
+		}
 		fire(Critical, "no probe was measured")
 		return status, reasons
 	}

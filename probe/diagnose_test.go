@@ -319,4 +319,8 @@ func TestDiagnoseDisallowed(t *testing.T) {
 		t.Errorf("Diagnose = Measured %d, Disallowed %d, Status %v, FailingEgresses %v, BlockingHosts %v; want 1, 1, HEALTHY, none, none",
 			d.Measured, d.Disallowed, d.Status, d.FailingEgresses, d.BlockingHosts)
 	}
+	d = probe.Diagnose([]probe.Result{dis}, probe.Thresholds{})
+	if want := []string{"no probe was measured: 1 of 1 disallowed by robots.txt"}; d.Status != probe.Critical || !reflect.DeepEqual(d.Reasons, want) {
+		t.Errorf("Diagnose(only disallowed) = %v %q, want CRITICAL %q", d.Status, d.Reasons, want)
+	}
 }
