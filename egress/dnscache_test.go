@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"runtime"
 	"strings"
@@ -27,7 +28,7 @@ type dnsServer struct {
 
 	mu      sync.Mutex
 	ttl     uint32
-	zone    map[string]string // fqdn → IPv4 address
+	zone    map[string]string // fqdn → IPv4 or IPv6 address
 	queries map[string]int    // "name type" → count
 	fail    bool              // answer SERVFAIL
 	hold    chan struct{}     // when set, answers wait for it to close
@@ -78,10 +79,15 @@ func (s *dnsServer) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 			Hdr: dns.RR_Header{Name: "test.", Rrtype: dns.TypeSOA, Class: dns.ClassINET, Ttl: 300},
 			Ns:  "ns.test.", Mbox: "hostmaster.test.", Serial: 1, Refresh: 60, Retry: 60, Expire: 600, Minttl: 20,
 		})
-	case q.Qtype == dns.TypeA:
+	case q.Qtype == dns.TypeA && strings.Contains(ip, "."):
 		m.Answer = append(m.Answer, &dns.A{
 			Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: ttl},
 			A:   net.ParseIP(ip),
+		})
+	case q.Qtype == dns.TypeAAAA && strings.Contains(ip, ":"):
+		m.Answer = append(m.Answer, &dns.AAAA{
+			Hdr:  dns.RR_Header{Name: q.Name, Rrtype: dns.TypeAAAA, Class: dns.ClassINET, Ttl: ttl},
+			AAAA: net.ParseIP(ip),
 		})
 	}
 	w.WriteMsg(m)
@@ -355,4 +361,65 @@ func TestDNSConfigErrors(t *testing.T) {
 	if st := pool.DNSStats(); st.Enabled {
 		t.Errorf("DNSStats with the cache disabled = %+v, want Enabled false", st)
 	}
+}
+
+// TestDNSCacheIPv6Only resolves a name with only an AAAA record: the A
+// query finds no data, the AAAA query answers, and both are cached.
+func TestDNSCacheIPv6Only(t *testing.T) {
+	ns := newDNSServer(t, 300)
+	ns.mu.Lock()
+	ns.zone["v6.test."] = "::1"
+	ns.mu.Unlock()
+	ln, err := net.Listen("tcp6", "[::1]:0")
+	if err != nil {
+		t.Skipf("no IPv6 loopback: %v", err)
+	}
+	target := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	target.Listener.Close()
+	target.Listener = ln
+	target.Start()
+	t.Cleanup(target.Close)
+	pool := newPool(t, egress.Config{
+		Endpoints: []egress.Endpoint{{ID: "d", Proxy: "direct"}},
+		DNS:       egress.DNSConfig{Servers: []string{ns.addr}},
+	})
+	for range 3 {
+		if err := get(context.Background(), pool, withHost(target.URL, "v6.test")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if a, aaaa := ns.count("v6.test", "A"), ns.count("v6.test", "AAAA"); a != 1 || aaaa != 1 {
+		t.Errorf("3 requests to an IPv6-only name sent %d A and %d AAAA queries, want 1 and 1", a, aaaa)
+	}
+}
+
+// TestDNSCacheHonoursContext: a caller whose context ends while the
+// server holds the answer returns at once; the lookup itself ends with
+// the pool (goleak checks that nothing outlives it).
+func TestDNSCacheHonoursContext(t *testing.T) {
+	ns := newDNSServer(t, 300, "origin.test")
+	hold := make(chan struct{})
+	t.Cleanup(func() { close(hold) })
+	ns.mu.Lock()
+	ns.hold = hold
+	ns.mu.Unlock()
+	target := newTarget(t, http.StatusOK, false)
+	pool, err := egress.New(egress.Config{
+		Endpoints: []egress.Endpoint{{ID: "d", Proxy: "direct"}},
+		DNS:       egress.DNSConfig{Servers: []string{ns.addr}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- get(ctx, pool, withHost(target.URL, "origin.test")) }()
+	for pool.DNSStats().Misses < 1 {
+		runtime.Gosched() // until the resolution waits on the held query
+	}
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Errorf("request whose context ended during the lookup: %v, want context.Canceled", err)
+	}
+	pool.Close() // ends the held lookup and waits for it
 }
