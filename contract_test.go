@@ -13,6 +13,7 @@ import (
 
 	"github.com/egresskit/egresskit"
 	"github.com/egresskit/egresskit/breaker"
+	"github.com/egresskit/egresskit/classify"
 	"github.com/egresskit/egresskit/ratelimit"
 	"github.com/egresskit/egresskit/retry"
 	"github.com/egresskit/egresskit/robots"
@@ -140,6 +141,63 @@ func TestHungHostTripsBreakerUnderClientTimeout(t *testing.T) {
 		st, err := chain.State(context.Background(), "hung.test")
 		if err != nil || st.Breaker != breaker.Open || open == 0 {
 			t.Errorf("breaker %v (%v), %d requests failed fast; want open, some failed fast", st.Breaker, err, open)
+		}
+	})
+}
+
+// trickle is a base transport whose response headers arrive at once and
+// whose HTML page then arrives one byte every 100ms.
+type trickle struct {
+	page string
+	sent atomic.Int64
+}
+
+func (tr *trickle) RoundTrip(req *http.Request) (*http.Response, error) {
+	pr, pw := io.Pipe()
+	go func() {
+		for i := range len(tr.page) {
+			time.Sleep(100 * time.Millisecond)
+			tr.sent.Add(1) // counted before the reader can see it
+			if _, err := pw.Write([]byte{tr.page[i]}); err != nil {
+				return
+			}
+		}
+		pw.Close()
+	}()
+	return &http.Response{
+		StatusCode: 200, Status: "200 OK", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: http.Header{"Content-Type": {"text/html"}}, Body: pr, ContentLength: -1, Request: req,
+	}, nil
+}
+
+// TestTricklingPageReturnsAfterPeekBudget: with no caller deadline, a 200
+// page whose body trickles in is returned once the peek's time budget has
+// passed (not after its 4 KiB head, which would take minutes), classified
+// on what had arrived, and read in full by the caller.
+func TestTricklingPageReturnsAfterPeekBudget(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		page := "<html><body>" + strings.Repeat("<p>slow news</p>", 300) + "</body></html>"
+		base := &trickle{page: page}
+		cfg := egresskit.Config{Base: base, IgnoreRobots: true}
+		c := &http.Client{Transport: egresskit.New(cfg)}
+		start := time.Now()
+		resp, err := c.Get("http://slow.test/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if took := time.Since(start); took > 2*time.Second {
+			t.Errorf("RoundTrip returned after %v, want at most 2s", took)
+		}
+		if sent := base.sent.Load(); sent >= 4096 {
+			t.Errorf("RoundTrip returned after %d bytes of the body, want fewer than the 4 KiB peek", sent)
+		}
+		if r := classify.Of(resp, nil); r.Outcome != classify.OK || !r.PeekCut {
+			t.Errorf("Result = %v (PeekCut %v), want ok with PeekCut", r.Outcome, r.PeekCut)
+		}
+		b, err := io.ReadAll(resp.Body)
+		if err != nil || string(b) != page {
+			t.Errorf("body: %d bytes, %v; want the whole %d-byte page", len(b), err, len(page))
 		}
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"sync"
+	"time"
 )
 
 // body is the response body the classifier installs when it peeked at the
@@ -20,18 +21,25 @@ type body struct {
 	p  *peek         // the peeked head
 }
 
-// peek is the state of an inspected body.
+// peek is the state of an inspected body. The head is read by a goroutine
+// (fill) so that the peek can be cut by its time budget while a read is
+// still blocked; that read's bytes then join the head when it returns, and
+// the body hands them out before reading rc again. The goroutine makes at
+// most one more read once the peek is cut and ends by itself; Close of the
+// body unblocks it.
 type peek struct {
 	pool *sync.Pool // where buf goes back
-	// rcClosed is set before the body is published when the peek guard
-	// closed rc because the request's context ended; read-only afterwards.
+	// rcClosed is set before the body is published when the peek closed
+	// rc because the request's context ended; read-only afterwards.
 	rcClosed bool
 
-	mu     sync.Mutex // guards buf, head, err and closed
-	buf    *[]byte    // pooled buffer backing head; nil once released
-	head   []byte     // peeked bytes not yet handed out
-	err    error      // how the peek ended (io.EOF or a read error); nil: rc has more
-	closed bool       // Close was called
+	mu      sync.Mutex    // guards the fields below
+	buf     *[]byte       // pooled buffer backing head; nil once released
+	head    []byte        // peeked bytes not yet handed out
+	err     error         // how the peek ended (io.EOF or a read error); nil: rc has more
+	closed  bool          // Close was called
+	stop    bool          // the peek was cut: fill ends after its current read
+	pending chan struct{} // non-nil while fill runs; closed when it ends
 }
 
 var (
@@ -39,92 +47,105 @@ var (
 	_ io.WriterTo   = (*body)(nil)
 )
 
-// Read hands out the peeked head, then reads the original body.
+// Read hands out the peeked head, waiting for a read the peek left in
+// flight, then reads the original body.
 func (b *body) Read(p []byte) (int, error) {
-	if pk := b.p; pk != nil {
+	pk := b.p
+	for {
 		pk.mu.Lock()
 		if len(pk.head) > 0 {
 			n := copy(p, pk.head)
 			pk.head = pk.head[n:]
 			var err error
-			if len(pk.head) == 0 {
+			if len(pk.head) == 0 && pk.pending == nil {
 				pk.releaseLocked()
 				err = pk.err
 			}
 			pk.mu.Unlock()
 			return n, err
 		}
+		if ch := pk.pending; ch != nil {
+			pk.mu.Unlock()
+			<-ch
+			continue
+		}
 		err := pk.err
 		pk.mu.Unlock()
 		if err != nil {
 			return 0, err
 		}
+		return b.rc.Read(p)
 	}
-	if b.rc == nil {
-		return 0, io.EOF
+}
+
+// settled waits until no read of the peek is in flight.
+func (pk *peek) settled() {
+	for {
+		pk.mu.Lock()
+		ch := pk.pending
+		pk.mu.Unlock()
+		if ch == nil {
+			return
+		}
+		<-ch
 	}
-	return b.rc.Read(p)
 }
 
 // WriteTo writes the peeked head and then copies the rest of the original
 // body to w, so io.Copy keeps any fast path the body or w has.
 func (b *body) WriteTo(w io.Writer) (int64, error) {
 	var n int64
-	if pk := b.p; pk != nil {
-		pk.mu.Lock()
-		head, buf, err := pk.head, pk.buf, pk.err
-		pk.head, pk.buf = nil, nil
-		pk.mu.Unlock()
+	pk := b.p
+	pk.settled()
+	pk.mu.Lock()
+	head, buf, err := pk.head, pk.buf, pk.err
+	pk.head, pk.buf = nil, nil
+	pk.mu.Unlock()
 
-		if len(head) > 0 {
-			m, werr := w.Write(head)
-			n = int64(m)
-			if werr == nil && m < len(head) {
-				werr = io.ErrShortWrite
-			}
-			if werr != nil {
-				// Keep the unwritten bytes readable: a failed copy
-				// must not lose them.
-				pk.mu.Lock()
-				if !pk.closed {
-					pk.head, pk.buf = head[m:], buf
-				} else if buf != nil {
-					pk.pool.Put(buf)
-				}
-				pk.mu.Unlock()
-				return n, werr
-			}
+	if len(head) > 0 {
+		m, werr := w.Write(head)
+		n = int64(m)
+		if werr == nil && m < len(head) {
+			werr = io.ErrShortWrite
 		}
-		if buf != nil {
-			pk.pool.Put(buf)
-		}
-		switch {
-		case err == io.EOF:
-			return n, nil
-		case err != nil:
-			return n, err
+		if werr != nil {
+			// Keep the unwritten bytes readable: a failed copy must
+			// not lose them.
+			pk.mu.Lock()
+			if !pk.closed {
+				pk.head, pk.buf = head[m:], buf
+			} else if buf != nil {
+				pk.pool.Put(buf)
+			}
+			pk.mu.Unlock()
+			return n, werr
 		}
 	}
-	if b.rc == nil {
+	if buf != nil {
+		pk.pool.Put(buf)
+	}
+	switch {
+	case err == io.EOF:
 		return n, nil
+	case err != nil:
+		return n, err
 	}
 	m, err := io.Copy(w, b.rc)
 	return n + m, err
 }
 
-// Close releases the peek buffer and closes the original body.
+// Close releases the peek buffer (at once, or when a read left in flight by
+// the peek returns) and closes the original body.
 func (b *body) Close() error {
-	if pk := b.p; pk != nil {
-		pk.mu.Lock()
-		pk.head = nil
-		pk.closed = true
+	pk := b.p
+	pk.mu.Lock()
+	pk.head = nil
+	pk.closed = true
+	if pk.pending == nil {
 		pk.releaseLocked()
-		pk.mu.Unlock()
-		if pk.rcClosed {
-			return nil
-		}
 	}
-	if b.rc == nil {
+	pk.mu.Unlock()
+	if pk.rcClosed {
 		return nil
 	}
 	return b.rc.Close()
@@ -144,57 +165,105 @@ const maxEmptyReads = 100
 // errBadRead reports a Reader returning an impossible count.
 var errBadRead = errors.New("classify: body reader returned an invalid count")
 
-// readFull reads into buf until it is full, the reader fails, or it ends.
-// err is nil only when buf is full and the reader has not yet ended.
-func readFull(r io.Reader, buf []byte) (n int, err error) {
-	empty := 0
-	for n < len(buf) && err == nil {
-		var m int
-		m, err = r.Read(buf[n:])
-		if m < 0 || m > len(buf)-n {
-			return n, errBadRead
+// fill reads the head of rc into buf on a goroutine of its own, for at
+// most budget (no time bound when budget <= 0) and until ctx (nil: none)
+// ends. It returns the bytes read so far, how the read ended (nil while it
+// goes on), and whether the peek was cut by the budget with a read still in
+// flight, whose bytes will join pk.head when it returns. When ctx ends
+// first, rc is closed to unblock the read and pk.err becomes ctx's cause.
+//
+// buf must be (*pk.buf)[:len]; pk must not be published yet.
+func (pk *peek) fill(ctx context.Context, rc io.ReadCloser, buf []byte, budget time.Duration, timers *sync.Pool) (head []byte, err error, cut bool) {
+	pk.head = buf[:0]
+	done := make(chan struct{})
+	pk.pending = done
+	go pk.read(rc, buf, done)
+	var (
+		timeout <-chan time.Time
+		ctxDone <-chan struct{}
+	)
+	if budget > 0 {
+		timer, _ := timers.Get().(*time.Timer)
+		if timer == nil {
+			timer = time.NewTimer(budget)
+		} else {
+			timer.Reset(budget)
 		}
-		n += m
+		defer func() {
+			timer.Stop() // since Go 1.23, a stopped timer's channel holds no stale value
+			timers.Put(timer)
+		}()
+		timeout = timer.C
+	}
+	if ctx != nil {
+		ctxDone = ctx.Done()
+	}
+	select {
+	case <-done:
+	case <-timeout:
+		pk.mu.Lock()
+		pk.stop = true
+		cut = pk.pending != nil
+		head, err = pk.head, pk.err
+		pk.mu.Unlock()
+		return head, err, cut
+	case <-ctxDone:
+		pk.mu.Lock()
+		pk.stop = true
+		running := pk.pending != nil
+		pk.mu.Unlock()
+		if running {
+			// A body that ignores its context cannot hold the caller: close
+			// it to unblock the read, and report why the rest is gone.
+			rc.Close()
+			pk.rcClosed = true
+			<-done
+			pk.mu.Lock()
+			if pk.err != io.EOF {
+				pk.err = context.Cause(ctx)
+			}
+			pk.mu.Unlock()
+		}
+	}
+	pk.mu.Lock()
+	head, err = pk.head, pk.err
+	pk.mu.Unlock()
+	return head, err, false
+}
+
+// read is fill's goroutine: it reads rc into buf until buf is full, rc
+// ends or fails, or the peek is cut, appending to pk.head after each read.
+func (pk *peek) read(rc io.Reader, buf []byte, done chan struct{}) {
+	n, empty := 0, 0
+	for {
+		m, err := rc.Read(buf[n:])
+		if m < 0 || m > len(buf)-n {
+			m, err = 0, errBadRead
+		}
 		if m == 0 && err == nil {
 			if empty++; empty >= maxEmptyReads {
-				return n, io.ErrNoProgress
+				err = io.ErrNoProgress
 			}
 		} else {
 			empty = 0
 		}
+		n += m
+		pk.mu.Lock()
+		if !pk.closed {
+			pk.head = pk.head[:len(pk.head)+m]
+		}
+		if err != nil {
+			pk.err = err
+		}
+		if err != nil || n == len(buf) || pk.stop {
+			pk.pending = nil
+			if pk.closed {
+				pk.releaseLocked()
+			}
+			pk.mu.Unlock()
+			close(done)
+			return
+		}
+		pk.mu.Unlock()
 	}
-	return n, err
-}
-
-// guard closes a body when the request's context ends during a peek, so a
-// body that ignores its context cannot hold the caller past it.
-type guard struct {
-	rc io.Closer
-	wg sync.WaitGroup
-}
-
-func (g *guard) fire() {
-	defer g.wg.Done()
-	g.rc.Close()
-}
-
-// peekBody reads the head of rc into buf, bounded by ctx: when ctx ends
-// first, rc is closed (closed is true) to unblock the read. net/http bodies
-// unblock on their own; the guard covers other RoundTrippers.
-func peekBody(ctx context.Context, rc io.ReadCloser, buf []byte) (n int, err error, closed bool) {
-	if ctx == nil || ctx.Done() == nil {
-		n, err = readFull(rc, buf)
-		return n, err, false
-	}
-	g := &guard{rc: rc}
-	g.wg.Add(1)
-	stop := context.AfterFunc(ctx, g.fire)
-	n, err = readFull(rc, buf)
-	if stop() {
-		g.wg.Done()
-	} else {
-		g.wg.Wait()
-		closed = true
-	}
-	return n, err, closed
 }

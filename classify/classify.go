@@ -15,6 +15,10 @@ import (
 // Config.PeekSize is 0.
 const DefaultPeekSize = 4096
 
+// DefaultPeekTimeout is how long the body head is waited for when
+// Config.PeekTimeout is 0.
+const DefaultPeekTimeout = time.Second
+
 // maxPeekSize caps Config.PeekSize.
 const maxPeekSize = 1 << 20
 
@@ -31,6 +35,13 @@ type Config struct {
 	// 0 means DefaultPeekSize (4096); a negative value disables body
 	// inspection; values above 1 MiB are capped at 1 MiB.
 	PeekSize int
+	// PeekTimeout bounds how long the body head is waited for once the
+	// response headers are in: when it passes before PeekSize bytes or the
+	// end of the body arrived, the response is classified on the head that
+	// had arrived and its Result says so (PeekCut); the caller still
+	// receives every byte. 0 means DefaultPeekTimeout (1s); a negative
+	// value means no time bound (the request's context still bounds it).
+	PeekTimeout time.Duration
 	// Now returns the current time; HTTP-date and Unix-time waits are
 	// measured from it. Nil means time.Now.
 	Now func() time.Time
@@ -45,9 +56,12 @@ type Classifier struct {
 	bodyAny  bool      // some body marker applies to every status
 	jsonAny  bool      // some body marker applies to JSON bodies
 	peekSize int
-	now      func() time.Time
-	heads    sync.Pool // *[]byte of peekSize: peeked heads handed to bodies
-	folds    sync.Pool // *[]byte of peekSize: lower-cased copies for matching
+	// peekTimeout bounds the wait for the body head; <= 0: no bound.
+	peekTimeout time.Duration
+	now         func() time.Time
+	heads       sync.Pool // *[]byte of peekSize: peeked heads handed to bodies
+	folds       sync.Pool // *[]byte of peekSize: lower-cased copies for matching
+	timers      sync.Pool // *time.Timer: stopped peek budget timers
 }
 
 // defaultClassifier serves Of and nil Classifiers; it is never modified.
@@ -57,8 +71,9 @@ var defaultClassifier = New(Config{})
 // are ignored.
 func New(cfg Config) *Classifier {
 	c := &Classifier{
-		peekSize: cfg.PeekSize,
-		now:      cfg.Now,
+		peekSize:    cfg.PeekSize,
+		peekTimeout: cfg.PeekTimeout,
+		now:         cfg.Now,
 	}
 	for _, m := range compile(append(DefaultMarkers(), cfg.Markers...)) {
 		if m.body == nil {
@@ -80,6 +95,9 @@ func New(cfg Config) *Classifier {
 	}
 	if c.now == nil {
 		c.now = time.Now
+	}
+	if c.peekTimeout == 0 {
+		c.peekTimeout = DefaultPeekTimeout
 	}
 	size := max(c.peekSize, 0)
 	c.heads.New = func() any { b := make([]byte, size); return &b }
@@ -108,10 +126,13 @@ func New(cfg Config) *Classifier {
 // decoded bytes from the PeekSize bytes read, and handed over still
 // encoded; other encodings (br, zstd) are not inspected and the Result says
 // so (Uninspected).
-// Reading the head stops at PeekSize bytes, the end of the body, or the end
-// of resp.Request's context, whichever comes first; if the context ends
-// while the body is being read, the body is closed so that even a body
-// that ignores its context cannot hold the caller. Peek buffers are pooled
+// Reading the head stops at PeekSize bytes, the end of the body,
+// PeekTimeout after the headers arrived, or the end of resp.Request's
+// context, whichever comes first. A head cut by PeekTimeout is classified
+// on what had arrived (Result.PeekCut); a read still in flight then
+// finishes in the background and its bytes reach the caller in order. If
+// the context ends while the body is being read, the body is closed so
+// that even a body that ignores its context cannot hold the caller. Peek buffers are pooled
 // and go back to the pool once the head has been read or the body closed.
 //
 // The rules, first match wins:
@@ -276,6 +297,7 @@ func (c *Classifier) classifyResponse(req *http.Request, resp *http.Response) Re
 		folded   []byte // lower-cased (and decoded) body head; nil when not inspected
 		peekErr  error  // how a peek ended, when neither full nor at EOF
 		ctxEnded bool   // the request's context ended before or during the peek
+		peekCut  bool   // the peek's time budget passed first
 	)
 	kind, enc := kindOf(resp.Header), encodingOf(resp.Header)
 	peek, uninspected := c.shouldPeek(resp, resp.StatusCode, kind, enc)
@@ -290,14 +312,16 @@ func (c *Classifier) classifyResponse(req *http.Request, resp *http.Response) Re
 		o = &po.outcome
 		b := &po.body
 		b.rc, b.p, po.peek.pool = resp.Body, &po.peek, &c.heads
-		if fp := c.peekHead(ctx, b.rc, b.p); fp != nil {
-			folded = c.foldHead(*fp, b.p.head, enc)
+		head, err, cut, fp := c.peekHead(ctx, b.rc, b.p)
+		if fp != nil {
+			folded = c.foldHead(*fp, head, enc)
 			defer c.folds.Put(fp)
 		}
-		if err := b.p.err; err != nil && err != io.EOF {
+		if err != nil && err != io.EOF {
 			peekErr = err
 			ctxEnded = ctx != nil && ctx.Err() != nil
 		}
+		peekCut = cut
 		resp.Body = b
 	}
 	if kind == kindUnknown && folded != nil {
@@ -308,6 +332,7 @@ func (c *Classifier) classifyResponse(req *http.Request, resp *http.Response) Re
 	}
 	o.r = c.decide(ctx, resp, folded, kind, peekErr, ctxEnded)
 	o.r.Uninspected = uninspected
+	o.r.PeekCut = peekCut
 	attach(resp, req, o)
 	return o.r
 }
@@ -456,25 +481,24 @@ func (c *Classifier) bodyCanMatch(status int, kind bodyKind) bool {
 	return false
 }
 
-// peekHead reads the head of rc into a pooled buffer owned by pk and
-// returns a pooled fold buffer of the same size for the caller to fill and
-// put back; nil when nothing was read.
-func (c *Classifier) peekHead(ctx context.Context, rc io.ReadCloser, pk *peek) *[]byte {
+// peekHead reads the head of rc into a pooled buffer owned by pk, within
+// the peek's time budget (see peek.fill), and returns the head read so far,
+// how the read ended (nil while rc has more), whether the budget cut the
+// peek, and a pooled fold buffer of the
+// buffer's size for the caller to fill and put back (nil when nothing was
+// read).
+func (c *Classifier) peekHead(ctx context.Context, rc io.ReadCloser, pk *peek) (head []byte, err error, cut bool, fold *[]byte) {
 	bp := c.heads.Get().(*[]byte)
-	n, err, closed := peekBody(ctx, rc, *bp)
-	pk.rcClosed = closed
-	pk.err = err
-	if closed && err != io.EOF {
-		// The guard closed the body: the rest is gone. Report why, not
-		// "read on closed body".
-		pk.err = context.Cause(ctx)
+	pk.buf = bp
+	head, err, cut = pk.fill(ctx, rc, *bp, c.peekTimeout, &c.timers)
+	if len(head) == 0 {
+		if !cut {
+			pk.buf = nil
+			c.heads.Put(bp)
+		}
+		return nil, err, cut, nil
 	}
-	if n == 0 {
-		c.heads.Put(bp)
-		return nil
-	}
-	pk.buf, pk.head = bp, (*bp)[:n]
-	return c.folds.Get().(*[]byte)
+	return head, err, cut, c.folds.Get().(*[]byte)
 }
 
 // statusReasons holds "status NNN" for 100..599, so a Reason costs no

@@ -63,6 +63,10 @@ type Result struct {
 	// caller set Accept-Encoding itself. No body marker can have matched;
 	// header markers and the status rules still apply.
 	Uninspected bool
+	// PeekCut is true when the body head was still arriving when the
+	// peek's time budget (Config.PeekTimeout) passed: the Result judges
+	// the part of the head that had arrived.
+	PeekCut bool
 	// Egress is true when the attempt failed on the egress route (the
 	// proxy), not at the target: the error implemented
 	// EndpointFault() bool and reported true. Such a failure is Transient,

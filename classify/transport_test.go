@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
@@ -323,5 +324,54 @@ func TestPeekGuard(t *testing.T) {
 	}
 	if err := resp.Body.Close(); err != nil {
 		t.Errorf("Close = %v", err)
+	}
+}
+
+// TestTransportPeekCutByBudget: with no deadline at all, a 200 page whose
+// body stalls after a few bytes is returned once PeekTimeout has passed,
+// while the server is still holding the rest back; it is classified on the
+// bytes that arrived, says so, and the caller then reads the whole page.
+// Closing the body while the peek's last read is in flight leaks nothing.
+func TestTransportPeekCutByBudget(t *testing.T) {
+	const rest = "<body>the rest</body></html>"
+	for _, readAll := range []bool{true, false} {
+		release := make(chan struct{})
+		var gaveUp atomic.Bool // the server stopped holding back on its own
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/html")
+			io.WriteString(w, "<html><head>")
+			w.(http.Flusher).Flush()
+			select {
+			case <-release:
+			case <-time.After(time.Minute): // an unbounded peek would wait for this
+				gaveUp.Store(true)
+			case <-r.Context().Done():
+				return
+			}
+			io.WriteString(w, rest)
+		}))
+		base := &http.Transport{}
+		c := classify.New(classify.Config{PeekTimeout: 50 * time.Millisecond})
+		req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
+		resp, err := classify.NewTransport(base, c).RoundTrip(req)
+		if gaveUp.Load() {
+			t.Error("RoundTrip waited for the server to send the rest")
+		}
+		close(release)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := classify.Of(resp, nil); got.Outcome != classify.OK || !got.PeekCut {
+			t.Errorf("Of = %v (PeekCut %v), want ok, PeekCut", got.Outcome, got.PeekCut)
+		}
+		if readAll {
+			b, err := io.ReadAll(resp.Body)
+			if err != nil || string(b) != "<html><head>"+rest {
+				t.Errorf("ReadAll = %q, %v; want the whole page", b, err)
+			}
+		}
+		resp.Body.Close()
+		base.CloseIdleConnections()
+		srv.Close()
 	}
 }
