@@ -54,8 +54,8 @@ func (f fakeSite) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // fakeRun runs targets (paths on site.test) in fake time and returns the
-// report, the error and how long Run took in fake time.
-func fakeRun(t *testing.T, ctx context.Context, paths []string, opts Options) (*Report, error, time.Duration) {
+// report, how long Run took in fake time, and the error.
+func fakeRun(t *testing.T, ctx context.Context, paths []string, opts Options) (*Report, time.Duration, error) {
 	t.Helper()
 	targets := make([]Target, len(paths))
 	for i, p := range paths {
@@ -67,7 +67,7 @@ func fakeRun(t *testing.T, ctx context.Context, paths []string, opts Options) (*
 	}
 	start := time.Now()
 	rep, err := Run(ctx, targets, opts)
-	return rep, err, time.Since(start)
+	return rep, time.Since(start), err
 }
 
 // TestRunDeadlineFakeTime is the deadline logic of a large run, in fake
@@ -94,7 +94,7 @@ func TestRunDeadlineFakeTime(t *testing.T) {
 			paths = append(paths, fmt.Sprintf("/%s/%d", kind, i))
 			want[kind]++
 		}
-		rep, err, took := fakeRun(t, context.Background(), paths, Options{Deadline: 2 * time.Second, Concurrency: 256, PerHost: -1})
+		rep, took, err := fakeRun(t, context.Background(), paths, Options{Deadline: 2 * time.Second, Concurrency: 256, PerHost: -1})
 		if err != nil {
 			t.Fatalf("Run: %v", err)
 		}
@@ -184,7 +184,7 @@ func TestRunDeadlineCases(t *testing.T) {
 					defer cancel()
 					time.AfterFunc(tt.cancelAt, cancel)
 				}
-				rep, err, took := fakeRun(t, ctx, tt.paths, tt.opts)
+				rep, took, err := fakeRun(t, ctx, tt.paths, tt.opts)
 				if !errors.Is(err, tt.wantErr) || (tt.wantErr == nil) != (err == nil) {
 					t.Fatalf("Run error = %v, want %v", err, tt.wantErr)
 				}
