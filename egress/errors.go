@@ -64,8 +64,9 @@ var (
 )
 
 // NotSentError wraps an error of selection (ErrBindingUnavailable,
-// ErrNoEndpoint, ErrAtCapacity, ErrUnknownEndpoint, ErrClosed) returned by
-// RoundTrip: the request never left, so it says nothing about the target.
+// ErrNoEndpoint, ErrAtCapacity, ErrUnknownEndpoint, ErrClosed, a *RuleError)
+// returned by RoundTrip: the request never left, so it says nothing about
+// the target.
 // Layers above recognise it by its NotSent method without importing egress.
 type NotSentError struct {
 	Err error

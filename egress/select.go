@@ -334,7 +334,8 @@ func inSubset(subset []*endpoint, e *endpoint) bool {
 // target's host name; a port is ignored. Where RoundTrip would wait for a
 // slot, Select returns ErrAtCapacity. Other errors: ErrUnknownEndpoint for
 // a forced endpoint that is absent, ErrBindingUnavailable, ErrNoEndpoint,
-// ErrClosed.
+// a *RuleError when the host's rule leaves no usable endpoint or excludes
+// the forced or bound one, ErrClosed.
 func (p *Pool) Select(ctx context.Context, host string) (Choice, error) {
 	if p == nil {
 		return Choice{}, ErrClosed

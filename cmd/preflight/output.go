@@ -93,6 +93,16 @@ func writeText(w io.Writer, rep *probe.Report) error {
 	}
 	fmt.Fprintln(w)
 	sw := &errWriter{w: w}
+	for _, c := range rep.Rules {
+		verdict := "ok through " + strings.Join(c.Healthy, ", ")
+		if !c.OK {
+			verdict = "NO healthy eligible egress (eligible: " + strings.Join(c.Eligible, ", ") + ")"
+		}
+		fmt.Fprintf(sw, "rule %s, host %s: %s\n", c.Rule, c.Host, verdict)
+	}
+	if len(rep.Rules) > 0 {
+		fmt.Fprintln(sw)
+	}
 	writeSummary(sw, rep)
 	return sw.err
 }

@@ -52,6 +52,10 @@ func TestEndToEndRules(t *testing.T) {
 	if strings.Contains(r.stdout, "pa55-w0rd-secret") {
 		t.Errorf("output leaks the proxy password")
 	}
+	r = runBinary(t, "", "-timeout", "5s", "-matrix", "-format", "text", "-proxies", proxies, "-rules", rules, site+"/ok/1")
+	if want := "rule eu-only, host " + strings.TrimPrefix(site, "http://") + ": NO healthy eligible egress (eligible: eu-dead)"; !strings.Contains(r.stdout, want) {
+		t.Errorf("text output lacks %q:\n%s", want, r.stdout)
+	}
 
 	// A rule on a label no proxy carries, and a malformed file: usage errors.
 	os.WriteFile(rules, []byte(`{"rules": [{"name": "x", "hosts": ["127.0.0.1"], "labels": {"regoin": "eu"}}]}`), 0o600)
