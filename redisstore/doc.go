@@ -47,11 +47,11 @@
 //   - before it returns an admission of a host whose halt it remembers:
 //     the requests of a worker that saw a halt never reach the host after
 //     Redis lost it (window: none);
-//   - when a Redis server's run_id (INFO server) changed, checked after
-//     every new connection to Redis (go-redis reconnects after a restart
-//     or failover) on the State's next operation, and every
-//     Config.CheckInterval (5s) while it is used or while State.Watch
-//     runs. A worker that never saw a halt is protected once one that
+//   - when a Redis server's run_id changed, or its evicted_keys grew
+//     (read with INFO), checked after every new connection to Redis
+//     (go-redis reconnects after a restart or failover) on the State's
+//     next operation, and every Config.CheckInterval (5s) while it is
+//     used or while State.Watch runs. A worker that never saw a halt is protected once one that
 //     remembers it has written it back: at that worker's next operation
 //     after the restart, or within CheckInterval when it runs Watch
 //     (window: one CheckInterval, if every worker that saw the halt is
@@ -61,9 +61,10 @@
 // process's, unless Config.Journal names a file that keeps it: then a
 // worker restarted together with Redis writes its halts back from New on.
 // Without a journal, halts are safest with Redis persistence (appendonly)
-// and replicas as well. When INFO is refused (some managed
-// Redis services), an Unchecked Warning says so and only the first rule
-// applies.
+// and replicas as well. When INFO is refused (some managed Redis
+// services), an Unchecked Warning says so and only the first rule
+// applies. A policy that turns to allkeys-* after New is reported by the
+// next check with an Unchecked Warning.
 //
 // # Redis Cluster
 //

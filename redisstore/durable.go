@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -22,10 +23,11 @@ import (
 //   - when a remembered halt's host is admitted by Redis, before the
 //     admission is returned: the halt is written back (unless the host
 //     was resumed since) and Admit reports it;
-//   - when a Redis server's run_id (INFO server) is not the one seen
-//     before: after every new connection to Redis (a reconnect follows a
-//     restart or a failover), on the next operation, and at least every
-//     Config.CheckInterval while the State is used (or while Watch runs).
+//   - when a Redis server's run_id (INFO) is not the one seen before, or
+//     its evicted_keys grew: after every new connection to Redis (a
+//     reconnect follows a restart or a failover), on the next operation,
+//     and at least every Config.CheckInterval while the State is used (or
+//     while Watch runs).
 //
 // A halt is not written back over a Resume made after it began: Resume
 // keeps the time of the last resume in the host's resume key.
@@ -51,21 +53,42 @@ func (s *State) check(ctx context.Context, op string) {
 		return
 	}
 	var changed []string
+	var evicting []error
 	s.mu.Lock()
 	if s.runs == nil {
-		s.runs = make(map[string]string, len(ids))
+		s.runs = make(map[string]serverInfo, len(ids))
 	}
 	for addr, id := range ids {
-		if old, ok := s.runs[addr]; (ok && old != id) || (!ok && len(s.known) > 0) {
+		old, ok := s.runs[addr]
+		switch {
+		case ok && old.runID != id.runID, // restarted, or another server
+			ok && id.evicted > old.evicted, // evicted keys
+			!ok && len(s.known) > 0:
 			changed = append(changed, addr)
+		}
+		if evicts(id.policy) && !evicts(old.policy) && !s.set.cfg.AllowEviction {
+			evicting = append(evicting, &EvictionError{Addr: addr, Policy: id.policy})
 		}
 		s.runs[addr] = id
 	}
 	s.mu.Unlock()
+	for _, err := range evicting {
+		s.warn(Warning{Kind: Unchecked, Op: op, Err: err, Time: s.localNow()})
+	}
 	if len(changed) > 0 {
 		s.restore(ctx, op, changed, nil)
 	}
 }
+
+// serverInfo is what a check reads of a server (INFO).
+type serverInfo struct {
+	runID   string
+	evicted int64  // evicted_keys
+	policy  string // maxmemory_policy
+}
+
+// evicts reports a maxmemory-policy that may evict keys without a TTL.
+func evicts(policy string) bool { return strings.HasPrefix(policy, "allkeys-") }
 
 // scheduleCheck sets when the next periodic check is due.
 func (s *State) scheduleCheck() {
@@ -232,22 +255,23 @@ func (s *State) eachServer(ctx context.Context, fn func(ctx context.Context, c r
 	return fn(ctx, s.client, "redis")
 }
 
-// runIDs returns the run_id of every master that answered, by address,
-// and the first error.
-func (s *State) runIDs(ctx context.Context) (map[string]string, error) {
+// runIDs returns the run_id, evicted keys and maxmemory-policy of every
+// master that answered, by address, and the first error.
+func (s *State) runIDs(ctx context.Context) (map[string]serverInfo, error) {
 	rctx, cancel := context.WithTimeout(ctx, s.set.cfg.Timeout)
 	defer cancel()
 	var mu sync.Mutex // guards ids
-	ids := make(map[string]string)
+	ids := make(map[string]serverInfo)
 	err := s.eachServer(rctx, func(ctx context.Context, c redis.Cmdable, addr string) error {
-		info, err := c.Info(ctx, "server").Result()
+		info, err := c.Info(ctx).Result() // the default sections: server, memory, stats, ...
 		if err != nil {
 			return err
 		}
-		id := infoField(info, "run_id")
-		if id == "" {
-			return errors.New("redisstore: INFO server without run_id")
+		id := serverInfo{runID: infoField(info, "run_id"), policy: infoField(info, "maxmemory_policy")}
+		if id.runID == "" {
+			return errors.New("redisstore: INFO without run_id")
 		}
+		id.evicted, _ = strconv.ParseInt(infoField(info, "evicted_keys"), 10, 64)
 		mu.Lock()
 		ids[addr] = id
 		mu.Unlock()
@@ -280,7 +304,7 @@ func (s *State) inspect() error {
 		if err != nil {
 			return err
 		}
-		if p := m["maxmemory-policy"]; strings.HasPrefix(p, "allkeys-") {
+		if p := m["maxmemory-policy"]; evicts(p) {
 			mu.Lock()
 			evicting = &EvictionError{Addr: addr, Policy: p}
 			mu.Unlock()

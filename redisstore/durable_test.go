@@ -3,6 +3,7 @@ package redisstore_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -279,6 +280,31 @@ func TestNewRefusesEvictingRedis(t *testing.T) {
 	if _, err := st.Admit(ctx, "acl.example"); err != nil {
 		t.Errorf("Admit as the ACL user = %v", err)
 	}
+
+	// A policy changed to an evicting one after New is reported by the
+	// next check.
+	if err := admin.ConfigSet(ctx, "maxmemory-policy", "noeviction").Err(); err != nil {
+		t.Fatal(err)
+	}
+	clk := newClock()
+	var later warnings
+	cfg = fleetConfig("later")
+	cfg.Now, cfg.CheckInterval, cfg.OnWarning = clk.Now, time.Minute, later.add
+	st, err = redisstore.New(redistest.Dial(t, srv.Addr), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.ConfigSet(ctx, "maxmemory-policy", "allkeys-lfu").Err(); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(time.Minute)
+	if _, err := st.Admit(ctx, "later.example"); err != nil {
+		t.Fatal(err)
+	}
+	var ee *redisstore.EvictionError
+	if got := later.kinds(); !sameKinds(got, []redisstore.WarningKind{redisstore.Unchecked}) || !errors.As(later.last().Err, &ee) || ee.Policy != "allkeys-lfu" {
+		t.Errorf("warnings after the policy became allkeys-lfu = %v, want one Unchecked with an *EvictionError", later.w)
+	}
 }
 
 // TestJournal: a worker restarted together with Redis (killed, restarted
@@ -372,4 +398,87 @@ func TestJournal(t *testing.T) {
 			t.Errorf("journal %q: New = %v, want a *JournalError for line %d", tt.content, err, tt.line)
 		}
 	}
+}
+
+// TestEvictedHaltRestored: on a Redis that evicts (allkeys-lru, accepted
+// with AllowEviction) the halt key is evicted under memory pressure; the
+// next check of a worker that remembers the halt sees evicted_keys grow
+// and writes the halt back, so a worker that never saw it is refused.
+func TestEvictedHaltRestored(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	admin := redistest.Dial(t, srv.Addr)
+	if err := admin.ConfigSet(ctx, "maxmemory-policy", "allkeys-lru").Err(); err != nil {
+		t.Fatal(err)
+	}
+	clk := newClock()
+	var warn warnings
+	cfg := fleetConfig("evicted")
+	cfg.AllowEviction = true
+	cfg.Now = clk.Now
+	cfg.CheckInterval = time.Minute
+	cfg.OnWarning = warn.add
+	a := newWorker(t, srv.Addr, cfg)
+	site, elsewhere := newOrigin(t, refuse), newOrigin(t, ok)
+	if status, err := a.get(ctx, site.URL); status != 403 {
+		t.Fatalf("refusing host: %d, %v; want 403", status, err)
+	}
+	_, haltKey, _ := a.state.Keys(site.host())
+
+	// Memory pressure: fill Redis past maxmemory until the halt is evicted.
+	used, err := admin.Info(ctx, "memory").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	limit := leadingInt(infoValue(used, "used_memory")) + 1<<20
+	if err := admin.ConfigSet(ctx, "maxmemory", fmt.Sprint(limit)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	value := strings.Repeat("x", 1024)
+	for batch := 0; ; batch++ {
+		if n, err := admin.Exists(ctx, haltKey).Result(); err != nil || n == 0 {
+			break
+		}
+		if batch == 100 {
+			t.Fatal("the halt key was not evicted after 100 batches of 1 KiB values")
+		}
+		pipe := admin.Pipeline()
+		for i := range 500 {
+			pipe.Set(ctx, fmt.Sprintf("fill:%d:%d", batch, i), value, 0)
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := admin.ConfigSet(ctx, "maxmemory", "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	// The next operation of a, on another host, after CheckInterval.
+	clk.Advance(time.Minute)
+	if status, err := a.get(ctx, elsewhere.URL); status != 200 {
+		t.Fatalf("other host: %d, %v", status, err)
+	}
+	if got := warn.restoredHosts(); !slices.Equal(got, []string{site.host()}) {
+		t.Errorf("Restored warnings name %v, want [%s]", got, site.host())
+	} else if w := warn.last(); !slices.Equal(w.Servers, []string{srv.Addr}) {
+		t.Errorf("Restored warning names servers %v, want [%s] (evicted keys)", w.Servers, srv.Addr)
+	}
+	b := newWorker(t, srv.Addr, cfg)
+	if _, err := b.get(ctx, site.URL); !errors.Is(err, breaker.ErrHalted) {
+		t.Errorf("worker that never saw the halt: err = %v, want ErrHalted", err)
+	}
+	if got, esc := site.n.Load(), a.escalations.Load()+b.escalations.Load(); got != 1 || esc != 1 {
+		t.Errorf("host reached %d times, %d escalations; want 1, 1", got, esc)
+	}
+}
+
+// infoValue returns a field of an INFO reply.
+func infoValue(info, name string) string {
+	for line := range strings.Lines(info) {
+		if v, ok := strings.CutPrefix(line, name+":"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
 }

@@ -21,18 +21,20 @@ const (
 	// Recovered: Redis answers again; the halts known locally were written
 	// to it and the local state was dropped.
 	Recovered
-	// Restored: Redis lost data (noticed when a server's run_id changed,
-	// after a restart or a failover, or when Redis admitted a host whose
-	// halt this State remembers and which was not resumed), and the halts
-	// this State remembers were written back; Hosts lists the ones Redis
-	// had lost. Sent under both policies, only when Redis had lost a halt
-	// (or the write-back failed: Err).
+	// Restored: Redis lost data, and the halts this State remembers were
+	// written back; Hosts lists the ones Redis had lost. The loss is
+	// noticed when a server's run_id changed (a restart, a failover), when
+	// it evicted keys, or when Redis admitted a host whose halt this State
+	// remembers and which was not resumed. Sent under both policies, only
+	// when Redis had lost a halt (or the write-back failed: Err).
 	Restored
 	// Unchecked: New could not read a server's maxmemory-policy (CONFIG
 	// GET refused or Redis unreachable), or the policy evicts and
-	// Config.AllowEviction accepts it; or INFO is refused, so that a
-	// restart is noticed only when a remembered halt's host is admitted.
-	// Err says which. Sent under both policies.
+	// Config.AllowEviction accepts it; a server's policy became an
+	// evicting one after New (Err is an *EvictionError); INFO is refused,
+	// so that a restart is noticed only when a remembered halt's host is
+	// admitted; or the journal could not be written. Err says which.
+	// Sent under both policies.
 	Unchecked
 )
 
@@ -67,8 +69,9 @@ type Warning struct {
 	Halts int
 	// Hosts are those hosts (Restored only).
 	Hosts []string
-	// Servers are the addresses of the servers whose run_id changed
-	// (Restored only; empty when an admission noticed the loss).
+	// Servers are the addresses of the servers whose run_id changed or
+	// that evicted keys (Restored only; empty when an admission noticed
+	// the loss).
 	Servers []string
 	// Time is when the change happened, on the local clock.
 	Time time.Time

@@ -82,7 +82,7 @@ type State struct {
 	local    *hoststate.Memory
 	pending  map[string]pendingHalt // halts to write to Redis
 	known    map[string]time.Time   // halts seen: refused while degraded, written back after a loss
-	runs     map[string]string      // run_id of each server, by address
+	runs     map[string]serverInfo  // what the last check read of each server, by address
 }
 
 var _ hoststate.Store = (*State)(nil)
