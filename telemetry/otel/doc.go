@@ -52,6 +52,10 @@
 //	egresskit.breaker.hosts     gauge {state}, from Config.BreakerCounts
 //	egresskit.host.breaker_state gauge {host, state}, watched hosts, from Config.State
 //	egresskit.host.pacing_rate  gauge, requests/min {host}, watched hosts, from Config.State
+//	egresskit.egress.endpoint.score       gauge {endpoint}, from Config.Endpoints
+//	egresskit.egress.endpoint.quarantined gauge {endpoint}, from Config.Endpoints
+//	egresskit.dns.lookups       counter {result: hit, miss, stale}, from Config.DNS
+//	egresskit.dns.queries, egresskit.dns.failures  counters, from Config.DNS
 //
 // Histograms use explicit buckets (Config.Buckets, by default those of the
 // Prometheus collector), from which p50, p95 and p99 are derived the usual

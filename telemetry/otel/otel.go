@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/egresskit/egresskit/classify"
+	"github.com/egresskit/egresskit/egress"
 	"github.com/egresskit/egresskit/hoststate"
 	"github.com/egresskit/egresskit/telemetry"
 )
@@ -68,6 +69,14 @@ type Config struct {
 	// method value of (*egresskit.Transport).State fits. Nil omits the
 	// per-host metrics.
 	State func(ctx context.Context, host string) (hoststate.HostState, error)
+	// Endpoints returns the egress endpoints at each collection; the
+	// method value of (*egress.Pool).Endpoints fits. Nil omits the
+	// endpoint score and quarantine gauges.
+	Endpoints func() []egress.EndpointState
+	// DNS returns the egress DNS cache's counters at each collection; the
+	// method value of (*egress.Pool).DNSStats fits. Nil omits the DNS
+	// counters.
+	DNS func() egress.DNSStats
 }
 
 // Telemetry turns the chain's attempt events into spans and metrics. It is
@@ -148,6 +157,27 @@ func New(cfg Config) (*Telemetry, error) {
 		pacing = p
 		observables = append(observables, g, p)
 	}
+	var epScore, epQuar metric.Float64ObservableGauge
+	if cfg.Endpoints != nil {
+		s, err := m.Float64ObservableGauge("egresskit.egress.endpoint.score", metric.WithDescription("Health score of each egress endpoint."))
+		errs = append(errs, err)
+		q, err := m.Float64ObservableGauge("egresskit.egress.endpoint.quarantined", metric.WithDescription("1 while an egress endpoint is quarantined, else 0."))
+		errs = append(errs, err)
+		epScore, epQuar = s, q
+		observables = append(observables, s, q)
+	}
+	var dnsLookups, dnsQueries, dnsFailures metric.Int64ObservableCounter
+	if cfg.DNS != nil {
+		l, err := m.Int64ObservableCounter("egresskit.dns.lookups",
+			metric.WithDescription("Target names resolved by the egress DNS cache, by result: hit, miss (a query was awaited) or stale."))
+		errs = append(errs, err)
+		q, err := m.Int64ObservableCounter("egresskit.dns.queries", metric.WithDescription("DNS queries sent by the egress DNS cache."))
+		errs = append(errs, err)
+		f, err := m.Int64ObservableCounter("egresskit.dns.failures", metric.WithDescription("Lookups of the egress DNS cache that failed with no stale answer."))
+		errs = append(errs, err)
+		dnsLookups, dnsQueries, dnsFailures = l, q, f
+		observables = append(observables, l, q, f)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("otel: creating instruments: %w", err)
 	}
@@ -158,6 +188,12 @@ func New(cfg Config) (*Telemetry, error) {
 			}
 			if hostState != nil {
 				t.observeHosts(ctx, o, hostState, pacing)
+			}
+			if epScore != nil {
+				t.observeEndpoints(o, epScore, epQuar)
+			}
+			if dnsLookups != nil {
+				t.observeDNS(o, dnsLookups, dnsQueries, dnsFailures)
 			}
 			return nil
 		}, observables...)
@@ -314,6 +350,37 @@ func (t *Telemetry) observeHosts(ctx context.Context, o metric.Observer, g metri
 		}
 		o.ObserveFloat64(p, st.PerMinute, metric.WithAttributes(host))
 	}
+}
+
+func (t *Telemetry) observeEndpoints(o metric.Observer, score, quar metric.Float64ObservableGauge) {
+	defer func() { _ = recover() }() // a panicking callback loses its metric, not the collection
+	seen := map[string]bool{}
+	for _, ep := range t.cfg.Endpoints() {
+		if seen[ep.ID] {
+			continue
+		}
+		seen[ep.ID] = true
+		id := metric.WithAttributes(attribute.String("endpoint", ep.ID))
+		q := 0.0
+		if ep.Quarantined {
+			q = 1
+		}
+		o.ObserveFloat64(score, ep.Score, id)
+		o.ObserveFloat64(quar, q, id)
+	}
+}
+
+func (t *Telemetry) observeDNS(o metric.Observer, lookups, queries, failures metric.Int64ObservableCounter) {
+	defer func() { _ = recover() }()
+	d := t.cfg.DNS()
+	for _, r := range []struct {
+		result string
+		n      uint64
+	}{{"hit", d.Hits}, {"miss", d.Misses}, {"stale", d.Stale}} {
+		o.ObserveInt64(lookups, int64(r.n), metric.WithAttributes(attribute.String("result", r.result)))
+	}
+	o.ObserveInt64(queries, int64(d.Queries))
+	o.ObserveInt64(failures, int64(d.Failures))
 }
 
 func (t *Telemetry) state(ctx context.Context, host string) (st hoststate.HostState, err error) {

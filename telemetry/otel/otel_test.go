@@ -21,6 +21,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/egresskit/egresskit"
+	"github.com/egresskit/egresskit/egress"
 	"github.com/egresskit/egresskit/hostkey"
 	"github.com/egresskit/egresskit/hoststate"
 	"github.com/egresskit/egresskit/ratelimit"
@@ -346,4 +347,39 @@ func checkGauge(t *testing.T, m map[string]metricdata.Aggregation, name string, 
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("%s = %v, want %v", name, got, want)
 	}
+}
+
+// TestEgressAndDNSMetrics: the endpoint gauges read a real egress pool;
+// the DNS counters read the callback's counters.
+func TestEgressAndDNSMetrics(t *testing.T) {
+	pool, err := egress.New(egress.Config{Endpoints: []egress.Endpoint{{ID: "d1", Proxy: "direct"}, {ID: "d2", Proxy: "direct"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	defer mp.Shutdown(context.Background())
+	ot, err := otel.New(otel.Config{
+		MeterProvider: mp,
+		Endpoints:     pool.Endpoints,
+		DNS:           func() egress.DNSStats { return egress.DNSStats{Hits: 7, Misses: 2, Stale: 1, Queries: 3, Failures: 1} },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ot.Close()
+	m := collect(t, reader)
+	want := map[string]float64{}
+	for _, ep := range pool.Endpoints() {
+		want["endpoint="+ep.ID] = ep.Score
+	}
+	if len(want) != 2 {
+		t.Fatalf("pool has %d endpoints, want 2", len(want))
+	}
+	checkGauge(t, m, "egresskit.egress.endpoint.score", want)
+	checkGauge(t, m, "egresskit.egress.endpoint.quarantined", map[string]float64{"endpoint=d1": 0, "endpoint=d2": 0})
+	checkSum(t, m, "egresskit.dns.lookups", map[string]int64{"result=hit": 7, "result=miss": 2, "result=stale": 1})
+	checkSum(t, m, "egresskit.dns.queries", map[string]int64{"": 3})
+	checkSum(t, m, "egresskit.dns.failures", map[string]int64{"": 1})
 }
