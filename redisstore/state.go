@@ -101,7 +101,9 @@ const maxKnown = 1 << 16
 // refused (a managed Redis, an ACL without +config) or Redis does not
 // answer, New sends an Unchecked Warning and goes on. New adds a hook to
 // client (or to each node client of a Cluster or Ring) that notes new
-// connections, after which the State checks whether Redis restarted.
+// connections, after which the State checks whether Redis restarted; the
+// hook stays with the client, so make one State per client and keep it,
+// rather than one per task.
 //
 // Errors: a *PrefixError for an unusable Config.Prefix; an error wrapping
 // ErrClientTimeouts when client is one of go-redis's clients whose socket
