@@ -224,7 +224,8 @@ func validHostname(s string) bool {
 }
 
 // Match returns the rule that governs host (a host name or address, with
-// or without port, any case), or nil when no rule does.
+// or without port, any case), or nil when no rule does. The rule is the
+// set's own: read it, do not modify it.
 func (rs *Rules) Match(host string) *Rule {
 	if rs == nil {
 		return nil
