@@ -13,7 +13,10 @@
 // breakers: a probe measures, it does not heal. Options.Matrix sends every
 // target through every egress, which tells a dead or blacklisted proxy
 // (Diagnosis.FailingEgresses) from a host that refuses us whatever the
-// address (Diagnosis.BlockingHosts).
+// address (Diagnosis.BlockingHosts). Under egress rules (Options.Rules, the
+// same rules a crawl's egress.Pool enforces) a probe never leaves from an
+// egress its host's rule excludes, and a matrix run reports per rule and
+// host whether an eligible egress got through (Report.Rules).
 //
 // Probes are polite, unless told otherwise: at most Options.PerHost (2) are
 // in flight to one host, while probes to other hosts go; each URL is first
