@@ -61,14 +61,18 @@ type DNSStats struct {
 	// Enabled is false when the cache is off (see DNSConfig).
 	Enabled bool
 	// Hits counts resolutions answered from the cache within the TTL,
-	// negative answers included.
+	// negative answers included. Every resolution not cancelled counts in
+	// exactly one of Hits, Misses and Stale.
 	Hits uint64
 	// Misses counts resolutions that waited for a query (their own, or
-	// one already in flight for the same name).
+	// one already in flight for the same name) and got its answer or its
+	// failure.
 	Misses uint64
 	// Stale counts resolutions answered past the TTL because every
 	// server failed.
 	Stale uint64
+	// Waiting is the number of resolutions waiting for a query now.
+	Waiting int
 	// Queries counts the DNS queries sent.
 	Queries uint64
 	// Failures counts lookups that failed at every server with no stale
@@ -104,6 +108,7 @@ type dnsCache struct {
 	calls     map[string]*dnsCall // lookups in flight, by name
 
 	hits, misses, stale, queries, failures atomic.Uint64
+	waiting                                atomic.Int64
 }
 
 // dnsEntry is one name's answer. No addresses means the name does not
@@ -210,6 +215,7 @@ func (d *dnsCache) stats() DNSStats {
 		Stale:    d.stale.Load(),
 		Queries:  d.queries.Load(),
 		Failures: d.failures.Load(),
+		Waiting:  int(d.waiting.Load()),
 		Entries:  n,
 	}
 }
@@ -261,17 +267,21 @@ func (d *dnsCache) lookup(ctx context.Context, name string) ([]netip.Addr, error
 		go d.resolve(name, call)
 	}
 	d.mu.Unlock()
-	d.misses.Add(1)
+	d.waiting.Add(1)
 	select {
 	case <-call.done:
+		d.waiting.Add(-1)
 	case <-ctx.Done():
+		d.waiting.Add(-1)
 		return nil, ctx.Err()
-	}
-	if call.err != nil {
-		return nil, call.err
 	}
 	if call.stale {
 		d.stale.Add(1)
+	} else {
+		d.misses.Add(1)
+	}
+	if call.err != nil {
+		return nil, call.err
 	}
 	return answer(name, call.addrs)
 }

@@ -202,8 +202,8 @@ func TestDNSCacheExpiryStaleAndNegative(t *testing.T) {
 	step("server failing: stale again, no new query yet", false, 3)
 	clock.Advance(30 * time.Second)
 	step("server failing: recheck, stale again", false, 4)
-	if st := pool.DNSStats(); st.Stale != 3 {
-		t.Errorf("DNSStats.Stale = %d, want 3", st.Stale)
+	if st := pool.DNSStats(); st.Stale != 3 || st.Hits+st.Misses+st.Stale != 6 || st.Waiting != 0 {
+		t.Errorf("DNSStats = %+v, want 3 stale of 6 resolutions, none waiting", st)
 	}
 	clock.Advance(10 * time.Minute)
 	err := get(ctx, pool, u)
@@ -252,7 +252,7 @@ func TestDNSCacheSingleflight(t *testing.T) {
 	for range n {
 		go func() { errs <- get(context.Background(), pool, u) }()
 	}
-	for pool.DNSStats().Misses < n {
+	for pool.DNSStats().Waiting < n {
 		runtime.Gosched() // until every resolution waits on the held query
 	}
 	close(hold)
@@ -414,7 +414,7 @@ func TestDNSCacheHonoursContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() { errc <- get(ctx, pool, withHost(target.URL, "origin.test")) }()
-	for pool.DNSStats().Misses < 1 {
+	for pool.DNSStats().Waiting < 1 {
 		runtime.Gosched() // until the resolution waits on the held query
 	}
 	cancel()
