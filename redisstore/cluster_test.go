@@ -95,7 +95,10 @@ func testMasterKilled(t *testing.T, cluster *redistest.Cluster) {
 				Prefix: policy.String(), OnRedisError: policy, Timeout: 500 * time.Millisecond,
 				RetryInterval: time.Minute, Now: clk.Now, CheckInterval: -1,
 			}
-			seen, err := redisstore.New(clusterClient(t, cluster), cfg)
+			var warn warnings
+			seenCfg := cfg
+			seenCfg.OnWarning = warn.add
+			seen, err := redisstore.New(clusterClient(t, cluster), seenCfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -137,13 +140,8 @@ func testMasterKilled(t *testing.T, cluster *redistest.Cluster) {
 					t.Errorf("free host on a live master: Admit = %v, want admitted", err)
 				}
 			}
+			live := cluster.Masters[0]
 			if policy == redisstore.FailClosed {
-				// New halts on live masters are shared at once.
-				live := cluster.Masters[0]
-				halt(t, other, free[live])
-				if _, err := seen.Admit(ctx, free[live]); !errors.Is(err, breaker.ErrHalted) {
-					t.Errorf("halt made after the kill on a live master: Admit = %v, want ErrHalted", err)
-				}
 				if _, err := other.Admit(ctx, free[killed]); !errors.Is(err, redisstore.ErrUnavailable) {
 					t.Errorf("FailClosed, host of the killed master: Admit = %v, want ErrUnavailable", err)
 				}
@@ -154,11 +152,22 @@ func testMasterKilled(t *testing.T, cluster *redistest.Cluster) {
 				if _, err := seen.Admit(ctx, free[killed]); err != nil {
 					t.Errorf("FailOpen, host of the killed master: Admit = %v, want admitted from local state", err)
 				}
-				for _, host := range halted {
-					if _, err := seen.Admit(ctx, host); !errors.Is(err, breaker.ErrHalted) {
-						t.Errorf("FailOpen, remembered halt of %s during the outage: Admit = %v, want ErrHalted", host, err)
-					}
+				if _, err := seen.Admit(ctx, halted[killed]); !errors.Is(err, breaker.ErrHalted) {
+					t.Errorf("FailOpen, remembered halt of the killed master: Admit = %v, want ErrHalted", err)
 				}
+				if w := warn.last(); w.Kind != redisstore.Degraded || len(w.Servers) != 1 || w.Servers[0] != killed.Addr {
+					t.Errorf("FailOpen: last warning %+v, want Degraded naming %s", w, killed.Addr)
+				}
+			}
+			// The other masters' hosts stay on Redis, also for the worker
+			// that met the killed master: a halt made after the kill is
+			// shared at once.
+			halt(t, other, free[live])
+			if _, err := seen.Admit(ctx, free[live]); !errors.Is(err, breaker.ErrHalted) {
+				t.Errorf("halt made after the kill on a live master: Admit = %v, want ErrHalted", err)
+			}
+			if st, err := seen.State(ctx, free[live]); err != nil || !st.Halted || st.Recent.Refused != 1 {
+				t.Errorf("live master's host read by the worker that met the killed one: %+v, %v; want Redis's state (halted, 1 refusal)", st, err)
 			}
 
 			// The master comes back with no data; its remembered halt is
@@ -181,6 +190,15 @@ func testMasterKilled(t *testing.T, cluster *redistest.Cluster) {
 			}
 			if !errors.Is(err, breaker.ErrHalted) {
 				t.Errorf("remembered halt after the master's restart: Admit = %v, want ErrHalted", err)
+			}
+			if policy == redisstore.FailOpen {
+				recovered := false
+				for _, w := range warn.w {
+					recovered = recovered || w.Kind == redisstore.Recovered && len(w.Servers) == 1 && w.Servers[0] == killed.Addr
+				}
+				if !recovered {
+					t.Errorf("FailOpen: warnings %v, want Recovered naming %s", warn.kinds(), killed.Addr)
+				}
 			}
 			var st hoststate.HostState
 			for range 3 {

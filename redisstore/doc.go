@@ -74,11 +74,12 @@
 // master that is down takes only its own slots with it. The hosts of the
 // other slots keep their breakers, pacing and halts in Redis; the hosts
 // of the lost slots follow Config.OnRedisError: FailClosed fails their
-// attempts (not sent), while FailOpen puts the whole State, every host,
-// on local state until the master answers again (halts it remembers stay
-// refused; halts made by other workers meanwhile are not seen). When the
-// master comes back empty, the halts of its slots are written back as
-// after any restart.
+// attempts (not sent); FailOpen runs those hosts alone on local state
+// until their master answers again (the halts the State remembers stay
+// refused; halts other workers make on those hosts meanwhile are not
+// seen), with a Degraded and then a Recovered Warning naming the master.
+// When the master comes back empty, the halts of its slots are written
+// back as after any restart.
 //
 // # TLS
 //

@@ -226,13 +226,24 @@ func (s *State) Watch(ctx context.Context) error {
 			return ctx.Err()
 		case <-tick.C:
 		}
-		if s.down.Load() {
+		if s.allDown() {
 			continue // the fallback re-syncs when Redis answers
 		}
 		rctx, cancel := context.WithTimeout(ctx, s.set.cfg.Timeout)
 		s.check(rctx, "watch")
 		cancel()
 	}
+}
+
+// allDown reports an outage of the whole client (FailOpen).
+func (s *State) allDown() bool {
+	if !s.down.Load() {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.outages[""]
+	return ok
 }
 
 // eachServer calls fn for every master of the client, concurrently for a

@@ -8,6 +8,7 @@ import (
 	"github.com/egresskit/egresskit/breaker"
 	"github.com/egresskit/egresskit/classify"
 	"github.com/egresskit/egresskit/hoststate"
+	"github.com/redis/go-redis/v9"
 )
 
 // WarningKind says what a Warning reports.
@@ -54,7 +55,7 @@ func (k WarningKind) String() string {
 }
 
 // Warning reports a change of a FailOpen State between Redis and local
-// state (one per change, not per failed call), halts written back after
+// state (one per change, and per Cluster master, not per failed call), halts written back after
 // Redis lost data, and what New could not check.
 type Warning struct {
 	Kind WarningKind
@@ -69,76 +70,146 @@ type Warning struct {
 	Halts int
 	// Hosts are those hosts (Restored only).
 	Hosts []string
-	// Servers are the addresses of the servers whose run_id changed or
-	// that evicted keys (Restored only; empty when an admission noticed
-	// the loss).
+	// Servers are, for Restored, the addresses of the servers whose
+	// run_id changed or that evicted keys (empty when an admission
+	// noticed the loss); for Degraded and Recovered on a Redis Cluster,
+	// the master whose outage began or ended (empty: the whole client).
 	Servers []string
 	// Time is when the change happened, on the local clock.
 	Time time.Time
 }
 
-// route says where an operation goes: to Redis (nil, false), to local
-// state (local, false), or to Redis as a retry after an outage (local,
-// true), in which case local is the fallback should the retry fail.
-func (s *State) route() (local *hoststate.Memory, try bool) {
+// route says where an operation on k goes: to Redis (nil, false), to
+// local state (local, false), or to Redis as a retry after an outage
+// (local, true), in which case local is the fallback should the retry
+// fail. node is the Redis node of k (see nodeOf) whose outage applies,
+// when local is not nil.
+func (s *State) route(ctx context.Context, k keys) (local *hoststate.Memory, try bool, node string) {
 	if !s.down.Load() {
-		return nil, false
+		return nil, false, ""
 	}
+	node = s.nodeOf(ctx, k)
 	now := s.localNow()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.degraded {
-		return nil, false
+	next, ok := s.outages[node]
+	if !ok && node != "" {
+		// An outage of the whole client covers every node.
+		node = ""
+		next, ok = s.outages[node]
 	}
-	if now.Before(s.nextTry) {
-		return s.local, false
+	if !ok {
+		return nil, false, ""
 	}
-	s.nextTry = now.Add(s.set.cfg.RetryInterval)
-	return s.local, true
+	if now.Before(next) {
+		return s.local, false, node
+	}
+	s.outages[node] = now.Add(s.set.cfg.RetryInterval)
+	return s.local, true, node
 }
 
-// degrade switches to local state (once per outage) and returns it.
-func (s *State) degrade(op string, err error) *hoststate.Memory {
+// nodeOf returns the address of the master serving k's slot when the
+// client is a Redis Cluster client, so that a master that is down sends
+// only its own hosts to local state; otherwise (or when the cluster's
+// layout is not known) "", the whole client.
+func (s *State) nodeOf(ctx context.Context, k keys) string {
+	cc, ok := s.client.(*redis.ClusterClient)
+	if !ok {
+		return ""
+	}
+	rctx, cancel := context.WithTimeout(ctx, s.set.cfg.Timeout)
+	defer cancel()
+	n, err := cc.MasterForKey(rctx, k.state)
+	if err != nil {
+		return ""
+	}
+	return n.Options().Addr
+}
+
+// degrade switches node's hosts to local state (once per outage of node)
+// and returns it.
+func (s *State) degrade(ctx context.Context, op string, err error, k keys) *hoststate.Memory {
+	node := s.nodeOf(ctx, k)
 	now := s.localNow()
 	s.mu.Lock()
-	first := !s.degraded
-	if first {
-		s.degraded = true
-		s.down.Store(true)
+	if s.outages == nil {
+		s.outages = make(map[string]time.Time)
+	}
+	var known []haltAt
+	if len(s.outages) == 0 {
 		s.local = hoststate.NewMemory(s.set.memoryConfig())
-		// Write back the halts seen in Redis when it answers again, in
-		// case it lost them (a restart without persistence, a failover).
-		if s.pending == nil {
-			s.pending = make(map[string]pendingHalt, len(s.known))
-		}
+		known = make([]haltAt, 0, len(s.known))
 		for h, t := range s.known {
-			if _, ok := s.pending[h]; !ok {
-				s.pending[h] = pendingHalt{since: t}
-			}
+			known = append(known, haltAt{h, t})
 		}
 	}
-	s.nextTry = now.Add(s.set.cfg.RetryInterval)
+	_, had := s.outages[node]
+	s.outages[node] = now.Add(s.set.cfg.RetryInterval)
+	s.down.Store(true)
 	local := s.local
 	s.mu.Unlock()
-	if first {
-		s.warn(Warning{Kind: Degraded, Op: op, Err: err, Time: now})
+	if len(known) > 0 {
+		// Write back the halts seen in Redis when their node answers
+		// again, in case it lost them (a restart without persistence, a
+		// failover).
+		nodes := make([]string, len(known))
+		for i, h := range known {
+			hk, _ := s.keysOf(h.host) // valid: the host was used already
+			nodes[i] = s.nodeOf(ctx, hk)
+		}
+		s.mu.Lock()
+		if s.pending == nil {
+			s.pending = make(map[string]pendingHalt, len(known))
+		}
+		for i, h := range known {
+			if _, ok := s.pending[h.host]; !ok {
+				s.pending[h.host] = pendingHalt{since: h.since, node: nodes[i]}
+			}
+		}
+		s.mu.Unlock()
+	}
+	if !had {
+		w := Warning{Kind: Degraded, Op: op, Err: err, Time: now}
+		if node != "" {
+			w.Servers = []string{node}
+		}
+		s.warn(w)
 	}
 	return local
 }
 
-// recovered goes back to Redis after a successful retry, unless halts
+// recovered ends node's outage after a successful retry, unless halts
 // were made locally since pushPending; they are written on the next try.
-func (s *State) recovered(op string, halts int) {
+// When no outage is left, the local state is dropped.
+func (s *State) recovered(op string, halts int, node string) {
 	s.mu.Lock()
-	if !s.degraded || len(s.pending) > 0 {
+	if _, ok := s.outages[node]; !ok || len(s.pending) > 0 && s.pendingOn(node) {
 		s.mu.Unlock()
 		return
 	}
-	s.degraded = false
-	s.down.Store(false)
-	s.local = nil
+	delete(s.outages, node)
+	if len(s.outages) == 0 {
+		s.down.Store(false)
+		s.local = nil
+	}
 	s.mu.Unlock()
-	s.warn(Warning{Kind: Recovered, Op: op, Halts: halts, Time: s.localNow()})
+	w := Warning{Kind: Recovered, Op: op, Halts: halts, Time: s.localNow()}
+	if node != "" {
+		w.Servers = []string{node}
+	}
+	s.warn(w)
+}
+
+// pendingOn reports a pending halt that a try of node must write: one of
+// node's hosts, or of a host whose node is unknown or not out. s.mu is
+// held.
+func (s *State) pendingOn(node string) bool {
+	for _, p := range s.pending {
+		if _, out := s.outages[p.node]; p.node == node || p.node == "" || !out {
+			return true
+		}
+	}
+	return false
 }
 
 // pushBatch is how many halts one pipeline writes.
@@ -150,19 +221,22 @@ const pushBatch = 500
 // resumed since the halt began.
 type pendingHalt struct {
 	since time.Time
+	node  string // the node of the host's slot, when known (see nodeOf)
 }
 
-// pushPending writes the pending halts to Redis, a pipeline of EVALs of the
-// halt script per batch (the script cache of a restarted server is empty,
-// and the script is small), and returns how many hosts it halted. A halt
-// key of another type cannot take the halt; Admit reports it as corrupt,
-// so the host stays refused, and the halt is dropped from the pending
-// ones.
-func (s *State) pushPending(ctx context.Context) (int, error) {
+// pushPending writes the pending halts that a try of node must write (see
+// pendingOn) to Redis, a pipeline of EVALs of the halt script per batch
+// (the script cache of a restarted server is empty, and the script is
+// small), and returns how many hosts it halted. A halt key of another
+// type cannot take the halt; Admit reports it as corrupt, so the host
+// stays refused, and the halt is dropped from the pending ones.
+func (s *State) pushPending(ctx context.Context, node string) (int, error) {
 	s.mu.Lock()
 	todo := make([]haltAt, 0, len(s.pending))
 	for h, p := range s.pending {
-		todo = append(todo, haltAt{h, p.since})
+		if _, out := s.outages[p.node]; p.node == node || p.node == "" || !out {
+			todo = append(todo, haltAt{h, p.since})
+		}
 	}
 	s.mu.Unlock()
 	halted, err := s.writeHalts(ctx, todo, func(h haltAt) {
@@ -246,18 +320,22 @@ func (s *State) localRecord(ctx context.Context, local *hoststate.Memory, host s
 		return eff, err
 	}
 	since := s.localNow()
+	k, _ := s.keysOf(host) // valid: Record checked it
+	node := s.nodeOf(ctx, k)
 	s.mu.Lock()
 	if s.pending == nil {
 		s.pending = make(map[string]pendingHalt)
 	}
-	s.pending[host] = pendingHalt{since: since}
-	direct := !s.degraded // Redis came back while this attempt ran
+	s.pending[host] = pendingHalt{since: since, node: node}
+	_, out := s.outages[node]
+	_, all := s.outages[""]
+	direct := !out && !all // Redis came back while this attempt ran
 	s.mu.Unlock()
 	s.remember(host, since)
 	if direct {
 		var re redisErr
-		if _, err := s.pushPending(ctx); errors.As(err, &re) {
-			s.degrade("halt", re.error)
+		if _, err := s.pushPending(ctx, node); errors.As(err, &re) {
+			s.degrade(ctx, "halt", re.error, k)
 		}
 	}
 	return eff, nil

@@ -58,6 +58,10 @@ import (
 // lost them, under both policies: see the package documentation ("Halts
 // that outlive Redis's data").
 //
+// With a *redis.ClusterClient an outage is a master's: only the hosts of
+// its slots go to local state, and it is tried again, re-synced and
+// warned about on its own.
+//
 // State is safe for concurrent use and starts no goroutine (Watch runs on
 // the caller's). It does not own the client: close the client when done.
 type State struct {
@@ -65,7 +69,7 @@ type State struct {
 	set    settings
 	prefix string
 	sc     scripts
-	down   atomic.Bool  // mirrors degraded, for a lock-free fast path
+	down   atomic.Bool  // mirrors len(outages) > 0, for a lock-free fast path
 	nKnown atomic.Int64 // mirrors len(known), for a lock-free fast path
 
 	dialed        atomic.Bool  // a new connection was made: check for a restart
@@ -77,8 +81,10 @@ type State struct {
 	hooked        sync.Map     // node clients with the dial hook, of a Cluster or Ring
 
 	mu       sync.Mutex // guards the fields below
-	degraded bool       // FailOpen and running on local
-	nextTry  time.Time  // when a degraded State tries Redis again
+	// outages are the nodes (see nodeOf; "" for the whole client) whose
+	// hosts run on local state (FailOpen), each with when to try Redis
+	// again.
+	outages map[string]time.Time
 	local    *hoststate.Memory
 	pending  map[string]pendingHalt // halts to write to Redis
 	known    map[string]time.Time   // halts seen: refused while degraded, written back after a loss
@@ -384,7 +390,7 @@ func (s *State) call(ctx context.Context, op string, sc *redis.Script, k keys, a
 // exec runs sc for k, or tells the caller to use local state: when local
 // is not nil the caller must run the operation on it instead.
 func (s *State) exec(ctx context.Context, op string, sc *redis.Script, k keys, args []any) (reply any, local *hoststate.Memory, err error) {
-	local, try := s.route()
+	local, try, node := s.route(ctx, k)
 	if local != nil && !try {
 		return nil, local, nil
 	}
@@ -393,10 +399,10 @@ func (s *State) exec(ctx context.Context, op string, sc *redis.Script, k keys, a
 	}
 	halts := 0
 	if try {
-		if halts, err = s.pushPending(ctx); err != nil {
+		if halts, err = s.pushPending(ctx, node); err != nil {
 			var re redisErr
 			if errors.As(err, &re) {
-				return nil, s.degrade(op, re.error), nil
+				return nil, s.degrade(ctx, op, re.error, k), nil
 			}
 			return nil, nil, err // ctx ended
 		}
@@ -406,18 +412,18 @@ func (s *State) exec(ctx context.Context, op string, sc *redis.Script, k keys, a
 	switch {
 	case err == nil:
 		if try {
-			s.recovered(op, halts)
+			s.recovered(op, halts, node)
 		}
 		return reply, nil, nil
 	case !errors.As(err, &re):
 		if try && ctx.Err() == nil {
-			s.recovered(op, halts) // Redis answered, with an error of its own
+			s.recovered(op, halts, node) // Redis answered, with an error of its own
 		}
 		return nil, nil, err
 	case s.set.cfg.OnRedisError == FailClosed:
 		return nil, nil, &UnavailableError{Op: op, Cause: re.error}
 	}
-	return nil, s.degrade(op, re.error), nil
+	return nil, s.degrade(ctx, op, re.error, k), nil
 }
 
 // ints reads a script reply of at least n integers.
