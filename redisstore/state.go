@@ -80,15 +80,15 @@ type State struct {
 	warnedJournal atomic.Bool  // the Warning that the journal failed was sent
 	hooked        sync.Map     // node clients with the dial hook, of a Cluster or Ring
 
-	mu       sync.Mutex // guards the fields below
+	mu sync.Mutex // guards the fields below
 	// outages are the nodes (see nodeOf; "" for the whole client) whose
 	// hosts run on local state (FailOpen), each with when to try Redis
 	// again.
 	outages map[string]time.Time
-	local    *hoststate.Memory
-	pending  map[string]pendingHalt // halts to write to Redis
-	known    map[string]time.Time   // halts seen: refused while degraded, written back after a loss
-	runs     map[string]serverInfo  // what the last check read of each server, by address
+	local   *hoststate.Memory
+	pending map[string]pendingHalt // halts to write to Redis
+	known   map[string]time.Time   // halts seen: refused while degraded, written back after a loss
+	runs    map[string]serverInfo  // what the last check read of each server, by address
 }
 
 var _ hoststate.Store = (*State)(nil)
