@@ -1,17 +1,19 @@
 // Package ratelimit paces requests per host, adaptively.
 //
-// A Set holds a token bucket (golang.org/x/time/rate) per host key (see
-// package hostkey), filled at the host's current rate in requests per
+// A Set holds a token bucket (x/time/rate's arithmetic, see bucket.go) per
+// host key (see package hostkey), filled at the host's current rate in requests per
 // minute, and adapts that rate to what the host says:
 //
 //   - Throttled (a 429, or any Retry-After) starts a pause episode: the rate
-//     is halved (never below Floor) — or set at once to the rate the host
-//     was seen to accept, when that is lower (see below) — and the host is
-//     paused until now + RetryAfter (capped at MaxPause; one interval at
-//     the new rate when the host gave no RetryAfter). The throttle drains
-//     the bucket: when the pause ends (and no sooner than one interval of
-//     the new rate after the throttle), the attempts waiting for it go out
-//     one interval apart at the new rate, never together. A Throttled
+//     is halved (never below Floor) — or, when the host was seen to accept
+//     clearly less than the rate (at most 0.9 of it, see below), set to
+//     that accepted rate at once — and the host is paused until now +
+//     RetryAfter (capped at MaxPause; one interval at the new rate when
+//     the host gave no RetryAfter). The throttle drains the bucket, and
+//     from then on the host gets no bursts (its bucket holds one token):
+//     when the pause ends (and no sooner than one interval of the new
+//     rate after the throttle), the attempts waiting for it go out one
+//     interval apart at the new rate, never together. A Throttled
 //     outcome that arrives while the host is already paused (another
 //     attempt answered by the same episode) extends the pause, draining the
 //     bucket again, but does not halve again.
@@ -22,13 +24,19 @@
 //   - OK outcomes drive the recovery, shaped like TCP CUBIC's window over
 //     the count of OKs since the throttle: a concave climb from the cut
 //     rate back to the target rate in RecoverAfter OKs (fast at first,
-//     flattening as it nears the target), a plateau at the target for
-//     RecoverAfter more OKs, then a convex probe above it, RecoverStep
-//     faster after RecoverAfter further OKs and growing with the cube of
-//     their number. The target is the last rate the host accepted: the
-//     rate of OK answers measured from their spacing (an average over the
-//     recent ones, gaps across a pause left out), else the rate at which
-//     the throttle came.
+//     flattening as it nears the target), a plateau at the target, then
+//     a convex probe above it, RecoverStep faster after RecoverAfter
+//     further OKs and growing with the cube of their number. The plateau
+//     lasts 2×RecoverAfter OKs, and twice as long again after each
+//     throttle that a probe brought about: the better the host's limit is
+//     known, the more rarely it is probed. The target is the last rate the
+//     host accepted: the rate of OK answers measured from their spacing
+//     (an average over the recent ones, gaps across a pause left out),
+//     else the rate at which the throttle came. The accepted rate is
+//     measured afresh after each throttle; while the rate climbs, answers
+//     spaced clearly closer than the rate now sent at (answers to requests
+//     sent before the cut) raise it at once to their rate, up to the
+//     target.
 //   - The rate never exceeds the host's configured rate nor its ceiling
 //     (SetCeiling, robots.txt Crawl-delay).
 //   - Transient, Refused, Permanent and Canceled outcomes leave the rate
@@ -59,7 +67,6 @@ import (
 
 	"github.com/egresskit/egresskit/classify"
 	"github.com/egresskit/egresskit/internal/hostmap"
-	"golang.org/x/time/rate"
 )
 
 // Config configures a Set. The zero value uses every default.
@@ -74,10 +81,10 @@ type Config struct {
 	// never exceeds a host's configured rate; a ceiling below it wins.
 	// Default (not a positive finite number): 1.
 	Floor float64
-	// RecoverAfter is the length, in OK outcomes, of each phase of the
-	// recovery after a throttle: the climb back to the target rate, the
-	// plateau there, and the first step of probing above it. Default
-	// (<= 0): 10.
+	// RecoverAfter is the length, in OK outcomes, of the phases of the
+	// recovery after a throttle: the climb back to the target rate, half
+	// the first plateau there, and the first step of probing above it.
+	// Default (<= 0): 10.
 	RecoverAfter int
 	// RecoverStep is how much faster than the target rate the probe is
 	// after its first RecoverAfter OKs, in requests per minute; it grows
@@ -225,16 +232,16 @@ func New(cfg Config) *Set {
 
 // entry is one host's pacing; its fields are guarded by its shard's lock.
 type entry struct {
-	lim         *rate.Limiter
+	lim         bucket
 	perMinute   float64 // current rate
 	configured  float64
 	ceiling     float64   // 0: none
 	pausedUntil time.Time // zero: never paused
-	limAt       time.Time // latest time given to lim, which must not go back
 	epoch       uint64    // pauses started or grown
-	// The recovery: from base toward target (0: none), oks OKs in.
+	// The recovery: from base toward target (0: none), oks OKs in, with a
+	// plateau of plateau OKs (0: not yet set).
 	target, base float64
-	oks          int
+	oks, plateau int
 	// The spacing of OK answers: the last one's time, and an average of
 	// the gaps (microseconds) over gaps samples.
 	lastOK time.Time
@@ -246,7 +253,7 @@ type entry struct {
 }
 
 // minGaps is how many gaps between OK answers make an accepted rate.
-const minGaps = 3
+const minGaps = 1
 
 // maxOKs bounds the OK count of a recovery (far past its end).
 const maxOKs = 1 << 30
@@ -254,10 +261,9 @@ const maxOKs = 1 << 30
 func (s *Set) newEntry(host string, now time.Time) *entry {
 	pm := s.configured(host)
 	return &entry{
-		lim:        rate.NewLimiter(limit(pm), s.cfg.Burst),
+		lim:        newBucket(pm, s.cfg.Burst, now),
 		perMinute:  pm,
 		configured: pm,
-		limAt:      now,
 		since:      now,
 		used:       now,
 	}
@@ -270,8 +276,6 @@ func (s *Set) configured(host string) float64 {
 	return s.cfg.PerMinute
 }
 
-func limit(perMinute float64) rate.Limit { return rate.Limit(perMinute / 60) }
-
 // top is the rate the host may recover to.
 func (e *entry) top() float64 {
 	if e.ceiling > 0 {
@@ -280,28 +284,16 @@ func (e *entry) top() float64 {
 	return e.configured
 }
 
-// clock returns t, or the latest time given to the limiter if later.
-func (e *entry) clock(t time.Time) time.Time {
-	if t.Before(e.limAt) {
-		return e.limAt
-	}
-	return t
-}
-
 func (e *entry) setRate(perMinute float64, now time.Time) {
 	e.perMinute = perMinute
-	t := e.clock(now)
-	e.lim.SetLimitAt(t, limit(perMinute))
-	e.limAt = t
+	e.lim.setRate(e.lim.clock(now), perMinute)
 }
 
-// drain empties the bucket as of at: the next token is available at at,
-// the one after an interval later, whatever the time at which at is.
-func (e *entry) drain(at time.Time, burst int) {
-	at = e.clock(at)
-	e.lim = rate.NewLimiter(limit(e.perMinute), burst)
-	e.lim.ReserveN(at, burst-1)
-	e.limAt = at
+// drain empties the bucket as of at and leaves it a burst of one: the
+// next token is available at at, the one after an interval later.
+func (e *entry) drain(at time.Time) {
+	at = e.lim.clock(at)
+	e.lim = bucket{tokens: 1, at: at, perMinute: e.perMinute, burst: 1}
 }
 
 func maxTime(a, b time.Time) time.Time {
@@ -321,17 +313,17 @@ func (e *entry) accepted() float64 {
 }
 
 // cubic is the recovery's rate n OKs after a throttle cut the rate to
-// base, aiming at target: a concave climb over k OKs, a plateau over k
+// base, aiming at target: a concave climb over k OKs, a plateau over p
 // more, then a convex probe, step faster k OKs later.
-func cubic(base, target, step float64, n, k int) float64 {
+func cubic(base, target, step float64, n, k, p int) float64 {
 	switch {
 	case n < k:
 		x := 1 - float64(n)/float64(k)
 		return target - (target-base)*(x*x*x)
-	case n < 2*k:
+	case n < k+p:
 		return target
 	}
-	x := float64(n-2*k) / float64(k)
+	x := float64(n-k-p) / float64(k)
 	return target + step*(x*x*x)
 }
 
@@ -354,26 +346,25 @@ func (s *Set) Reserve(ctx context.Context, host string) (Reservation, error) {
 	if e.pausedUntil.After(at) {
 		at = e.pausedUntil
 	}
-	at = e.clock(at)
+	at = e.lim.clock(at)
 	if deadline, ok := ctx.Deadline(); ok {
 		wait := at.Sub(now)
-		if tokens := e.lim.TokensAt(at); tokens < 1 {
+		if tokens := e.lim.tokensAt(at); tokens < 1 {
 			wait += delay(1-tokens, e.perMinute)
 		}
 		if now.Add(wait).After(deadline) {
 			return Reservation{}, &DeadlineError{Host: host, Wait: wait}
 		}
 	}
-	r := e.lim.ReserveN(at, 1)
-	e.limAt = at
+	send := e.lim.reserve(at)
 	s.hosts.MaybeSweep(sh, now)
-	return Reservation{Wait: r.DelayFrom(now), Epoch: e.epoch}, nil
+	return Reservation{Wait: max(send.Sub(now), 0), Epoch: e.epoch}, nil
 }
 
 // delay is the time to accumulate tokens at perMinute, computed as
 // x/time/rate does.
 func delay(tokens, perMinute float64) time.Duration {
-	return time.Duration(tokens / float64(limit(perMinute)) * float64(time.Second))
+	return time.Duration(tokens / (perMinute / 60) * float64(time.Second))
 }
 
 // interval is the time between two requests at perMinute, at most max.
@@ -415,8 +406,11 @@ func (s *Set) Observe(host string, r classify.Result) (floored bool) {
 // ok counts an OK answer: its spacing from the last, and a step of the
 // recovery.
 func (s *Set) ok(e *entry, now time.Time) {
-	// A gap across a pause says nothing of the rate the host accepts.
-	if !e.lastOK.IsZero() && !e.lastOK.Before(e.pausedUntil) && now.After(e.lastOK) {
+	// A gap across the end of a pause (when this side waited, not the
+	// host) says nothing of the rate the host accepts; answers that come
+	// while the host is paused were sent before, and their spacing does.
+	spansEnd := e.lastOK.Before(e.pausedUntil) && !now.Before(e.pausedUntil)
+	if !e.lastOK.IsZero() && now.After(e.lastOK) && !spansEnd {
 		d := float64(now.Sub(e.lastOK).Microseconds())
 		if e.gaps == 0 {
 			e.gap = d
@@ -429,12 +423,20 @@ func (s *Set) ok(e *entry, now time.Time) {
 	if e.target == 0 {
 		return
 	}
+	// Climbing, and the host answered clearly faster than the rate now
+	// sent at (answers to requests sent before the cut, spaced by the
+	// host): jump to that rate, up to the target, rather than crawl there.
+	if e.oks < s.cfg.RecoverAfter && e.gaps > 0 {
+		if a := e.accepted(); a > 1.1*e.perMinute && a <= 1.05*e.target {
+			e.base = max(e.base, min(a, e.target))
+		}
+	}
 	e.oks = min(e.oks+1, maxOKs)
 	step := s.cfg.RecoverStep
 	if step == 0 {
 		step = e.target / 10
 	}
-	if w := min(cubic(e.base, e.target, step, e.oks, s.cfg.RecoverAfter), e.top()); w != e.perMinute {
+	if w := min(cubic(e.base, e.target, step, e.oks, s.cfg.RecoverAfter, e.plateau), e.top()); w != e.perMinute {
 		e.setRate(w, now)
 	}
 }
@@ -444,13 +446,27 @@ func (s *Set) throttled(e *entry, now time.Time, retryAfter time.Duration) (floo
 	floor := min(s.cfg.Floor, e.configured)
 	floored = e.perMinute <= floor
 	if !now.Before(e.pausedUntil) { // a new episode: cut the rate
-		r := e.perMinute
-		target := r
-		if a := e.accepted(); a > 0 && a < target {
-			target = a
+		if e.lastOK.Before(e.pausedUntil) {
+			e.lastOK = time.Time{} // no OK since the last pause ended
 		}
-		next := min(max(min(r/2, target), floor), e.top())
+		k := s.cfg.RecoverAfter
+		switch {
+		case e.plateau == 0:
+			e.plateau = 2 * k
+		case e.target > 0 && e.oks >= k+e.plateau: // a probe brought it
+			e.plateau = min(2*e.plateau, maxOKs/4)
+		}
+		r := e.perMinute
+		target, next := r, r/2
+		if a := e.accepted(); a > 0 && a < r {
+			target = a
+			if a <= 0.9*r {
+				next = a
+			}
+		}
+		next = min(max(next, floor), e.top())
 		e.target, e.base, e.oks = min(max(target, next), e.top()), next, 0
+		e.gaps = 0 // from now on, the rate accepted since this throttle
 		e.setRate(next, now)
 	}
 	pause := max(retryAfter, 0)
@@ -462,7 +478,7 @@ func (s *Set) throttled(e *entry, now time.Time, retryAfter time.Duration) (floo
 		e.epoch++
 		// The first token comes when the pause ends, and never sooner
 		// than one interval of the new rate after the throttle.
-		e.drain(maxTime(until, now.Add(interval(e.perMinute, s.cfg.MaxPause))), s.cfg.Burst)
+		e.drain(maxTime(until, now.Add(interval(e.perMinute, s.cfg.MaxPause))))
 	}
 	return floored
 }

@@ -136,6 +136,10 @@ func okRun(t *testing.T, c *clock, s *ratelimit.Set, n int) {
 // near reports whether two rates agree to 1e-9 relative.
 func near(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(math.Abs(a), math.Abs(b)) }
 
+// accepted520 is the rate of OK answers 520ms apart, per minute: above
+// 0.9 of 120/min, so a throttle at 120/min halves to 60 and aims at it.
+const accepted520 = float64(time.Minute) / float64(520*time.Millisecond)
+
 // climb is the recovery's concave climb from base to target, n of k OKs in.
 func climb(base, target float64, n, k int) float64 {
 	x := 1 - float64(n)/float64(k)
@@ -159,11 +163,11 @@ func TestRecovery(t *testing.T) {
 		{"climb to ceiling", ratelimit.Config{}, 45, 0, []at{
 			{0, 22.5}, {5, climb(22.5, 45, 5, 10)}, {10, 45}, {50, 45}}},
 		{"jump to the accepted rate, plateau, probe", ratelimit.Config{PerMinute: 120}, 0, 1500 * time.Millisecond, []at{
-			{0, 40}, {5, 40}, {19, 40}, {20, 40}, {30, 44}, {40, 72}, {50, 120}}},
-		{"climb to the accepted rate, plateau, probe", ratelimit.Config{PerMinute: 120}, 0, 750 * time.Millisecond, []at{
-			{0, 60}, {5, climb(60, 80, 5, 10)}, {10, 80}, {20, 80}, {30, 88}, {40, 120}}},
+			{0, 40}, {5, 40}, {29, 40}, {30, 40}, {40, 44}, {50, 72}, {60, 120}}},
+		{"halve, climb to the accepted rate, plateau, probe", ratelimit.Config{PerMinute: 120}, 0, 520 * time.Millisecond, []at{
+			{0, 60}, {5, climb(60, accepted520, 5, 10)}, {10, accepted520}, {29, accepted520}, {35, accepted520 * 1.0125}, {50, 120}}},
 		{"custom phases", ratelimit.Config{PerMinute: 120, RecoverAfter: 3, RecoverStep: 20}, 0, 1500 * time.Millisecond, []at{
-			{0, 40}, {3, 40}, {6, 40}, {9, 60}, {12, 120}}},
+			{0, 40}, {3, 40}, {8, 40}, {12, 60}, {15, 120}}},
 		{"override", ratelimit.Config{Overrides: map[string]float64{host: 100}}, 0, 0, []at{
 			{0, 50}, {5, climb(50, 100, 5, 10)}, {10, 100}}},
 	}
@@ -198,6 +202,36 @@ func TestRecovery(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPlateauDoubles: after a throttle that a probe brought about, the
+// next plateau is twice as long (40 OKs instead of 20): the rate is still
+// at the target 49 OKs after the second throttle, and probes above it by
+// the 60th.
+func TestPlateauDoubles(t *testing.T) {
+	c := newClock()
+	s := newSet(c, ratelimit.Config{PerMinute: 120})
+	for range 4 { // accepted at 40/min
+		observe(s, host, classify.OK, 0)
+		c.Advance(1500 * time.Millisecond)
+	}
+	observe(s, host, classify.Throttled, 0)
+	okRun(t, c, s, 31) // climb 10, plateau 20, then probing
+	if st := s.State(host); st.PerMinute <= st.Target {
+		t.Fatalf("31 OKs after the throttle: rate %v, want probing above the target %v", st.PerMinute, st.Target)
+	}
+	c.Advance(time.Minute)
+	observe(s, host, classify.Throttled, 0)
+	target := s.State(host).Target
+	c.Advance(reserve(t, s, host))
+	okRun(t, c, s, 49)
+	if got := s.State(host).PerMinute; got != target {
+		t.Errorf("49 OKs after the second throttle: rate %v, want the target %v", got, target)
+	}
+	okRun(t, c, s, 11)
+	if got := s.State(host).PerMinute; got <= target {
+		t.Errorf("60 OKs after the second throttle: rate %v, want probing above %v", got, target)
 	}
 }
 

@@ -266,9 +266,10 @@ func recoveryToCeiling(t *testing.T, env Env) {
 }
 
 // recoveryToAccepted: a host configured at 120/min answered OK 1.5s apart
-// (40/min) before its 429: the rate jumps to 40 at once rather than
-// halving to 60, holds there for 20 OKs, then probes above it (44 after
-// 30 OKs, 72 after 40) up to the configured rate.
+// (40/min) before its 429: the rate drops to 40 at once rather than
+// halving to 60, holds there for 30 OKs (no climb: 10, the first plateau:
+// 20), then probes above it (44 after 40 OKs, 72 after 50) up to the
+// configured rate.
 func recoveryToAccepted(t *testing.T, env Env) {
 	for i := range 4 {
 		if i > 0 {
@@ -280,7 +281,7 @@ func recoveryToAccepted(t *testing.T, env Env) {
 	if got := state(t, env, host).PerMinute; !nearRate(got, 40) {
 		t.Fatalf("after 429: rate %v, want the accepted 40", got)
 	}
-	recoveryOKs(t, env, map[int]float64{5: 40, 20: 40, 30: 44, 40: 72, 50: 120, 60: 120})
+	recoveryOKs(t, env, map[int]float64{5: 40, 29: 40, 40: 44, 50: 72, 60: 120, 70: 120})
 }
 
 // releaseAfterPause: at 600/min with a burst of 5, eight attempts are

@@ -1,10 +1,13 @@
 package testprog_test
 
 import (
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/egresskit/egresskit/internal/testprog"
 )
@@ -50,5 +53,36 @@ func TestLookupMissing(t *testing.T) {
 	}
 	if os.Getenv(testprog.EnvRequire) == "" {
 		t.Log(testprog.EnvRequire, "unset: missing programs skip their tests")
+	}
+}
+
+// TestRateLimitedNginx checks the rate-limited nginx the convergence tests
+// rely on: at 1 r/s without burst, the first of three requests sent back
+// to back is a 200 without Retry-After, the other two are 429s with
+// Retry-After: 2, and the access log counts them.
+func TestRateLimitedNginx(t *testing.T) {
+	n := testprog.RateLimitedNginx(t, testprog.NginxLimit{PerSecond: 1, RetryAfter: 2})
+	want := []struct {
+		status     int
+		retryAfter string
+	}{{200, ""}, {429, "2"}, {429, "2"}}
+	for i, w := range want {
+		resp, err := http.Get(n.URL + "/p/" + strconv.Itoa(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != w.status || resp.Header.Get("Retry-After") != w.retryAfter {
+			t.Errorf("request %d: %d with Retry-After %q, want %d with %q", i+1, resp.StatusCode, resp.Header.Get("Retry-After"), w.status, w.retryAfter)
+		}
+	}
+	// nginx logs a request after its response is sent.
+	got := n.Statuses()
+	for deadline := time.Now().Add(2 * time.Second); got[200]+got[429] < 3 && time.Now().Before(deadline); got = n.Statuses() {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got[200] != 1 || got[429] != 2 || len(got) != 2 {
+		t.Errorf("Statuses() = %v, want 1×200, 2×429 (nginx %s)", got, n.Version)
 	}
 }

@@ -83,8 +83,8 @@ end
 -- writes only the fields that changed.
 local NAMES = {'bs', 'bg', 'bq', 'bx', 'bk', 'bf', 'bo', 'bu', 'bp',
   'lr', 'lc', 'lx', 'lp', 'lt', 'lf', 'la', 'lk', 'lw', 'lu', 'n0', 'n1', 'n2', 'n3', 'n4', 'n5',
-  'le', 'lg', 'lb', 'lo', 'lq', 'lm'}
-local KINDS = 'iiiiiiiiirrzitiiiiiiiiiiiizzidi'
+  'le', 'lg', 'lb', 'lo', 'lq', 'lm', 'lh'}
+local KINDS = 'iiiiiiiiirrzitiiiiiiiiiiiizzidii'
 local f = {}
 do
   local raw = redis.pcall('HMGET', S, unpack(NAMES))
@@ -156,14 +156,14 @@ end
 -- paused-until p, tokens t (valid when tf is 1, else the bucket is full)
 -- as of time a (the latest time given to the bucket), epoch e (pauses
 -- started or grown), the recovery from base bs toward target g (0: none)
--- k OKs in, the last OK's time o and the average gap q between OKs over
--- m gaps, outcome counts n since w, last use u. The fields of the
+-- k OKs in with a plateau of h OKs (0: not yet set), the last OK's time o
+-- and the average gap q between OKs over m gaps, outcome counts n since w, last use u. The fields of the
 -- recovery and the spacing start at 0 when a hash written before them
 -- lacks them.
 local l = nil
 if f.lu ~= nil then
   l = {r = f.lr, c = f.lc, x = f.lx, p = f.lp, t = f.lt, tf = f.lf, a = f.la, k = f.lk, w = f.lw, u = f.lu,
-       e = f.le or 0, g = f.lg or 0, bs = f.lb or 0, o = f.lo or 0, q = f.lq or 0, m = f.lm or 0,
+       e = f.le or 0, g = f.lg or 0, bs = f.lb or 0, o = f.lo or 0, q = f.lq or 0, m = f.lm or 0, h = f.lh or 0,
        n = {f.n0, f.n1, f.n2, f.n3, f.n4, f.n5}}
   need(l, {'r', 'c', 'x', 'p', 't', 'tf', 'a', 'k', 'w', 'u'})
   need(l.n, {1, 2, 3, 4, 5, 6})
@@ -175,7 +175,7 @@ end
 
 local function newLimiter()
   return {r = CONF, c = CONF, x = 0, p = 0, t = 0, tf = 0, a = now, k = 0, w = now, u = now,
-    e = 0, g = 0, bs = 0, o = 0, q = 0, m = 0, n = {0, 0, 0, 0, 0, 0}}
+    e = 0, g = 0, bs = 0, o = 0, q = 0, m = 0, h = 0, n = {0, 0, 0, 0, 0, 0}}
 end
 
 -- top is the rate the host may recover to.
@@ -190,11 +190,18 @@ local function clock(t)
   return t
 end
 
+-- burst is the bucket's size: Burst, and one once the host has throttled
+-- (its epoch moved).
+local function burst()
+  if l.e > 0 then return 1 end
+  return BURST
+end
+
 -- tokensAt is the bucket's content at t >= l.a.
 local function tokensAt(t)
-  if l.tf == 0 then return BURST end
+  if l.tf == 0 then return burst() end
   local tok = l.t + (t - l.a) * l.r / 60000000
-  if tok > BURST then tok = BURST end
+  if tok > burst() then tok = burst() end
   return tok
 end
 
@@ -203,20 +210,24 @@ local function delay(tokens)
   return tokens * 60000000 / l.r
 end
 
+-- setRate changes the rate, re-valuing the tokens owed at the new rate so
+-- that the reservations handed out keep their spacing.
 local function setRate(pm)
   local t = clock(now)
-  l.t, l.tf, l.a, l.r = tokensAt(t), 1, t, pm
+  local tok = tokensAt(t)
+  if tok < 0 then tok = tok * pm / l.r end
+  l.t, l.tf, l.a, l.r = tok, 1, t, pm
 end
 
 -- drain empties the bucket as of at: one token then, the next an
--- interval later.
+-- interval later (the bucket holds one token from now on: see burst).
 local function drain(at)
   l.t, l.tf, l.a = 1, 1, clock(at)
 end
 
 -- MINGAPS gaps between OK answers make an accepted rate; MAXOKS bounds
 -- the counts of OKs.
-local MINGAPS, MAXOKS = 3, 1073741824
+local MINGAPS, MAXOKS = 1, 1073741824
 
 -- accepted is the rate at which the host answered OK lately, per minute;
 -- 0 when not known.
@@ -226,16 +237,16 @@ local function accepted()
 end
 
 -- cubic is the recovery's rate n OKs after a throttle cut the rate to
--- base, aiming at target: a concave climb over k OKs, a plateau over k
+-- base, aiming at target: a concave climb over k OKs, a plateau over p
 -- more, then a convex probe, step faster k OKs later.
-local function cubic(base, target, step, n, k)
+local function cubic(base, target, step, n, k, p)
   if n < k then
     local x = 1 - n / k
     return target - (target - base) * (x * x * x)
-  elseif n < 2 * k then
+  elseif n < k + p then
     return target
   end
-  local x = (n - 2 * k) / k
+  local x = (n - k - p) / k
   return target + step * (x * x * x)
 end
 
@@ -260,7 +271,7 @@ local function save()
     put('lr', l.r); put('lc', l.c); put('lx', l.x); put('lp', l.p); put('lt', l.t)
     put('lf', l.tf); put('la', l.a); put('lk', l.k); put('lw', l.w); put('lu', l.u)
     put('n0', l.n[1]); put('n1', l.n[2]); put('n2', l.n[3]); put('n3', l.n[4]); put('n4', l.n[5]); put('n5', l.n[6])
-    put('le', l.e); put('lg', l.g); put('lb', l.bs); put('lo', l.o); put('lq', l.q); put('lm', l.m)
+    put('le', l.e); put('lg', l.g); put('lb', l.bs); put('lo', l.o); put('lq', l.q); put('lm', l.m); put('lh', l.h)
   end
   if b == nil and l == nil then return end
   if n > 0 then redis.call('HSET', S, unpack(a)) end

@@ -64,32 +64,52 @@ if OUTCOME <= 5 and l.n[OUTCOME + 1] < 4294967295 then
   l.n[OUTCOME + 1] = l.n[OUTCOME + 1] + 1
 end
 if OUTCOME == OK then
-  -- The spacing of OK answers; a gap across a pause says nothing of the
-  -- rate the host accepts.
-  if l.o > 0 and l.o >= l.p and now > l.o then
+  -- The spacing of OK answers. A gap across the end of a pause (when this
+  -- side waited, not the host) says nothing of the rate the host accepts;
+  -- answers that come while the host is paused were sent before, and
+  -- their spacing does.
+  if l.o > 0 and now > l.o and not (l.o < l.p and now >= l.p) then
     local d = now - l.o
     if l.m == 0 then l.q = d else l.q = l.q + (d - l.q) / 4 end
     l.m = math.min(l.m + 1, MAXOKS)
   end
   l.o = now
   if l.g > 0 then
+    -- Climbing, and the host answered clearly faster than the rate now
+    -- sent at: jump to that rate, up to the target.
+    if l.k < RAFTER and l.m > 0 then
+      local a = accepted()
+      if a > 1.1 * l.r and a <= 1.05 * l.g then l.bs = math.max(l.bs, math.min(a, l.g)) end
+    end
     l.k = math.min(l.k + 1, MAXOKS)
     local step = RSTEP
     if step == 0 then step = l.g / 10 end
-    local w = math.min(cubic(l.bs, l.g, step, l.k, RAFTER), top())
+    local w = math.min(cubic(l.bs, l.g, step, l.k, RAFTER, l.h), top())
     if w ~= l.r then setRate(w) end
   end
 elseif OUTCOME == THROTTLED then
   local fl = math.min(FLOOR, l.c)
   if now >= l.p then
+    if l.o < l.p then l.o = 0 end -- no OK since the last pause ended
     -- A new episode cuts the rate: halved, or to the rate the host was
-    -- seen to accept when that is lower; the recovery aims at the latter.
+    -- seen to accept when that is at most 0.9 of it; the recovery aims at
+    -- the accepted rate. The plateau doubles when a probe brought the
+    -- throttle.
+    if l.h == 0 then
+      l.h = 2 * RAFTER
+    elseif l.g > 0 and l.k >= RAFTER + l.h then
+      l.h = math.min(2 * l.h, MAXOKS / 4)
+    end
     local r = l.r
-    local target = r
+    local target, nxt = r, r / 2
     local a = accepted()
-    if a > 0 and a < target then target = a end
-    local nxt = math.min(math.max(math.min(r / 2, target), fl), top())
+    if a > 0 and a < r then
+      target = a
+      if a <= 0.9 * r then nxt = a end
+    end
+    nxt = math.min(math.max(nxt, fl), top())
     l.g, l.bs, l.k = math.min(math.max(target, nxt), top()), nxt, 0
+    l.m = 0 -- from now on, the rate accepted since this throttle
     setRate(nxt)
   end
   local iv = math.min(60000000 / l.r, MAXPAUSE)
