@@ -426,8 +426,9 @@ func (s *Set) ok(e *entry, now time.Time) {
 	// Climbing, and the host answered clearly faster than the rate now
 	// sent at (answers to requests sent before the cut, spaced by the
 	// host): jump to that rate, up to the target, rather than crawl there.
+	// Answers closer than twice the target's rate (a burst's) say nothing.
 	if e.oks < s.cfg.RecoverAfter && e.gaps > 0 {
-		if a := e.accepted(); a > 1.1*e.perMinute && a <= 1.05*e.target {
+		if a := e.accepted(); a > 1.1*e.perMinute && a <= 2*e.target {
 			e.base = max(e.base, min(a, e.target))
 		}
 	}

@@ -79,7 +79,7 @@ if OUTCOME == OK then
     -- sent at: jump to that rate, up to the target.
     if l.k < RAFTER and l.m > 0 then
       local a = accepted()
-      if a > 1.1 * l.r and a <= 1.05 * l.g then l.bs = math.max(l.bs, math.min(a, l.g)) end
+      if a > 1.1 * l.r and a <= 2 * l.g then l.bs = math.max(l.bs, math.min(a, l.g)) end
     end
     l.k = math.min(l.k + 1, MAXOKS)
     local step = RSTEP
