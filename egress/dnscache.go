@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -29,9 +30,12 @@ import (
 // 30 seconds meanwhile. The cache starts no goroutine of its own beyond
 // the lookups in flight, which Pool.Close ends and waits for.
 //
-// Names without a dot (other than "localhost") are left to Config.Resolver,
-// which applies the system's search list; "localhost" and names under it
-// are loopback (RFC 6761). The cache does not read /etc/hosts.
+// Names without a dot (other than "localhost") and names listed in the hosts
+// file (HostsFile, /etc/hosts by default, read once when the pool is
+// created) are left to Config.Resolver, which applies the system's search
+// list and hosts file, so that a name pinned there is dialled where the
+// system would dial it; "localhost" and names under it are loopback
+// (RFC 6761).
 type DNSConfig struct {
 	// Disabled turns the cache off: every dial resolves the target's
 	// name afresh through Config.Resolver.
@@ -53,6 +57,9 @@ type DNSConfig struct {
 	ServeStale time.Duration
 	// Timeout bounds each query to one server. Default 2s.
 	Timeout time.Duration
+	// HostsFile is the hosts file whose names bypass the cache. Empty
+	// means /etc/hosts; a file that cannot be read means no such names.
+	HostsFile string
 }
 
 // DNSStats are the DNS cache's counters since the pool was created;
@@ -96,7 +103,8 @@ type dnsCache struct {
 	maxTTL     time.Duration
 	negTTL     time.Duration
 	serveStale time.Duration
-	fallback   *net.Resolver // names without a dot
+	fallback   *net.Resolver   // names without a dot, and pinned ones
+	pinned     map[string]bool // names of the hosts file
 
 	base   context.Context // cancelled by close
 	cancel context.CancelFunc
@@ -176,6 +184,7 @@ func newDNSCache(c DNSConfig, now func() time.Time, fallback *net.Resolver) (*dn
 		negTTL:     cmp0(c.NegativeTTL, 30*time.Second),
 		serveStale: orDefault(c.ServeStale, time.Hour),
 		fallback:   fallback,
+		pinned:     readHosts(c.HostsFile),
 		hot:        map[string]*dnsEntry{},
 		calls:      map[string]*dnsCall{},
 	}
@@ -398,6 +407,35 @@ func (d *dnsCache) exchange(fqdn string, qtype uint16) (*dns.Msg, error) {
 	return nil, last
 }
 
+// readHosts returns the names of a hosts file (lower-cased, without a
+// trailing dot); nil when it cannot be read.
+func readHosts(path string) map[string]bool {
+	if path == "" {
+		path = "/etc/hosts"
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	names := make(map[string]bool)
+	for line := range strings.Lines(string(b)) {
+		if i := strings.IndexByte(line, '#'); i >= 0 {
+			line = line[:i]
+		}
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		if _, err := netip.ParseAddr(f[0]); err != nil {
+			continue
+		}
+		for _, n := range f[1:] {
+			names[strings.TrimSuffix(strings.ToLower(n), ".")] = true
+		}
+	}
+	return names
+}
+
 // isLocalhost reports whether name is "localhost" or a name under it.
 func isLocalhost(name string) bool {
 	return name == "localhost" || strings.HasSuffix(name, ".localhost")
@@ -414,7 +452,7 @@ func (d *dnsCache) addrs(ctx context.Context, host string) ([]netip.Addr, error)
 	switch {
 	case isLocalhost(name):
 		return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
-	case !strings.Contains(name, "."):
+	case !strings.Contains(name, "."), d.pinned[name]:
 		return nil, nil
 	}
 	return d.lookup(ctx, name)

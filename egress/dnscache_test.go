@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -422,4 +424,40 @@ func TestDNSCacheHonoursContext(t *testing.T) {
 		t.Errorf("request whose context ended during the lookup: %v, want context.Canceled", err)
 	}
 	pool.Close() // ends the held lookup and waits for it
+}
+
+// TestDNSCacheLeavesHostsFileNames checks that a name of the hosts file is
+// resolved as the system resolves it (Config.Resolver), never by the
+// cache's servers, while other names still go through the cache.
+func TestDNSCacheLeavesHostsFileNames(t *testing.T) {
+	cacheNS := newDNSServer(t, 300, "origin.test", "pinned.test")
+	systemNS := newDNSServer(t, 300, "pinned.test")
+	hosts := filepath.Join(t.TempDir(), "hosts")
+	if err := os.WriteFile(hosts, []byte("# comment\n127.0.0.1 localhost\n127.0.0.1\tPinned.Test. other # trailing\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	system := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "udp", systemNS.addr)
+	}}
+	target := newTarget(t, http.StatusOK, false)
+	pool := newPool(t, egress.Config{
+		Endpoints: []egress.Endpoint{{ID: "d", Proxy: "direct"}},
+		Resolver:  system,
+		DNS:       egress.DNSConfig{Servers: []string{cacheNS.addr}, HostsFile: hosts},
+	})
+	for _, name := range []string{"pinned.test", "origin.test"} {
+		if err := get(context.Background(), pool, withHost(target.URL, name)); err != nil {
+			t.Fatalf("GET through %s: %v", name, err)
+		}
+	}
+	if got := cacheNS.count("pinned.test", "A"); got != 0 {
+		t.Errorf("the cache asked its servers %d times for a name of the hosts file, want 0", got)
+	}
+	if got := systemNS.count("pinned.test", "A"); got == 0 {
+		t.Error("a name of the hosts file did not reach Config.Resolver")
+	}
+	if got := cacheNS.count("origin.test", "A"); got != 1 {
+		t.Errorf("the cache asked %d times for a name not in the hosts file, want 1", got)
+	}
 }
