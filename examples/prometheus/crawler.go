@@ -80,8 +80,9 @@ func start(listen string) (*crawler, error) {
 				egressprom.StateOpen: n.Open, egressprom.StateHalted: n.Halted,
 			}
 		},
-		Watch:     watch,
-		HostState: c.hostState,
+		Watch:      watch,
+		HostState:  c.hostState,
+		PacingRate: c.pacingRate,
 		Endpoints: func() []egressprom.Endpoint {
 			var eps []egressprom.Endpoint
 			for _, e := range c.pool.Endpoints() {
@@ -129,6 +130,18 @@ func start(listen string) (*crawler, error) {
 }
 
 // hostState reports a watched host's state for the collector.
+// pacingRate is a watched host's current pacing rate, in requests per
+// minute (0 when its state cannot be read).
+func (c *crawler) pacingRate(host string) float64 {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	st, err := c.state.State(ctx, host)
+	if err != nil {
+		return 0
+	}
+	return st.PerMinute
+}
+
 func (c *crawler) hostState(host string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
