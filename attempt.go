@@ -24,8 +24,7 @@ import (
 // (halt, breaker, token), waits, sends it through egress and classify, and
 // feeds the one Result back into the host's state and to the observers.
 type gatedSender struct {
-	t    *Transport
-	next http.RoundTripper // classify over egress or base
+	t *Transport
 }
 
 // stateTimeout bounds a Record made after the caller's context ended, so
@@ -67,7 +66,14 @@ func (a *gatedSender) RoundTrip(req *http.Request) (*http.Response, error) {
 		req = req.WithContext(egress.WithRecorder(ctx, choice))
 	}
 	sent := time.Now()
-	resp, err := a.next.RoundTrip(req)
+	id, err := t.ids.of(req.Header.Get("User-Agent")) // set by Transport.RoundTrip
+	if err != nil {
+		// Unreachable: Transport.RoundTrip made this identity. Give the
+		// admission back and send nothing.
+		t.record(ctx, key, adm, classify.Result{Outcome: classify.Canceled, Reason: "not sent"})
+		return nil, unsent(req, err)
+	}
+	resp, err := id.classify.RoundTrip(req) // classify over egress or base
 	took := time.Since(sent)
 	r := classify.Of(resp, err)
 	suspected := t.watch.Observe(key, req.URL, r, sent)

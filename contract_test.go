@@ -14,6 +14,7 @@ import (
 	"github.com/egresskit/egresskit"
 	"github.com/egresskit/egresskit/breaker"
 	"github.com/egresskit/egresskit/classify"
+	"github.com/egresskit/egresskit/hoststate"
 	"github.com/egresskit/egresskit/ratelimit"
 	"github.com/egresskit/egresskit/retry"
 	"github.com/egresskit/egresskit/robots"
@@ -41,16 +42,16 @@ func TestBodyClosedWhenNotSent(t *testing.T) {
 		{name: "invalid request", url: "ftp://files.test/x", wantErr: egresskit.ErrInvalidRequest},
 		{name: "out of scope", url: "http://deny.test/x", wantErr: egresskit.ErrOutOfScope,
 			setup: func(_ *site, cfg *egresskit.Config) { cfg.Scope.Deny = []string{"deny.test"} }},
-		{name: "robots disallow", url: "http://robots.test/private", wantErr: robots.ErrDisallowed,
+		{name: "robots disallow", url: "http://robots.test/private", wantErr: egresskit.ErrDisallowed,
 			setup: func(s *site, _ *egresskit.Config) { s.robots["robots.test"] = "User-agent: *\nDisallow: /private\n" }},
-		{name: "halted", url: "http://halt.test/x", wantErr: breaker.ErrHalted,
+		{name: "halted", url: "http://halt.test/x", wantErr: egresskit.ErrHalted,
 			setup: func(s *site, _ *egresskit.Config) {
 				s.handle("halt.test", func(w http.ResponseWriter, r *http.Request) {
 					http.Error(w, "TestBot is not welcome here", http.StatusForbidden)
 				})
 			},
 			prime: func(t *testing.T, c *http.Client) { get(c, "http://halt.test/first") }},
-		{name: "breaker open", url: "http://down.test/x", wantErr: breaker.ErrOpen,
+		{name: "breaker open", url: "http://down.test/x", wantErr: egresskit.ErrOpen,
 			setup: func(s *site, cfg *egresskit.Config) {
 				cfg.HostState.Breaker.FailureThreshold = 1
 				s.handle("down.test", func(w http.ResponseWriter, r *http.Request) {
@@ -200,4 +201,162 @@ func TestTricklingPageReturnsAfterPeekBudget(t *testing.T) {
 			t.Errorf("body: %d bytes, %v; want the whole %d-byte page", len(b), err, len(page))
 		}
 	})
+}
+
+// TestRobotsJudgedForAgentSent: robots.txt is judged for the User-Agent a
+// request is actually sent with, as when Colly sets its own, and a refusal
+// naming that agent halts the host; a request without one is sent as, and
+// judged for, Config.UserAgent.
+func TestRobotsJudgedForAgentSent(t *testing.T) {
+	const colly = "colly - https://github.com/gocolly/colly"
+	synctest.Test(t, func(t *testing.T) {
+		s := newSite()
+		s.robots["site.test"] = "User-agent: colly\nDisallow: /\n\nUser-agent: *\nAllow: /\n"
+		var sentUA []string
+		s.handle("site.test", func(w http.ResponseWriter, r *http.Request) {
+			sentUA = append(sentUA, r.Header.Get("User-Agent"))
+			io.WriteString(w, "ok")
+		})
+		s.robots["ban.test"] = "User-agent: *\nAllow: /\n"
+		s.handle("ban.test", func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "Colly is not welcome here", http.StatusForbidden)
+		})
+		chain := egresskit.New(fastConfig(s)) // UserAgent "TestBot/1.0"
+		c := &http.Client{Transport: chain}
+
+		req, _ := http.NewRequest("GET", "http://site.test/page", nil)
+		req.Header.Set("User-Agent", colly)
+		if resp, err := c.Do(req); !errors.Is(err, robots.ErrDisallowed) {
+			if resp != nil {
+				resp.Body.Close()
+			}
+			t.Errorf("request sent as %q: err = %v, want robots.ErrDisallowed", colly, err)
+		}
+		if status, err := get(c, "http://site.test/page"); status != 200 || err != nil {
+			t.Errorf("request without a User-Agent: %d, %v; want 200", status, err)
+		}
+		if len(sentUA) != 1 || sentUA[0] != "TestBot/1.0" {
+			t.Errorf("the site saw User-Agents %q, want only TestBot/1.0", sentUA)
+		}
+
+		req, _ = http.NewRequest("GET", "http://ban.test/page", nil)
+		req.Header.Set("User-Agent", colly)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if !egresskit.Halted(resp) {
+			t.Errorf("a 403 naming the agent sent (%v): not halted", classify.Of(resp, nil).Reason)
+		}
+	})
+}
+
+// TestIdentityBounded: a Transport keeps at most 16 identities; a 17th
+// distinct User-Agent is refused before anything is sent.
+func TestIdentityBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newSite()
+		s.handle("a.test", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+		c := &http.Client{Transport: egresskit.New(fastConfig(s))}
+		for i := range 17 {
+			req, _ := http.NewRequest("GET", "http://a.test/", nil)
+			req.Header.Set("User-Agent", "Bot"+strings.Repeat("x", i)+"/1.0")
+			resp, err := c.Do(req)
+			if resp != nil {
+				resp.Body.Close()
+			}
+			if wantErr := i == 16; errors.Is(err, egresskit.ErrTooManyAgents) != wantErr {
+				t.Errorf("User-Agent %d: err = %v, want ErrTooManyAgents: %v", i+1, err, wantErr)
+			}
+		}
+		if got := s.requests("a.test"); got != 16 {
+			t.Errorf("host received %d requests, want 16", got)
+		}
+	})
+}
+
+// TestConfigRefused: settings that would be silently ignored, or that set
+// the crawler's identity in a second place, are refused on every request.
+func TestConfigRefused(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		cfg  func(*egresskit.Config)
+	}{
+		{"HostState beside State", func(c *egresskit.Config) {
+			c.State = hoststate.NewMemory(hoststate.Config{})
+			c.HostState.Breaker.FailureThreshold = 3
+		}},
+		{"Robots.UserAgent", func(c *egresskit.Config) { c.Robots.UserAgent = "Other/1.0" }},
+		{"Robots.AgentToken", func(c *egresskit.Config) { c.Robots.AgentToken = "Other" }},
+		{"Classify.AgentToken", func(c *egresskit.Config) { c.Classify.AgentToken = "Other" }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newSite()
+			cfg := fastConfig(s)
+			tt.cfg(&cfg)
+			body := &closeRecorder{Reader: strings.NewReader("x")}
+			req, _ := http.NewRequest("PUT", "http://a.test/", body)
+			if _, err := egresskit.New(cfg).RoundTrip(req); !errors.Is(err, egresskit.ErrInvalidConfig) {
+				t.Errorf("RoundTrip err = %v, want ErrInvalidConfig", err)
+			}
+			if s.requests("a.test") != 0 || body.closed.Load() != 1 {
+				t.Errorf("a refused config sent %d requests and closed the body %d times; want 0, 1", s.requests("a.test"), body.closed.Load())
+			}
+		})
+	}
+	// State with a zero HostState is fine.
+	s := newSite()
+	cfg := fastConfig(s)
+	cfg.HostState = hoststate.Config{}
+	cfg.State = hoststate.NewMemory(hoststate.Config{})
+	if _, err := get(&http.Client{Transport: egresskit.New(cfg)}, "http://a.test/"); err != nil {
+		t.Errorf("State alone: %v", err)
+	}
+}
+
+// TestDefaults pins the defaults the package documentation and the README
+// quote.
+func TestDefaults(t *testing.T) {
+	lim, br, rb := ratelimit.DefaultConfig(), breaker.DefaultConfig(), robots.DefaultConfig()
+	for _, tt := range []struct {
+		name      string
+		got, want any
+	}{
+		{"pacing per minute", lim.PerMinute, 60.0},
+		{"pacing burst", lim.Burst, 1},
+		{"breaker threshold", br.FailureThreshold, 8},
+		{"breaker open time", br.OpenTimeout, 300 * time.Second},
+		{"breaker probes", br.HalfOpenProbes, 1},
+		{"robots unreachable wait", rb.RetryMin, time.Minute},
+		{"robots unreachable cap", rb.RetryMax, time.Hour},
+		{"peek size", classify.DefaultPeekSize, 4096},
+		{"peek time", classify.DefaultPeekTimeout, time.Second},
+		{"zero Config retries", egresskit.Config{}.Retry.MaxRetries, 0},
+		{"DefaultConfig retries", egresskit.DefaultConfig().Retry.MaxRetries, 3},
+		{"re-exported ErrOpen", egresskit.ErrOpen, breaker.ErrOpen},
+		{"re-exported ErrHalted", egresskit.ErrHalted, breaker.ErrHalted},
+		{"re-exported ErrDisallowed", egresskit.ErrDisallowed, robots.ErrDisallowed},
+	} {
+		if tt.got != tt.want {
+			t.Errorf("%s = %v, want %v", tt.name, tt.got, tt.want)
+		}
+	}
+	// The zero Config sends a failing request once; DefaultConfig retries it.
+	for _, tt := range []struct {
+		name string
+		cfg  egresskit.Config
+		want int
+	}{{"zero", egresskit.Config{}, 1}, {"DefaultConfig", egresskit.DefaultConfig(), 4}} {
+		synctest.Test(t, func(t *testing.T) {
+			s := newSite()
+			s.handle("down.test", func(w http.ResponseWriter, r *http.Request) { http.Error(w, "down", 503) })
+			cfg := tt.cfg
+			cfg.Base = s.handler
+			get(&http.Client{Transport: egresskit.New(cfg)}, "http://down.test/")
+			if got := s.requests("down.test"); got != tt.want {
+				t.Errorf("%s Config: host received %d requests, want %d", tt.name, got, tt.want)
+			}
+		})
+	}
 }

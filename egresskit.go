@@ -10,11 +10,40 @@
 //
 // After each attempt its one classify.Result feeds the host's breaker and
 // pacing budget, the retry decision, the halt (Refused) and one
-// telemetry.Event.
+// telemetry.Event. The Result lives with the response the caller holds:
+// read it with classify.Of(resp, err), or Halted(resp).
 //
-// The zero Config gives a working, polite chain over http.DefaultTransport:
-// robots.txt obeyed, one request per second per host, a circuit breaker per
-// host, halts on refusal, and three jittered retries of transient failures.
+// # Defaults
+//
+// The zero Config is a working, polite chain over http.DefaultTransport;
+// DefaultConfig adds retries. What surprises people first:
+//
+//	pacing           1 request per second per host, burst 1 (hoststate/ratelimit.DefaultConfig)
+//	robots.txt       obeyed; fetched before a host's first request; a 5xx or an
+//	                 unreachable robots.txt blocks the host for 1 minute, doubling up to 1 hour
+//	identity         the User-Agent sent: Config.UserAgent, or the request's own (see UserAgent)
+//	retries          none in the zero Config; DefaultConfig: 3, jittered, idempotent methods only
+//	breaker          opens after 8 consecutive host failures, for 300s, then 1 probe
+//	timeouts         none of the chain's own; a deadline that expires while waiting on the host
+//	                 counts against it, a cancellation does not
+//	refusal          a challenge page, or a 401/403 naming the agent, halts the host until Resume
+//	body peek        at most 4 KiB and 1s after the headers, then the response is returned
+//
+// # Errors
+//
+// RoundTrip returns the base transport's errors, classified
+// (classify.Of), and these, matched with errors.Is, when it sends nothing:
+//
+//	ErrDisallowed     robots.txt disallows the URL for the agent sent
+//	ErrHalted         the host refused us earlier and is halted (Resume lifts it)
+//	ErrOpen           the host's circuit breaker is open
+//	ErrOutOfScope     Config.Scope does not allow the host
+//	context.DeadlineExceeded  the pacing wait would pass the request's deadline
+//	ErrInvalidRequest, ErrInvalidConfig, ErrTooManyAgents
+//
+// A request refused by the host returns the host's real response, for
+// which Halted reports true. RoundTrip closes the request body on every
+// path, sent or not, and never modifies the caller's request.
 package egresskit
 
 import (
@@ -22,10 +51,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
+	"reflect"
 	"time"
 
 	"github.com/egresskit/egresskit/blockwatch"
+	"github.com/egresskit/egresskit/breaker"
 	"github.com/egresskit/egresskit/classify"
 	"github.com/egresskit/egresskit/egress"
 	"github.com/egresskit/egresskit/hostkey"
@@ -39,7 +69,28 @@ import (
 // User-Agent.
 const DefaultUserAgent = "egresskit/0.1 (+https://github.com/egresskit/egresskit)"
 
-// Config configures the chain. Its zero value is a working, polite chain.
+// The errors of the layers below that callers match most, re-exported so
+// that a crawler's error handling needs this package only. They are the
+// same values: errors.Is(err, ErrOpen) and errors.Is(err, breaker.ErrOpen)
+// agree.
+var (
+	// ErrDisallowed: robots.txt disallows the URL (robots.ErrDisallowed).
+	ErrDisallowed = robots.ErrDisallowed
+	// ErrHalted: the host is halted after a refusal (breaker.ErrHalted).
+	ErrHalted = breaker.ErrHalted
+	// ErrOpen: the host's circuit breaker is open (breaker.ErrOpen).
+	ErrOpen = breaker.ErrOpen
+)
+
+// DefaultConfig returns the Config most crawlers start from: the zero
+// Config with retry.DefaultPolicy() (3 jittered retries of transient
+// failures, idempotent methods only). Set UserAgent on it.
+func DefaultConfig() Config {
+	return Config{Retry: retry.DefaultPolicy()}
+}
+
+// Config configures the chain. Its zero value is a working, polite chain
+// that does not retry; see DefaultConfig and the package's Defaults.
 type Config struct {
 	// Base sends the requests when Egress is nil. If nil,
 	// http.DefaultTransport is used. robots.txt is fetched through Base too
@@ -53,17 +104,21 @@ type Config struct {
 	// Robots.Transport to fetch it some other way. Base is then unused.
 	Egress *egress.Pool
 
-	// UserAgent is set on requests that carry none. Its product token
-	// ("MyBot" of "MyBot/1.0 (+url)") is the agent token used for
-	// robots.txt groups and to recognise refusals that name the crawler.
-	// If empty, DefaultUserAgent is used.
+	// UserAgent is the crawler's identity, and the one place to set it:
+	// it is set on every request that carries no User-Agent. The chain
+	// judges robots.txt for, fetches robots.txt with, and recognises
+	// refusals naming (by product token, "MyBot" of "MyBot/1.0 (+url)")
+	// the User-Agent each request is actually sent with: this one, or the
+	// request's own when a client library sets one (Colly does; clear
+	// Colly's so that this one is sent). If empty, DefaultUserAgent.
 	UserAgent string
 
-	// Classify configures the classifier. An empty AgentToken is filled
-	// from UserAgent.
+	// Classify configures the classifier. Its AgentToken must be empty:
+	// it comes from the User-Agent sent (see UserAgent).
 	Classify classify.Config
 
-	// Retry is the retry policy. The zero Policy is retry.DefaultPolicy().
+	// Retry is the retry policy. Its zero value means no retries;
+	// DefaultConfig sets retry.DefaultPolicy() (3 retries).
 	Retry retry.Policy
 
 	// State is the per-host state (halts, breakers, pacing). If nil, an
@@ -71,15 +126,18 @@ type Config struct {
 	// redisstore.State to share it across a fleet.
 	State hoststate.Store
 
-	// HostState configures the in-memory State; ignored when State is set.
+	// HostState configures the in-memory store used when State is nil.
+	// Setting both is refused (ErrInvalidConfig): configure the store you
+	// pass instead.
 	HostState hoststate.Config
 
 	// HostKey decides what "one host" is for all per-host state. The zero
 	// value keys by host[:port]; hostkey.ByDomain keys by registrable domain.
 	HostKey hostkey.Mode
 
-	// Robots configures the robots.txt checker. Its UserAgent defaults to
-	// the chain's UserAgent, its Transport to Egress when set (an egress
+	// Robots configures the robots.txt checker. Its UserAgent and
+	// AgentToken must be empty: they come from the User-Agent sent (see
+	// UserAgent). Its Transport defaults to Egress when set (an egress
 	// failure is tried again on up to three endpoints), else Base.
 	Robots robots.Config
 
@@ -143,7 +201,8 @@ type Transport struct {
 	cfg       Config
 	ua        string
 	state     hoststate.Store
-	robots    *robots.Checker
+	ids       *identities // robots.txt and refusal matching per User-Agent sent
+	cfgErr    error       // why cfg cannot be honoured; nil when it can
 	retry     *retry.Transport
 	observers telemetry.Observers
 	ceilings  ceilingCache
@@ -154,9 +213,12 @@ type Transport struct {
 
 var _ http.RoundTripper = (*Transport)(nil)
 
-// New returns the chain configured by cfg.
+// New returns the chain configured by cfg. A Config it cannot honour (see
+// ErrInvalidConfig) yields a Transport whose RoundTrip returns that error
+// for every request, having sent nothing.
 func New(cfg Config) *Transport {
 	t := &Transport{cfg: cfg, observers: telemetry.Observers(cfg.Observers)}
+	t.cfgErr = cfg.check()
 	if cfg.Audit != nil {
 		t.observers = append(t.observers[:len(t.observers):len(t.observers)], cfg.Audit)
 	}
@@ -168,44 +230,32 @@ func New(cfg Config) *Transport {
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	if t.cfg.Classify.AgentToken == "" {
-		t.cfg.Classify.AgentToken = productToken(t.ua)
-	}
 	t.watch = blockwatch.New(cfg.BlockWatch)
 	t.state = cfg.State
 	if t.state == nil {
 		t.state = hoststate.NewMemory(cfg.HostState)
-	}
-	if !cfg.IgnoreRobots {
-		rc := cfg.Robots
-		if rc.UserAgent == "" {
-			rc.UserAgent = t.ua
-		}
-		if rc.Transport == nil {
-			rc.Transport = base
-			if cfg.Egress != nil {
-				rc.Transport = robotsThroughEgress{cfg.Egress}
-			}
-		}
-		t.robots = robots.New(rc)
 	}
 	var send http.RoundTripper = base
 	if cfg.Egress != nil {
 		send = cfg.Egress
 	}
 	t.send, t.base = send, base
-	inner := classify.NewTransport(send, classify.New(t.cfg.Classify))
-	t.retry = retry.New(&gatedSender{t: t, next: inner}, cfg.Retry)
+	t.ids = &identities{defUA: t.ua, def: t.newIdentity(t.ua), build: t.newIdentity}
+	t.retry = retry.New(&gatedSender{t: t}, cfg.Retry)
 	return t
 }
 
 // RoundTrip sends req through the chain. Errors it returns, besides those of
 // the base transport, can be matched with errors.Is: ErrOutOfScope,
-// robots.ErrDisallowed, breaker.ErrHalted, breaker.ErrOpen, and
-// context.DeadlineExceeded when a pacing wait would pass the deadline. A
-// request refused by the host returns the host's real response; the host is
-// then halted (see Halted).
+// ErrDisallowed, ErrHalted, ErrOpen, context.DeadlineExceeded when a pacing
+// wait would pass the deadline, ErrInvalidRequest, ErrInvalidConfig and
+// ErrTooManyAgents. A request refused by the host returns the host's real
+// response; the host is then halted (see Halted). The request body is
+// closed on every path.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if t.cfgErr != nil {
+		return nil, unsent(req, t.cfgErr)
+	}
 	if err := validate(req); err != nil {
 		return nil, unsent(req, err)
 	}
@@ -217,8 +267,16 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, unsent(req, err)
 	}
 	ctx := req.Context()
-	if t.robots != nil {
-		d, err := t.robots.Check(ctx, req.URL)
+	ua := req.Header.Get("User-Agent")
+	if ua == "" {
+		ua = t.ua
+	}
+	id, err := t.ids.of(ua)
+	if err != nil {
+		return nil, unsent(req, err)
+	}
+	if id.robots != nil {
+		d, err := id.robots.Check(ctx, req.URL)
 		if t.cfg.Audit != nil && (err == nil || errors.Is(err, robots.ErrDisallowed)) {
 			t.cfg.Audit.Robots(key, req.URL.EscapedPath(), err == nil)
 		}
@@ -229,9 +287,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, unsent(req, err)
 		}
 	}
-	if req.Header.Get("User-Agent") == "" {
+	if ua != req.Header.Get("User-Agent") {
 		req = req.Clone(ctx)
-		req.Header.Set("User-Agent", t.ua)
+		req.Header.Set("User-Agent", ua)
 	}
 	var p *pending
 	if len(t.observers) > 0 {
@@ -292,6 +350,25 @@ func Halted(resp *http.Response) bool {
 	return resp != nil && classify.Of(resp, nil).Outcome == classify.Refused
 }
 
+// ErrInvalidConfig is returned by RoundTrip, for every request, when New
+// was given a Config it cannot honour: HostState set beside State (the
+// in-memory settings would be silently ignored; configure the store you
+// pass instead), or an agent set anywhere but UserAgent (Robots.UserAgent,
+// Robots.AgentToken, Classify.AgentToken): the crawler's identity is set in
+// one place.
+var ErrInvalidConfig = errors.New("egresskit: invalid config")
+
+// check reports why c cannot be honoured, or nil.
+func (c *Config) check() error {
+	switch {
+	case c.State != nil && !reflect.ValueOf(c.HostState).IsZero():
+		return fmt.Errorf("%w: HostState configures the in-memory store and cannot apply to the State given; configure that store instead", ErrInvalidConfig)
+	case c.Robots.UserAgent != "" || c.Robots.AgentToken != "" || c.Classify.AgentToken != "":
+		return fmt.Errorf("%w: set the crawler's identity with Config.UserAgent (or the requests' User-Agent), not Robots.UserAgent, Robots.AgentToken or Classify.AgentToken", ErrInvalidConfig)
+	}
+	return nil
+}
+
 // unsent closes the body of a request the chain does not send, as the
 // http.RoundTripper contract requires on every path, and returns err.
 func unsent(req *http.Request, err error) error {
@@ -317,13 +394,4 @@ func validate(req *http.Request) error {
 		return fmt.Errorf("%w: no host", ErrInvalidRequest)
 	}
 	return nil
-}
-
-// productToken returns the product token of a User-Agent: the text before
-// the first '/', space or '('.
-func productToken(ua string) string {
-	if i := strings.IndexAny(ua, "/ ("); i >= 0 {
-		ua = ua[:i]
-	}
-	return strings.TrimSpace(ua)
 }

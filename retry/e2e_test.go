@@ -48,7 +48,7 @@ func TestEndToEnd(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	client := newClient(t, retry.Policy{Rand: noJitter, RetryNonIdempotent: true})
+	client := newClient(t, retry.Policy{MaxRetries: 3, Rand: noJitter, RetryNonIdempotent: true})
 
 	payload := bytes.Repeat([]byte("0123456789"), 1000)
 	resp, err := client.Post(srv.URL+"/submit", "application/octet-stream", bytes.NewReader(payload))
@@ -89,7 +89,7 @@ func TestEndToEndFaultServers(t *testing.T) {
 	t.Run("throttle beyond cap returns the real 429", func(t *testing.T) {
 		srv := egresstest.NewThrottleServer(time.Hour)
 		defer srv.Close()
-		resp, err := newClient(t, retry.Policy{}).Get(srv.URL)
+		resp, err := newClient(t, retry.Policy{MaxRetries: 3}).Get(srv.URL)
 		if err != nil {
 			t.Fatalf("Get = %v", err)
 		}
@@ -103,7 +103,7 @@ func TestEndToEndFaultServers(t *testing.T) {
 	t.Run("challenge is not retried", func(t *testing.T) {
 		srv := egresstest.NewChallengeServer()
 		defer srv.Close()
-		resp, err := newClient(t, retry.Policy{}).Get(srv.URL)
+		resp, err := newClient(t, retry.Policy{MaxRetries: 3}).Get(srv.URL)
 		if err != nil {
 			t.Fatalf("Get = %v", err)
 		}
@@ -118,7 +118,7 @@ func TestEndToEndFaultServers(t *testing.T) {
 	t.Run("hung host is cut by the attempt timeout", func(t *testing.T) {
 		srv := egresstest.NewHangServer()
 		defer srv.Close()
-		p := retry.Policy{Rand: noJitter, MaxRetries: 1, AttemptTimeout: 50 * time.Millisecond}
+		p := retry.Policy{MaxRetries: 1, Rand: noJitter, AttemptTimeout: 50 * time.Millisecond}
 		_, err := newClient(t, p).Get(srv.URL)
 		if !errors.Is(err, classify.ErrAttemptTimeout) {
 			t.Errorf("Get = %v, want %v", err, classify.ErrAttemptTimeout)

@@ -36,9 +36,10 @@ func FuzzRetryAfter(f *testing.F) {
 			)
 			jitter := time.Duration(jitterMS) * time.Millisecond
 			tr := retry.New(script, retry.Policy{
-				MaxDelay:  maxDelay,
-				BaseDelay: baseDelay,
-				Rand:      func(n int64) int64 { return int64(jitter) % n },
+				MaxRetries: 3,
+				MaxDelay:   maxDelay,
+				BaseDelay:  baseDelay,
+				Rand:       func(n int64) int64 { return int64(jitter) % n },
 			})
 			req, err := http.NewRequestWithContext(t.Context(), "GET", "http://h.test/", nil)
 			if err != nil {

@@ -6,11 +6,22 @@ import (
 	"time"
 )
 
-// Policy configures a Transport. The zero value is ready to use and equals
-// DefaultPolicy().
+// Policy configures a Transport. The zero value is ready to use: no
+// retries at all. DefaultPolicy() is the usual starting point (3 retries).
+//
+// Every zero value, in one place:
+//
+//	MaxRetries          0: no retries (negative: the same)
+//	BaseDelay           0: 500ms (negative: no backoff, only Retry-After)
+//	MaxDelay            0: 30s (negative: the same)
+//	AttemptTimeout      0: no per-attempt limit
+//	Deadline            0: no overall limit
+//	RetryNonIdempotent  false: POST, PATCH, ... are sent once
+//	Rand                nil: math/rand/v2's Int64N
 type Policy struct {
-	// MaxRetries is the number of retries after the first attempt.
-	// 0 means 3; a negative value means no retries.
+	// MaxRetries is the number of retries after the first attempt: 0 (or
+	// a negative value) means none, as in go-retryablehttp and
+	// failsafe-go. DefaultPolicy sets 3.
 	MaxRetries int
 
 	// BaseDelay is the backoff ceiling of the first retry; the ceiling
@@ -58,8 +69,8 @@ const (
 	defaultMaxDelay   = 30 * time.Second
 )
 
-// DefaultPolicy returns the policy the zero Policy stands for: 3 retries,
-// a 500ms base delay, a 30s cap, no timeouts, idempotent requests only.
+// DefaultPolicy returns the usual policy: 3 retries, a 500ms base delay, a
+// 30s cap, no timeouts, idempotent requests only.
 func DefaultPolicy() Policy {
 	return Policy{
 		MaxRetries: defaultMaxRetries,
@@ -71,12 +82,7 @@ func DefaultPolicy() Policy {
 // normalized returns p with the defaults filled in: MaxRetries ≥ 0,
 // BaseDelay ≥ 0, MaxDelay > 0, timeouts ≥ 0 and Rand set.
 func (p Policy) normalized() Policy {
-	switch {
-	case p.MaxRetries == 0:
-		p.MaxRetries = defaultMaxRetries
-	case p.MaxRetries < 0:
-		p.MaxRetries = 0
-	}
+	p.MaxRetries = max(p.MaxRetries, 0)
 	switch {
 	case p.BaseDelay == 0:
 		p.BaseDelay = defaultBaseDelay

@@ -72,50 +72,50 @@ func TestScenarios(t *testing.T) {
 	}{
 		{
 			name:   "transient 503 recovers on the second attempt",
-			policy: retry.Policy{Rand: fullJitter},
+			policy: retry.Policy{MaxRetries: 3, Rand: fullJitter},
 			steps:  []step{{Status: 503, Body: "busy"}, {Body: "ok"}},
 			status: 200, body2: "ok", requests: 2,
 			elapsed: 500*time.Millisecond - 1,
 		},
 		{
 			name:   "network error recovers on the second attempt",
-			policy: retry.Policy{Rand: noJitter},
+			policy: retry.Policy{MaxRetries: 3, Rand: noJitter},
 			steps:  []step{{Err: errReset}, {Body: "ok"}},
 			status: 200, body2: "ok", requests: 2,
 		},
 		{
 			name:   "429 Retry-After seconds is waited for",
-			policy: retry.Policy{Rand: noJitter},
+			policy: retry.Policy{MaxRetries: 3, Rand: noJitter},
 			steps:  []step{{Status: 429, Header: http.Header{"Retry-After": {"5"}}}, {Body: "ok"}},
 			status: 200, body2: "ok", requests: 2, elapsed: 5 * time.Second,
 		},
 		{
 			name:   "429 Retry-After HTTP-date is waited for",
-			policy: retry.Policy{Rand: noJitter},
+			policy: retry.Policy{MaxRetries: 3, Rand: noJitter},
 			steps:  []step{{Status: 429, Header: http.Header{"Retry-After": {date(7 * time.Second)}}}, {Body: "ok"}},
 			status: 200, body2: "ok", requests: 2, elapsed: 7 * time.Second,
 		},
 		{
 			name:   "Retry-After is a floor under the jittered backoff",
-			policy: retry.Policy{Rand: fullJitter, BaseDelay: 4 * time.Second},
+			policy: retry.Policy{MaxRetries: 3, Rand: fullJitter, BaseDelay: 4 * time.Second},
 			steps:  []step{{Status: 429, Header: http.Header{"Retry-After": {"1"}}}, {Body: "ok"}},
 			status: 200, body2: "ok", requests: 2, elapsed: 4*time.Second - 1,
 		},
 		{
 			name:   "Retry-After beyond the cap returns the real 429 at once",
-			policy: retry.Policy{Rand: noJitter, MaxDelay: 30 * time.Second},
+			policy: retry.Policy{MaxRetries: 3, Rand: noJitter, MaxDelay: 30 * time.Second},
 			steps:  []step{{Status: 429, Header: http.Header{"Retry-After": {"3600"}}, Body: "slow down"}, {Body: "ok"}},
 			status: 429, body2: "slow down", requests: 1,
 		},
 		{
 			name:   "Retry-After past the deadline returns the real 429 at once",
-			policy: retry.Policy{Rand: noJitter, Deadline: 5 * time.Second},
+			policy: retry.Policy{MaxRetries: 3, Rand: noJitter, Deadline: 5 * time.Second},
 			steps:  []step{{Status: 429, Header: http.Header{"Retry-After": {"10"}}}, {Body: "ok"}},
 			status: 429, requests: 1,
 		},
 		{
 			name:   "challenge page is Refused and not retried",
-			policy: retry.Policy{Rand: noJitter},
+			policy: retry.Policy{MaxRetries: 3, Rand: noJitter},
 			steps:  []step{egresstest.ChallengeStep(), {Body: "ok"}},
 			status: 403, body2: egresstest.ChallengeStep().Body, requests: 1,
 		},
@@ -126,7 +126,7 @@ func TestScenarios(t *testing.T) {
 		},
 		{
 			name:   "retries run out: the last real 503 is returned",
-			policy: retry.Policy{Rand: noJitter, MaxRetries: 2},
+			policy: retry.Policy{MaxRetries: 2, Rand: noJitter},
 			steps:  []step{{Status: 503, Body: "busy"}},
 			status: 503, body2: "busy", requests: 3,
 		},
@@ -138,7 +138,7 @@ func TestScenarios(t *testing.T) {
 		},
 		{
 			name:    "the last real error is returned",
-			policy:  retry.Policy{Rand: noJitter, MaxRetries: 1},
+			policy:  retry.Policy{MaxRetries: 1, Rand: noJitter},
 			steps:   []step{{Err: errReset}},
 			wantErr: errReset, requests: 2,
 		},
@@ -155,14 +155,14 @@ func TestScenarios(t *testing.T) {
 		},
 		{
 			name:   "POST is retried when the policy opts in",
-			policy: retry.Policy{Rand: noJitter, RetryNonIdempotent: true},
+			policy: retry.Policy{MaxRetries: 3, Rand: noJitter, RetryNonIdempotent: true},
 			method: "POST", body: []byte("form"),
 			steps:  []step{{Status: 503}, {Body: "ok"}},
 			status: 200, body2: "ok", requests: 2,
 		},
 		{
 			name:   "POST with an Idempotency-Key is retried",
-			policy: retry.Policy{Rand: noJitter},
+			policy: retry.Policy{MaxRetries: 3, Rand: noJitter},
 			method: "POST", body: []byte("form"),
 			header: http.Header{"Idempotency-Key": {"8e03978e"}},
 			steps:  []step{{Status: 503}, {Body: "ok"}},
@@ -170,19 +170,19 @@ func TestScenarios(t *testing.T) {
 		},
 		{
 			name:   "garbage Retry-After -5 is ignored, not honoured",
-			policy: retry.Policy{Rand: noJitter},
+			policy: retry.Policy{MaxRetries: 3, Rand: noJitter},
 			steps:  []step{{Status: 429, Header: http.Header{"Retry-After": {"-5"}}}, {Body: "ok"}},
 			status: 200, body2: "ok", requests: 2,
 		},
 		{
 			name:   "Retry-After 999999999999 beyond MaxDelay returns the response",
-			policy: retry.Policy{Rand: noJitter},
+			policy: retry.Policy{MaxRetries: 3, Rand: noJitter},
 			steps:  []step{{Status: 429, Header: http.Header{"Retry-After": {"999999999999"}}}, {Body: "ok"}},
 			status: 429, requests: 1,
 		},
 		{
 			name:   "garbage Retry-After date is ignored, not honoured",
-			policy: retry.Policy{Rand: noJitter},
+			policy: retry.Policy{MaxRetries: 3, Rand: noJitter},
 			steps:  []step{{Status: 429, Header: http.Header{"Retry-After": {"Tue, 99 Foo"}}}, {Body: "ok"}},
 			status: 200, body2: "ok", requests: 2,
 		},
@@ -250,8 +250,8 @@ func TestScenarios(t *testing.T) {
 // Result, which lives with the response, not its body.
 func TestRefusedAgentThroughClassifier(t *testing.T) {
 	for _, p := range []retry.Policy{
-		{Rand: noJitter},
-		{Rand: noJitter, AttemptTimeout: time.Minute, Deadline: time.Hour},
+		{MaxRetries: 3, Rand: noJitter},
+		{MaxRetries: 3, Rand: noJitter, AttemptTimeout: time.Minute, Deadline: time.Hour},
 	} {
 		synctest.Test(t, func(t *testing.T) { refusedAgent(t, p) })
 	}
@@ -288,19 +288,19 @@ func TestSlowHost(t *testing.T) {
 	}{
 		{
 			name:     "attempt timeout, retried until retries run out",
-			policy:   retry.Policy{Rand: noJitter, AttemptTimeout: 2 * time.Second},
+			policy:   retry.Policy{MaxRetries: 3, Rand: noJitter, AttemptTimeout: 2 * time.Second},
 			wantErr:  classify.ErrAttemptTimeout,
 			requests: 4, elapsed: 8 * time.Second,
 		},
 		{
 			name:     "attempt timeout and overall deadline",
-			policy:   retry.Policy{Rand: noJitter, AttemptTimeout: 2 * time.Second, Deadline: 5 * time.Second},
+			policy:   retry.Policy{MaxRetries: 3, Rand: noJitter, AttemptTimeout: 2 * time.Second, Deadline: 5 * time.Second},
 			wantErr:  context.DeadlineExceeded,
 			requests: 3, elapsed: 5 * time.Second,
 		},
 		{
 			name:     "overall deadline alone",
-			policy:   retry.Policy{Rand: noJitter, Deadline: 5 * time.Second},
+			policy:   retry.Policy{MaxRetries: 3, Rand: noJitter, Deadline: 5 * time.Second},
 			wantErr:  context.DeadlineExceeded,
 			requests: 1, elapsed: 5 * time.Second,
 		},
@@ -346,7 +346,7 @@ func (r ctxReader) Read([]byte) (int, error) {
 
 func TestAttemptTimeoutCoversTheBody(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tr := retry.New(slowBody{}, retry.Policy{AttemptTimeout: 3 * time.Second})
+		tr := retry.New(slowBody{}, retry.Policy{MaxRetries: 3, AttemptTimeout: 3 * time.Second})
 		resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", "http://slow.test/", nil))
 		if err != nil {
 			t.Fatalf("RoundTrip = %v", err)
@@ -378,7 +378,7 @@ func TestNonReplayableBodyIsSentOnce(t *testing.T) {
 			req := newRequest(t, t.Context(), "PUT", "http://h.test/doc", nil)
 			body := &onceBody{Reader: strings.NewReader("v1")}
 			req.Body, req.ContentLength = body, 2
-			resp, err := retry.New(script, retry.Policy{Rand: noJitter}).RoundTrip(req)
+			resp, err := retry.New(script, retry.Policy{MaxRetries: 3, Rand: noJitter}).RoundTrip(req)
 			if first.Err != nil {
 				if !errors.Is(err, errReset) {
 					t.Errorf("RoundTrip = %v, %v; want the first error %v", resp, err, errReset)
@@ -401,7 +401,7 @@ func TestGetBodyFailureStopsRetrying(t *testing.T) {
 		script := egresstest.NewScript(step{Status: 503, Body: "busy"}, step{Body: "ok"})
 		req := newRequest(t, t.Context(), "PUT", "http://h.test/doc", []byte("v1"))
 		req.GetBody = func() (io.ReadCloser, error) { return nil, errors.New("cannot rewind") }
-		resp, err := retry.New(script, retry.Policy{Rand: noJitter}).RoundTrip(req)
+		resp, err := retry.New(script, retry.Policy{MaxRetries: 3, Rand: noJitter}).RoundTrip(req)
 		if err != nil || resp.StatusCode != 503 || readClose(t, resp) != "busy" {
 			t.Fatalf("RoundTrip = %v, %v; want the first 503 with its body", resp, err)
 		}
@@ -419,7 +419,7 @@ func TestAttemptNumberIsVisibleBelow(t *testing.T) {
 			seen = append(seen, retry.AttemptFrom(r.Context()))
 			return script.RoundTrip(r)
 		})
-		resp, err := retry.New(spy, retry.Policy{Rand: noJitter}).RoundTrip(newRequest(t, t.Context(), "GET", "http://h.test/", nil))
+		resp, err := retry.New(spy, retry.Policy{MaxRetries: 3, Rand: noJitter}).RoundTrip(newRequest(t, t.Context(), "GET", "http://h.test/", nil))
 		if err != nil {
 			t.Fatalf("RoundTrip = %v", err)
 		}
@@ -455,7 +455,7 @@ func TestCallerCancelDuringWait(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		time.AfterFunc(3*time.Second, cancel)
 		start := time.Now()
-		_, err := retry.New(script, retry.Policy{}).RoundTrip(newRequest(t, ctx, "GET", "http://h.test/", nil))
+		_, err := retry.New(script, retry.Policy{MaxRetries: 3}).RoundTrip(newRequest(t, ctx, "GET", "http://h.test/", nil))
 		if !errors.Is(err, context.Canceled) {
 			t.Errorf("RoundTrip = %v, want context.Canceled", err)
 		}
@@ -479,7 +479,7 @@ func (c *idleCounter) CloseIdleConnections() { c.n++ }
 func TestFailuresDoNotCloseIdleConnectionsBelow(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		base := &idleCounter{RoundTripper: egresstest.NewScript(step{Err: errReset})}
-		tr := retry.New(base, retry.Policy{Rand: noJitter})
+		tr := retry.New(base, retry.Policy{MaxRetries: 3, Rand: noJitter})
 		if _, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", "http://h.test/", nil)); !errors.Is(err, errReset) {
 			t.Fatalf("RoundTrip = %v, want %v", err, errReset)
 		}
@@ -495,7 +495,7 @@ func TestFailuresDoNotCloseIdleConnectionsBelow(t *testing.T) {
 
 func TestBadInput(t *testing.T) {
 	script := egresstest.NewScript()
-	tr := retry.New(script, retry.Policy{})
+	tr := retry.New(script, retry.Policy{MaxRetries: 3})
 	withBody := func(u *url.URL) (*http.Request, *onceBody) {
 		b := &onceBody{Reader: strings.NewReader("x")}
 		return &http.Request{Method: "GET", URL: u, Header: http.Header{}, Body: b}, b
@@ -585,7 +585,7 @@ func TestMisbehavingRandIsClamped(t *testing.T) {
 		} {
 			script := egresstest.NewScript(step{Status: 503}, step{})
 			start := time.Now()
-			resp, err := retry.New(script, retry.Policy{Rand: r}).RoundTrip(newRequest(t, t.Context(), "GET", "http://h.test/", nil))
+			resp, err := retry.New(script, retry.Policy{MaxRetries: 3, Rand: r}).RoundTrip(newRequest(t, t.Context(), "GET", "http://h.test/", nil))
 			if err != nil {
 				t.Fatalf("RoundTrip = %v", err)
 			}
@@ -600,7 +600,7 @@ func TestMisbehavingRandIsClamped(t *testing.T) {
 func TestConcurrentUse(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		script := egresstest.NewScript(step{Status: 503}, step{Status: 500}, step{Body: "ok"})
-		tr := retry.New(script, retry.Policy{})
+		tr := retry.New(script, retry.Policy{MaxRetries: 3})
 		const n = 32
 		done := make(chan int, n)
 		for range n {
@@ -647,7 +647,7 @@ func TestRequestReachesBaseUnchanged(t *testing.T) {
 		script := egresstest.NewScript()
 		req := newRequest(t, t.Context(), "GET", "http://user:pw@h.test/p?q=1", nil)
 		req.Header.Set("X-Custom", "1")
-		resp, err := retry.New(script, retry.Policy{}).RoundTrip(req)
+		resp, err := retry.New(script, retry.Policy{MaxRetries: 3}).RoundTrip(req)
 		if err != nil {
 			t.Fatalf("RoundTrip = %v", err)
 		}
@@ -663,4 +663,33 @@ func TestRequestReachesBaseUnchanged(t *testing.T) {
 			t.Error("the caller's URL was modified")
 		}
 	})
+}
+
+// TestZeroMeansNoRetries: MaxRetries 0 (the zero Policy) sends once, as in
+// go-retryablehttp and failsafe-go; DefaultPolicy retries three times.
+func TestZeroMeansNoRetries(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		policy   retry.Policy
+		requests int
+	}{
+		{"zero policy", retry.Policy{}, 1},
+		{"MaxRetries 0", retry.Policy{MaxRetries: 0, BaseDelay: time.Second}, 1},
+		{"negative", retry.Policy{MaxRetries: -1}, 1},
+		{"DefaultPolicy", retry.DefaultPolicy(), 4},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				script := egresstest.NewScript(step{Status: 503}, step{Status: 503}, step{Status: 503}, step{Status: 503})
+				resp, err := retry.New(script, tt.policy).RoundTrip(newRequest(t, t.Context(), "GET", "http://h.test/", nil))
+				if err != nil {
+					t.Fatal(err)
+				}
+				readClose(t, resp)
+				if got := script.Requests(); got != tt.requests {
+					t.Errorf("requests = %d, want %d", got, tt.requests)
+				}
+			})
+		})
+	}
 }

@@ -45,8 +45,8 @@ var (
 
 // Transport is an http.RoundTripper that retries failed attempts according
 // to a Policy and the classify.Result of each attempt. It is safe for
-// concurrent use. A zero (or nil) Transport behaves as New(nil, Policy{}),
-// building that on every call; use New.
+// concurrent use. A zero (or nil) Transport behaves as New(nil, Policy{})
+// (no retries), building that on every call; use New.
 //
 // Each attempt's request context carries the attempt number (AttemptFrom)
 // and, with Policy.AttemptTimeout, its own deadline, which lasts until the
