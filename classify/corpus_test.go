@@ -40,8 +40,8 @@ const corpusDir = "testdata/corpus"
 // Floors on the corpus size, so that a sample removed by mistake fails the
 // test rather than silently raising the recall.
 const (
-	minBlockPages = 32
-	minVendors    = 7
+	minBlockPages = 45
+	minVendors    = 9
 	minBenign     = 300
 )
 

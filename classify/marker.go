@@ -131,6 +131,11 @@ func DefaultMarkers() []Marker {
 		{Name: "imperva", Body: "Incapsula incident ID"},
 		{Name: "imperva", Body: "_Incapsula_Resource", AlsoBody: "incident"},
 		{Name: "imperva", Body: "main-iframe", AlsoBody: "_Incapsula_Resource"},
+		// Imperva JS challenge shell served with 200: a head of only a
+		// noindex,nofollow robots meta and a bare script tag loading
+		// _Incapsula_Resource?SWJIYLWA, and an empty body. Normal pages
+		// get the same resource injected with type, async and &ns= added.
+		{Name: "imperva", Body: `<script src="/_Incapsula_Resource?SWJIYLWA=`, AlsoBody: "noindex,nofollow"},
 		// Distil Networks (Imperva Advanced Bot Protection) "Pardon Our
 		// Interruption" block and CAPTCHA pages. The phrase alone is also a
 		// maintenance-page greeting, so a Distil name must be present.
@@ -172,6 +177,12 @@ func DefaultMarkers() []Marker {
 		// answers API clients with 428.
 		{Name: "akamai", Body: "sec-if-cpt-container"},
 		{Name: "akamai", Body: `"sec-cp-challenge"`, JSON: true, Statuses: []int{428}},
+
+		// Anubis proof-of-work challenge ("Making sure you're not a bot!"),
+		// served with 200 by early versions and 401 since: the JSON script
+		// element that carries the challenge. Pages that document Anubis
+		// show the markup escaped, never as an element.
+		{Name: "anubis", Body: `id="anubis_challenge"`},
 
 		// DDoS-Guard browser check.
 		{Name: "ddos-guard", Body: "<title>DDoS-Guard</title>", Statuses: challengeStatuses()},
