@@ -50,17 +50,20 @@ type Config struct {
 // A Classifier turns one attempt's response or error into a Result. It is
 // safe for concurrent use.
 type Classifier struct {
-	token    *needle   // lower-cased agent token; nil when none
-	headers  []matcher // markers without a body condition, in table order
-	bodies   []matcher // markers with a body condition, in table order
-	bodyAny  bool      // some body marker applies to every status
-	jsonAny  bool      // some body marker applies to JSON bodies
-	peekSize int
+	headers   []matcher  // markers without a body condition, in table order
+	bodies    []matcher  // markers with a body condition, in table order
+	ac        *automaton // every needle of bodies, the token and secondaryRateLimit
+	needles   int        // how many needles ac finds
+	token     int        // needle id of the agent token; noNeedle when none
+	secondary int        // needle id of secondaryRateLimit
+	bodyAny   bool       // some body marker applies to every status
+	jsonAny   bool       // some body marker applies to JSON bodies
+	peekSize  int
 	// peekTimeout bounds the wait for the body head; <= 0: no bound.
 	peekTimeout time.Duration
 	now         func() time.Time
 	heads       sync.Pool // *[]byte of peekSize: peeked heads handed to bodies
-	folds       sync.Pool // *[]byte of peekSize: lower-cased copies for matching
+	decoded     sync.Pool // *[]byte of peekSize: decoded heads of gzip and deflate bodies
 	timers      sync.Pool // *time.Timer: stopped peek budget timers
 }
 
@@ -75,8 +78,9 @@ func New(cfg Config) *Classifier {
 		peekTimeout: cfg.PeekTimeout,
 		now:         cfg.Now,
 	}
-	for _, m := range compile(append(DefaultMarkers(), cfg.Markers...)) {
-		if m.body == nil {
+	var ns needles
+	for _, m := range compile(append(DefaultMarkers(), cfg.Markers...), &ns) {
+		if m.body == noNeedle {
 			c.headers = append(c.headers, m)
 			continue
 		}
@@ -84,9 +88,10 @@ func New(cfg Config) *Classifier {
 		c.bodyAny = c.bodyAny || len(m.statuses) == 0
 		c.jsonAny = c.jsonAny || m.json
 	}
-	if t := strings.TrimSpace(cfg.AgentToken); t != "" {
-		c.token = newNeedle(t)
-	}
+	c.token = ns.id(strings.TrimSpace(cfg.AgentToken))
+	c.secondary = ns.id(secondaryRateLimit)
+	c.ac = newAutomaton(ns.list)
+	c.needles = len(ns.list)
 	switch {
 	case c.peekSize == 0:
 		c.peekSize = DefaultPeekSize
@@ -101,7 +106,7 @@ func New(cfg Config) *Classifier {
 	}
 	size := max(c.peekSize, 0)
 	c.heads.New = func() any { b := make([]byte, size); return &b }
-	c.folds.New = func() any { b := make([]byte, size); return &b }
+	c.decoded.New = func() any { b := make([]byte, size); return &b }
 	return c
 }
 
@@ -294,7 +299,7 @@ func (c *Classifier) classifyResponse(req *http.Request, resp *http.Response) Re
 	}
 	var (
 		o        *outcome
-		folded   []byte // lower-cased (and decoded) body head; nil when not inspected
+		head     []byte // the body head (decoded); nil when not inspected
 		peekErr  error  // how a peek ended, when neither full nor at EOF
 		ctxEnded bool   // the request's context ended before or during the peek
 		peekCut  bool   // the peek's time budget passed first
@@ -312,10 +317,17 @@ func (c *Classifier) classifyResponse(req *http.Request, resp *http.Response) Re
 		o = &po.outcome
 		b := &po.body
 		b.rc, b.p, po.peek.pool = resp.Body, &po.peek, &c.heads
-		head, err, cut, fp := c.peekHead(ctx, b.rc, b.p)
-		if fp != nil {
-			folded = c.foldHead(*fp, head, enc)
-			defer c.folds.Put(fp)
+		var (
+			err error
+			cut bool
+		)
+		head, err, cut = c.peekHead(ctx, b.rc, b.p)
+		if head != nil && enc != encIdentity {
+			// Markers match the page, not its compressed bytes; the
+			// caller still receives the encoded bytes.
+			dp := c.decoded.Get().(*[]byte)
+			defer c.decoded.Put(dp)
+			head = (*dp)[:decodeHead(*dp, head, enc)]
 		}
 		if err != nil && err != io.EOF {
 			peekErr = err
@@ -324,38 +336,43 @@ func (c *Classifier) classifyResponse(req *http.Request, resp *http.Response) Re
 		peekCut = cut
 		resp.Body = b
 	}
-	if kind == kindUnknown && folded != nil {
-		kind = sniffKind(folded)
+	if kind == kindUnknown && head != nil {
+		kind = sniffKind(head)
 	}
 	if resp.Body == nil {
 		resp.Body = http.NoBody // as http.Client does; the caller can always Close
 	}
-	o.r = c.decide(ctx, resp, folded, kind, peekErr, ctxEnded)
+	o.r = c.decide(ctx, resp, head, kind, peekErr, ctxEnded)
 	o.r.Uninspected = uninspected
 	o.r.PeekCut = peekCut
 	attach(resp, req, o)
 	return o.r
 }
 
-// foldHead writes the lower-cased form of a peeked head into dst (at least
-// as long as head) and returns it: decoded first when the body is gzip- or
-// deflate-encoded (see decodeHead), so that markers match the page rather
-// than its compressed bytes. The caller still receives the encoded bytes.
-func (c *Classifier) foldHead(dst, head []byte, enc encoding) []byte {
-	if enc == encIdentity {
-		foldInto(dst, head)
-		return dst[:len(head)]
-	}
-	n := decodeHead(dst, head, enc)
-	foldInto(dst[:n], dst[:n])
-	return dst[:n]
-}
+// maxStackNeedles is how many needles decide can record without allocating.
+const maxStackNeedles = 128
 
-// decide applies the rules of Classify to a response whose lower-cased body
-// head is folded (nil when not inspected).
-func (c *Classifier) decide(ctx context.Context, resp *http.Response, folded []byte, kind bodyKind, peekErr error, ctxEnded bool) Result {
+// decide applies the rules of Classify to a response whose body head is head
+// (nil when not inspected).
+func (c *Classifier) decide(ctx context.Context, resp *http.Response, head []byte, kind bodyKind, peekErr error, ctxEnded bool) Result {
 	status := resp.StatusCode
 	r := Result{Status: status}
+	// One pass of the automaton over the head finds every needle at once;
+	// found[id] > 0 when needle id occurs. Only when a needle can matter:
+	// markers read HTML and JSON, the token and the secondary rate limit a
+	// 401 or 403.
+	var (
+		buf   [maxStackNeedles]int32
+		found []int32
+	)
+	if head != nil && (kind == kindHTML || kind == kindJSON || status == 401 || status == 403) {
+		if c.needles <= len(buf) {
+			found = buf[:c.needles]
+		} else {
+			found = make([]int32, c.needles)
+		}
+		c.ac.scan(head, found)
+	}
 	var names [4]string
 	matched := names[:0]
 	// Adjacent markers on the same header share one lookup.
@@ -375,10 +392,10 @@ func (c *Classifier) decide(ctx context.Context, resp *http.Response, folded []b
 			matched = append(matched, m.name)
 		}
 	}
-	if folded != nil && (kind == kindHTML || kind == kindJSON) {
+	if found != nil && (kind == kindHTML || kind == kindJSON) {
 		for i := range c.bodies {
 			m := &c.bodies[i]
-			if (kind == kindHTML || m.json) && m.appliesTo(status) && m.matchHeader(resp.Header) && m.matchBody(folded) &&
+			if (kind == kindHTML || m.json) && m.appliesTo(status) && m.matchHeader(resp.Header) && m.matchBody(found) &&
 				!slices.Contains(matched, m.name) {
 				matched = append(matched, m.name)
 			}
@@ -388,13 +405,13 @@ func (c *Classifier) decide(ctx context.Context, resp *http.Response, folded []b
 	case len(matched) > 0:
 		r.Outcome, r.Reason = Refused, "challenge marker"
 		r.Markers = slices.Clone(matched)
-	case (status == 401 || status == 403) && c.token != nil && c.token.in(folded):
+	case (status == 401 || status == 403) && c.token != noNeedle && found != nil && found[c.token] > 0:
 		r.Outcome, r.Reason = Refused, "agent named"
 	case ctxEnded:
 		r.Outcome, r.Reason = contextOutcome(ctx)
 	case peekErr != nil:
 		r.Outcome, r.Reason = Transient, "body read error"
-	case status == 403 && isSecondaryRateLimit(folded):
+	case status == 403 && found != nil && found[c.secondary] > 0:
 		r.Outcome, r.Reason = Throttled, "secondary rate limit"
 		d, src := parseWait(resp.Header, c.now, true)
 		if src == waitNone {
@@ -452,7 +469,7 @@ func (c *Classifier) shouldPeek(resp *http.Response, status int, kind bodyKind, 
 		return false, false
 	}
 	markers := (kind == kindHTML || kind == kindUnknown || (kind == kindJSON && c.jsonAny)) && c.bodyCanMatch(status, kind)
-	token := c.token != nil && (status == 401 || status == 403) && kind != kindOther
+	token := c.token != noNeedle && (status == 401 || status == 403) && kind != kindOther
 	if !markers && !token {
 		return false, false
 	}
@@ -465,7 +482,7 @@ func (c *Classifier) shouldPeek(resp *http.Response, status int, kind bodyKind, 
 // bodyCanMatch reports whether a body marker or the agent token could match
 // a response with this status.
 func (c *Classifier) bodyCanMatch(status int, kind bodyKind) bool {
-	if status == 403 || (c.token != nil && status == 401) { // 403: also a secondary rate limit
+	if status == 403 || (c.token != noNeedle && status == 401) { // 403: also a secondary rate limit
 		return true
 	}
 	if kind != kindJSON && c.bodyAny {
@@ -484,10 +501,8 @@ func (c *Classifier) bodyCanMatch(status int, kind bodyKind) bool {
 // peekHead reads the head of rc into a pooled buffer owned by pk, within
 // the peek's time budget (see peek.fill), and returns the head read so far,
 // how the read ended (nil while rc has more), whether the budget cut the
-// peek, and a pooled fold buffer of the
-// buffer's size for the caller to fill and put back (nil when nothing was
-// read).
-func (c *Classifier) peekHead(ctx context.Context, rc io.ReadCloser, pk *peek) (head []byte, err error, cut bool, fold *[]byte) {
+// peek; head is nil when nothing was read.
+func (c *Classifier) peekHead(ctx context.Context, rc io.ReadCloser, pk *peek) (head []byte, err error, cut bool) {
 	bp := c.heads.Get().(*[]byte)
 	pk.buf = bp
 	head, err, cut = pk.fill(ctx, rc, *bp, c.peekTimeout, &c.timers)
@@ -496,9 +511,9 @@ func (c *Classifier) peekHead(ctx context.Context, rc io.ReadCloser, pk *peek) (
 			pk.buf = nil
 			c.heads.Put(bp)
 		}
-		return nil, err, cut, nil
+		return nil, err, cut
 	}
-	return head, err, cut, c.folds.Get().(*[]byte)
+	return head, err, cut
 }
 
 // statusReasons holds "status NNN" for 100..599, so a Reason costs no

@@ -1,12 +1,9 @@
 package classify
 
 import (
-	"bytes"
-	"encoding/binary"
 	"net/http"
 	"net/textproto"
 	"slices"
-	"strings"
 )
 
 // A Marker recognises a bot-management challenge or block page. Markers are
@@ -189,18 +186,46 @@ func DefaultMarkers() []Marker {
 	}
 }
 
-// matcher is a compiled Marker: canonical header name, lower-cased needles.
+// matcher is a compiled Marker: canonical header name, lower-cased value,
+// and the body conditions as needles of the Classifier's automaton.
 type matcher struct {
 	name     string
-	header   string  // canonical MIME header key; "" when no header condition
-	value    string  // lower-cased
-	body     *needle // nil when no body condition
-	also     *needle // nil when no second condition
-	json     bool    // the body condition applies to JSON bodies too
+	header   string // canonical MIME header key; "" when no header condition
+	value    string // lower-cased
+	body     int    // needle id of Body; noNeedle when no body condition
+	also     int    // needle id of AlsoBody; noNeedle when no second condition
+	json     bool   // the body condition applies to JSON bodies too
 	statuses []int
 }
 
-func compile(ms []Marker) []matcher {
+// noNeedle is the needle id of an absent body condition.
+const noNeedle = -1
+
+// needles assigns ids to the distinct lower-cased strings searched in body
+// heads, so that each is looked for once however many markers use it.
+type needles struct {
+	ids  map[string]int
+	list []string
+}
+
+// id returns the id of s (lower-cased), or noNeedle when s is empty.
+func (n *needles) id(s string) int {
+	if s == "" {
+		return noNeedle
+	}
+	s = lowerASCII(s)
+	if id, ok := n.ids[s]; ok {
+		return id
+	}
+	if n.ids == nil {
+		n.ids = map[string]int{}
+	}
+	n.ids[s] = len(n.list)
+	n.list = append(n.list, s)
+	return len(n.list) - 1
+}
+
+func compile(ms []Marker, ns *needles) []matcher {
 	out := make([]matcher, 0, len(ms))
 	for _, m := range ms {
 		if m.Header == "" && m.Body == "" {
@@ -213,16 +238,16 @@ func compile(ms []Marker) []matcher {
 		mt := matcher{
 			name:     name,
 			value:    lowerASCII(m.Value),
-			body:     newNeedle(m.Body),
-			also:     newNeedle(m.AlsoBody),
+			body:     ns.id(m.Body),
+			also:     noNeedle,
 			json:     m.JSON,
 			statuses: slices.Clone(m.Statuses),
 		}
 		if m.Header != "" {
 			mt.header = textproto.CanonicalMIMEHeaderKey(m.Header)
 		}
-		if mt.body == nil {
-			mt.also = nil
+		if mt.body != noNeedle {
+			mt.also = ns.id(m.AlsoBody)
 		}
 		out = append(out, mt)
 	}
@@ -256,16 +281,14 @@ func (m *matcher) matchValues(vs []string) bool {
 	return false
 }
 
-// matchBody reports whether the body condition holds against folded, the
-// lower-cased body head (true when there is no body condition).
-func (m *matcher) matchBody(folded []byte) bool {
-	if m.body == nil {
+// matchBody reports whether the body conditions hold, given found, the
+// needles the automaton found in the body head (true when there is no body
+// condition).
+func (m *matcher) matchBody(found []int32) bool {
+	if m.body == noNeedle {
 		return true
 	}
-	if !m.body.in(folded) {
-		return false
-	}
-	return m.also == nil || m.also.in(folded)
+	return found[m.body] > 0 && (m.also == noNeedle || found[m.also] > 0)
 }
 
 // lowerASCII lower-cases the ASCII letters of s.
@@ -280,28 +303,6 @@ func lowerASCII(s string) string {
 		}
 	}
 	return s
-}
-
-// foldInto writes the ASCII lower-case form of src into dst, which must
-// be at least as long. It folds eight bytes at a time.
-func foldInto(dst, src []byte) {
-	const (
-		ones = 0x0101010101010101
-		high = ones * 0x80
-	)
-	dst = dst[:len(src)]
-	i := 0
-	for ; i+8 <= len(src); i += 8 {
-		w := binary.LittleEndian.Uint64(src[i:])
-		low := w &^ high                                   // each byte's low seven bits
-		geA := low + ones*(0x80-'A')                       // high bit set where low >= 'A'
-		gtZ := low + ones*(0x80-'Z'-1)                     // high bit set where low > 'Z'
-		upper := geA &^ gtZ &^ w & high                    // ASCII 'A'..'Z'
-		binary.LittleEndian.PutUint64(dst[i:], w|upper>>2) // +0x20
-	}
-	for ; i < len(src); i++ {
-		dst[i] = foldByte(src[i])
-	}
 }
 
 func foldByte(c byte) byte {
@@ -329,65 +330,6 @@ func containsFold(s, needle string) bool {
 		if j == n {
 			return true
 		}
-	}
-	return false
-}
-
-// commonness lists bytes from most to least frequent in HTML and English
-// text, roughly; bytes not listed count as rarest.
-const commonness = " etaoinsrhldcu<>=\"/p.mfgwy-b:v;k,x'j0123456789_#&q()z!?%@*+[]{}|\\^~`$"
-
-// A needle is a lower-cased substring to find in a folded body head. The
-// search jumps between occurrences of its rarest byte (the anchor) with
-// bytes.IndexByte, which is far cheaper on HTML than bytes.Index keyed on
-// the first byte.
-type needle struct {
-	b      []byte
-	anchor int // index in b of the rarest byte
-}
-
-// newNeedle returns the needle for s, or nil when s is empty.
-func newNeedle(s string) *needle {
-	if s == "" {
-		return nil
-	}
-	n := &needle{b: []byte(lowerASCII(s))}
-	best := -1
-	for i, c := range n.b {
-		rank := strings.IndexByte(commonness, c)
-		if rank < 0 {
-			rank = len(commonness)
-		}
-		if rank > best {
-			best, n.anchor = rank, i
-		}
-	}
-	return n
-}
-
-// maxAnchorMisses bounds the anchored verifications of needle.in before it
-// falls back to bytes.Contains, so a hostile body full of anchor bytes
-// costs no more than the plain search.
-const maxAnchorMisses = 32
-
-// in reports whether the needle occurs in hay (already lower-case).
-func (n *needle) in(hay []byte) bool {
-	k, c := n.anchor, n.b[n.anchor]
-	end := len(hay) - (len(n.b) - 1 - k) // anchor positions are < end
-	misses := 0
-	for i := k; i < end; {
-		j := bytes.IndexByte(hay[i:end], c)
-		if j < 0 {
-			return false
-		}
-		start := i + j - k
-		if bytes.Equal(hay[start:start+len(n.b)], n.b) {
-			return true
-		}
-		if misses++; misses > maxAnchorMisses {
-			return bytes.Contains(hay[start+1:], n.b)
-		}
-		i += j + 1
 	}
 	return false
 }

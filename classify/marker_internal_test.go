@@ -2,10 +2,17 @@ package classify
 
 import (
 	"bytes"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 )
 
-// refFold is the obvious ASCII lower-casing foldInto must agree with.
+// refFold is the obvious ASCII lower-casing.
 func refFold(b []byte) []byte {
 	out := make([]byte, len(b))
 	for i, c := range b {
@@ -14,35 +21,124 @@ func refFold(b []byte) []byte {
 	return out
 }
 
-func FuzzFoldAndNeedle(f *testing.F) {
-	f.Add([]byte("<TITLE>Just A Moment...</TITLE>"), "just a moment...")
-	f.Add([]byte("\xff\xc0ZZ@[`{AZaz"), "az")
-	f.Add(bytes.Repeat([]byte("_x"), 200), "_y")
-	f.Fuzz(func(t *testing.T, hay []byte, s string) {
-		got := make([]byte, len(hay))
-		foldInto(got, hay)
-		want := refFold(hay)
-		if !bytes.Equal(got, want) {
-			t.Fatalf("foldInto(%q) = %q, want %q", hay, got, want)
+// naiveEnds is the matcher the automaton must agree with: one bytes.Index
+// per needle over a lower-cased copy of hay, giving the offset just past
+// each needle's first occurrence (0 when absent).
+func naiveEnds(needles []string, hay []byte) []int32 {
+	folded := refFold(hay)
+	ends := make([]int32, len(needles))
+	for i, n := range needles {
+		if n == "" {
+			continue
 		}
-		n := newNeedle(s)
-		if n == nil {
-			return
+		if j := bytes.Index(folded, []byte(lowerASCII(n))); j >= 0 {
+			ends[i] = int32(j + len(n))
 		}
-		if got, want := n.in(want), bytes.Contains(want, n.b); got != want {
-			t.Errorf("needle(%q).in(%q) = %v, want %v", s, hay, got, want)
+	}
+	return ends
+}
+
+func checkAutomaton(t *testing.T, needles []string, hay []byte) {
+	t.Helper()
+	a := newAutomaton(needles)
+	got := make([]int32, len(needles))
+	a.scan(hay, got)
+	want := naiveEnds(needles, hay)
+	for i := range needles {
+		if got[i] != want[i] {
+			t.Fatalf("needle %q in %q: automaton ends at %d, bytes.Index at %d", needles[i], hay, got[i], want[i])
+		}
+	}
+}
+
+// FuzzAutomaton checks that the automaton finds exactly what one
+// bytes.Index per needle finds in the lower-cased bytes, at the same first
+// occurrence, for the default needles and for needles of the fuzzer's own
+// (separated by NUL), overlapping, nested or differing only in case; in
+// the hay as given and repeated past 2 KiB, which scan cuts into lanes.
+func FuzzAutomaton(f *testing.F) {
+	f.Add([]byte("<TITLE>Just A Moment...</TITLE>"), "just a moment...\x00MOMENT\x00t a m")
+	f.Add([]byte("\xff\xc0ZZ@[`{AZaz"), "az\x00@[\x00\xc0z")
+	f.Add(bytes.Repeat([]byte("_x"), 200), "_y\x00x_x_x_y\x00_x_x_")
+	f.Add([]byte("aaaaaaaaab"), "aab\x00aaab\x00ab\x00b\x00aaaaaaaaaaa")
+	f.Add([]byte("ushers"), "he\x00she\x00his\x00hers")
+	f.Fuzz(func(t *testing.T, hay []byte, custom string) {
+		needles := append(defaultNeedles(), strings.Split(custom, "\x00")...)
+		checkAutomaton(t, needles, hay)
+		if len(hay) > 0 {
+			// Long enough for the four lanes of scan, with occurrences
+			// across every lane boundary.
+			checkAutomaton(t, needles, bytes.Repeat(hay, 2048/len(hay)+1))
 		}
 	})
 }
 
-func TestNeedleHostileBody(t *testing.T) {
-	n := newNeedle("_cf_chl_opt")
+// defaultNeedles returns the needles of the default Classifier.
+func defaultNeedles() []string {
+	var ns needles
+	compile(DefaultMarkers(), &ns)
+	ns.id(secondaryRateLimit)
+	return ns.list
+}
+
+// TestAutomatonCorpus runs the automaton and the naive matcher over every
+// page of the refusal corpus, benign and block, with the default needles.
+func TestAutomatonCorpus(t *testing.T) {
+	needles := append(defaultNeedles(), "corpusbot")
+	n := 0
+	err := filepath.WalkDir("testdata/corpus", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		checkAutomaton(t, needles, b)
+		n++
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n < 300 {
+		t.Errorf("checked %d corpus files, want at least 300", n)
+	}
+}
+
+// TestAutomatonManyNeedles covers more needles than decide records on its
+// stack, and needles sharing prefixes and suffixes.
+func TestAutomatonManyNeedles(t *testing.T) {
+	var needles []string
+	var hay strings.Builder
+	for i := range 300 {
+		needles = append(needles, fmt.Sprintf("Marker-%03d-End", i))
+		if i%7 == 0 {
+			fmt.Fprintf(&hay, "<p>MARKER-%03d-end</p>", i)
+		}
+	}
+	checkAutomaton(t, needles, []byte(hay.String()))
+
+	ms := make([]Marker, len(needles))
+	for i, n := range needles {
+		ms[i] = Marker{Name: fmt.Sprint("m", i), Body: n}
+	}
+	c := New(Config{Markers: ms})
+	if c.needles <= maxStackNeedles {
+		t.Fatalf("%d needles, want more than %d", c.needles, maxStackNeedles)
+	}
+	r := c.Classify(&http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"text/html"}},
+		Body: io.NopCloser(strings.NewReader("<p>marker-294-END</p>"))}, nil)
+	if r.Outcome != Refused || len(r.Markers) != 1 || r.Markers[0] != "m294" {
+		t.Errorf("Classify = %v %v, want Refused by m294", r.Outcome, r.Markers)
+	}
+}
+
+// TestAutomatonHostileBody: a head full of near misses costs one pass and
+// still finds the needle that follows them.
+func TestAutomatonHostileBody(t *testing.T) {
+	needles := []string{"_cf_chl_opt"}
 	hay := bytes.Repeat([]byte("_cf_chl_op "), 400)
-	if n.in(hay) {
-		t.Error("found a needle that is absent")
-	}
-	hay = append(hay, "_cf_chl_opt"...)
-	if !n.in(hay) {
-		t.Error("missed a needle after many anchor misses")
-	}
+	checkAutomaton(t, needles, hay)
+	checkAutomaton(t, needles, append(hay, "_CF_chl_opt"...))
 }

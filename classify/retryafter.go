@@ -1,7 +1,6 @@
 package classify
 
 import (
-	"bytes"
 	"net/http"
 	"time"
 )
@@ -357,12 +356,6 @@ const secondaryRateLimit = "secondary rate limit"
 // SecondaryRateLimitWait is the wait of a secondary rate limit that states
 // none: GitHub asks clients to wait at least a minute.
 const SecondaryRateLimitWait = time.Minute
-
-// isSecondaryRateLimit reports whether a 403's lower-cased body head is a
-// secondary rate limit answer.
-func isSecondaryRateLimit(folded []byte) bool {
-	return bytes.Contains(folded, []byte(secondaryRateLimit))
-}
 
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 
