@@ -55,6 +55,24 @@ group '^BenchmarkHosts$' "$HOSTS_TIME"
 group '^BenchmarkSelect$' "$SELECT_TIME"
 group '^BenchmarkProbe$' "$PROBE_TIME"
 
+# Politeness runs once: every contender crawls its own rate-limited nginx,
+# all at once, for about a minute; its numbers are not for benchstat.
+polite="$work/polite.txt"
+echo "== politeness against a rate-limited nginx (about a minute)" >&2
+"$work/bench.test" -test.run '^$' -test.bench '^BenchmarkPoliteness$' -test.benchtime 1x | tee "$polite" >&2
+
+# polite_table turns the BenchmarkPoliteness lines into a Markdown table.
+polite_table() {
+	awk '/^BenchmarkPoliteness\// {
+		split($1, p, "/"); server = p[2]; impl = p[3]
+		sub(/^server=/, "", server); sub(/rps$/, "", server); sub(/^impl=/, "", impl); sub(/-[0-9]+$/, "", impl)
+		for (i = 3; i < NF; i += 2) v[$(i + 1)] = $i
+		ratio = sprintf("%.2f×", v["ratio"])
+		if (v["pages-200"] < 120) ratio = "— (pages lost)"
+		printf "| %s | %s | %.2f | %s | %.1f %% | %d / 120 |\n", impl, server, v["achieved-r/s"], ratio, v["429-%"], v["pages-200"]
+	}' "$polite"
+}
+
 # Profiles of the chain in memory: CPU, and every allocation (rate 1) of
 # the chain and of the bare client, whose difference is what the chain
 # allocates.
@@ -173,6 +191,21 @@ Medians with 95% confidence intervals; \`vs base\` compares each contender with 
 \`\`\`
 $(stats -col /impl -row .name -filter '.name:(Overhead OR Loopback)')
 \`\`\`
+
+## Politeness against a real rate limiter
+
+120 pages of one host, 8 workers, pacing configured at 600 requests a minute with bursts of 5, against a
+real nginx (\`limit_req\`, burst 1, 429 with \`Retry-After: 2\`) allowing 2 or 10 requests a second:
+the rate achieved (pages answered 200 a second, over the whole crawl), its ratio to the rate allowed
+(not given for a contender that lost pages: its few 200s came in a short burst), and the share of
+attempts answered 429. \`egresskit\` is the chain with in-memory state,
+\`egresskit-redis-fleet\` two chains (4 workers each) sharing Redis state, \`bare\` an \`http.Client\`
+without pacing or retries, \`colly\` Colly's \`LimitRule\` with the same settings (\`Parallelism: 8\`,
+\`Delay: 100ms\`, no retries).
+
+| contender | allowed r/s | achieved r/s | achieved / allowed | 429 share | pages 200 |
+|---|---:|---:|---:|---:|---:|
+$(polite_table)
 
 ## Hosts, egress selection, probe
 
