@@ -330,6 +330,10 @@ func (s *State) inspect() error {
 	}
 	if err != nil {
 		s.warn(Warning{Kind: Unchecked, Op: "config", Err: err, Time: s.localNow()})
+		var re redis.Error
+		if !errors.As(err, &re) {
+			return nil // unreachable: the first check notes the run_ids
+		}
 	}
 	ids, _ := s.runIDs(ctx)
 	s.mu.Lock()
