@@ -430,6 +430,7 @@ func (c *Classifier) statusRules(h http.Header, r *Result) {
 	r.Reason = statusReason(status)
 	if status >= 100 && status < 400 {
 		r.Outcome = OK
+		r.Quota = parseQuota(h, c.now)
 		return
 	}
 	if status >= 400 && status < 600 {

@@ -3,6 +3,7 @@ package classify_test
 import (
 	"bytes"
 	"io"
+	"math"
 	"net/http"
 	"strconv"
 	"testing"
@@ -42,6 +43,9 @@ func FuzzParseRetryAfter(f *testing.F) {
 		}
 		if d < 0 || d > classify.MaxRetryAfter {
 			t.Errorf("ParseRetryAfter(%v) = %v, outside [0, %v]", h, d, classify.MaxRetryAfter)
+		}
+		if q := classify.ParseQuota(h, testNow); q < 0 || math.IsNaN(q) || math.IsInf(q, 0) {
+			t.Errorf("ParseQuota(%v) = %v, want a finite rate >= 0", h, q)
 		}
 	})
 }

@@ -50,6 +50,11 @@ type Result struct {
 	// RetryAfter is the wait the server asked for (Retry-After, else the
 	// RateLimit or X-RateLimit-Reset fields); 0 when none was given.
 	RetryAfter time.Duration
+	// Quota is the rate, in requests a minute, that a successful
+	// response's rate-limit fields leave until their reset (remaining ÷
+	// seconds to reset; see ParseQuota); 0 when they state none. Pacing
+	// slows to it at once when it is below the current rate.
+	Quota float64
 	// Markers names the challenge markers that matched, e.g.
 	// "cloudflare-challenge". Nil when none matched.
 	Markers []string

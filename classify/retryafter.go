@@ -347,6 +347,94 @@ func until(t, now time.Time) (time.Duration, bool) {
 	return min(d, MaxRetryAfter), true
 }
 
+// ParseQuota returns the rate, in requests a minute, that a response's
+// rate-limit fields leave until their reset: remaining requests divided by
+// the time to the reset (at least a second), from the IETF RateLimit field
+// (the tightest of its policies), RateLimit-Remaining with RateLimit-Reset,
+// X-RateLimit-Remaining with X-RateLimit-Reset, or X-Rate-Limit-Remaining
+// with X-Rate-Limit-Reset, whichever comes first (resets are delays or Unix
+// times, as for ParseRetryAfter). It returns 0 when no field states both a
+// remaining count above 0 and a reset: a spent quota is a wait, which
+// ParseRetryAfter reports.
+func ParseQuota(h http.Header, now time.Time) float64 {
+	return parseQuota(h, func() time.Time { return now })
+}
+
+// parseQuota implements ParseQuota; now is called only for Unix-time
+// resets.
+func parseQuota(h http.Header, now func() time.Time) float64 {
+	if vs := h[hRateLimit]; len(vs) > 0 {
+		if q := rateLimitQuota(vs); q > 0 {
+			return q
+		}
+	}
+	for _, f := range resetFields {
+		rs, vs := h[f.remaining], h[f.reset]
+		if len(rs) == 0 || len(vs) == 0 {
+			continue
+		}
+		rem := atoiOr(trimOWS(rs[0]), -1)
+		d, ok := parseReset(vs[0], now)
+		if rem > 0 && ok {
+			return quota(rem, d)
+		}
+	}
+	return 0
+}
+
+// quota is rem requests over d (at least a second), per minute.
+func quota(rem int, d time.Duration) float64 {
+	return float64(rem) * float64(time.Minute) / float64(max(d, time.Second))
+}
+
+// rateLimitQuota is the tightest quota of the IETF RateLimit field's
+// policies (structured `"p";r=5;t=30`, or the dictionary
+// `remaining=5, reset=30`).
+func rateLimitQuota(vs []string) float64 {
+	best := 0.0
+	take := func(rem, reset int) {
+		if rem > 0 && reset >= 0 {
+			d, _ := seconds(reset)
+			if q := quota(rem, d); best == 0 || q < best {
+				best = q
+			}
+		}
+	}
+	dictRem, dictReset := -1, -1
+	for _, v := range vs {
+		for len(v) > 0 {
+			var member string
+			member, v = nextMember(v)
+			item, params := splitItem(member)
+			if key, val, ok := cutKV(item); ok {
+				switch key {
+				case "remaining":
+					dictRem = atoiOr(val, dictRem)
+				case "reset":
+					dictReset = atoiOr(val, dictReset)
+				}
+				continue
+			}
+			rem, reset := -1, -1
+			for len(params) > 0 {
+				var p string
+				p, params = cutByte(params, ';')
+				if key, val, ok := cutKV(p); ok {
+					switch key {
+					case "r":
+						rem = atoiOr(val, rem)
+					case "t":
+						reset = atoiOr(val, reset)
+					}
+				}
+			}
+			take(rem, reset)
+		}
+	}
+	take(dictRem, dictReset)
+	return best
+}
+
 // secondaryRateLimit is the phrase of GitHub's secondary rate limit: a 403
 // whose JSON body says "You have exceeded a secondary rate limit", with no
 // rate-limit header. The classifier reads such a 403 as Throttled, with a

@@ -1,6 +1,7 @@
 package classify_test
 
 import (
+	"math"
 	"net/http"
 	"strconv"
 	"testing"
@@ -99,6 +100,33 @@ func TestParseRetryAfter(t *testing.T) {
 		got, ok := classify.ParseRetryAfter(tc.header, testNow)
 		if got != tc.want || ok != tc.ok {
 			t.Errorf("%s: ParseRetryAfter(%v) = %v, %v, want %v, %v", tc.name, tc.header, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+func TestParseQuota(t *testing.T) {
+	epoch := func(d time.Duration) string { return strconv.FormatInt(testNow.Add(d).Unix(), 10) }
+	tests := []struct {
+		name   string
+		header http.Header
+		want   float64 // requests a minute
+	}{
+		{"none", http.Header{}, 0},
+		{"ratelimit structured", hdr("RateLimit", `"default";r=5;t=30`), 10},
+		{"ratelimit tightest policy", hdr("RateLimit", `"burst";r=50;t=10, "day";r=1440;t=86400`), 1},
+		{"ratelimit dictionary", hdr("RateLimit", "limit=100, remaining=20, reset=60"), 20},
+		{"ratelimit spent is a wait, not a quota", hdr("RateLimit", `"default";r=0;t=30`), 0},
+		{"ratelimit reset now counts as a second", hdr("RateLimit", `"default";r=3;t=0`), 180},
+		{"ratelimit-remaining and reset", hdr("RateLimit-Remaining", "30", "RateLimit-Reset", "60"), 30},
+		{"x-ratelimit epoch (GitHub)", hdr("X-RateLimit-Remaining", "4999", "X-RateLimit-Reset", epoch(time.Hour)), 4999.0 / 60},
+		{"x-rate-limit epoch (X)", hdr("X-Rate-Limit-Remaining", "12", "X-Rate-Limit-Reset", epoch(15*time.Minute)), 0.8},
+		{"remaining without reset", hdr("X-RateLimit-Remaining", "10"), 0},
+		{"garbage remaining", hdr("X-RateLimit-Remaining", "lots", "X-RateLimit-Reset", "60"), 0},
+		{"garbage reset", hdr("X-RateLimit-Remaining", "10", "X-RateLimit-Reset", "soon"), 0},
+	}
+	for _, tc := range tests {
+		if got := classify.ParseQuota(tc.header, testNow); math.Abs(got-tc.want) > 1e-9*tc.want {
+			t.Errorf("%s: ParseQuota(%v) = %v, want %v", tc.name, tc.header, got, tc.want)
 		}
 	}
 }

@@ -37,6 +37,10 @@
 //     spaced clearly closer than the rate now sent at (answers to requests
 //     sent before the cut) raise it at once to their rate, up to the
 //     target.
+//   - An OK answer whose rate-limit fields leave a quota below the current
+//     rate (classify.Result.Quota: remaining requests over the time to the
+//     reset) sets the rate to that quota at once, and the recovery starts
+//     from there.
 //   - The rate never exceeds the host's configured rate nor its ceiling
 //     (SetCeiling, robots.txt Crawl-delay).
 //   - Transient, Refused, Permanent and Canceled outcomes leave the rate
@@ -395,7 +399,7 @@ func (s *Set) Observe(host string, r classify.Result) (floored bool) {
 	}
 	switch r.Outcome {
 	case classify.OK:
-		s.ok(e, now)
+		s.ok(e, now, r.Quota)
 	case classify.Throttled:
 		floored = s.throttled(e, now, r.RetryAfter)
 	}
@@ -403,9 +407,9 @@ func (s *Set) Observe(host string, r classify.Result) (floored bool) {
 	return floored
 }
 
-// ok counts an OK answer: its spacing from the last, and a step of the
-// recovery.
-func (s *Set) ok(e *entry, now time.Time) {
+// ok counts an OK answer: its spacing from the last, a quota it states,
+// and a step of the recovery.
+func (s *Set) ok(e *entry, now time.Time, quota float64) {
 	// A gap across the end of a pause (when this side waited, not the
 	// host) says nothing of the rate the host accepts; answers that come
 	// while the host is paused were sent before, and their spacing does.
@@ -420,6 +424,14 @@ func (s *Set) ok(e *entry, now time.Time) {
 		e.gaps = min(e.gaps+1, maxOKs)
 	}
 	e.lastOK = now
+	if positive(quota) && quota < e.perMinute {
+		// The host says how fast it will go on accepting: slow to that
+		// at once, and recover from there.
+		q := max(quota, minPerMinute)
+		e.target, e.base, e.oks = q, q, 0
+		e.setRate(q, now)
+		return
+	}
 	if e.target == 0 {
 		return
 	}
@@ -437,7 +449,11 @@ func (s *Set) ok(e *entry, now time.Time) {
 	if step == 0 {
 		step = e.target / 10
 	}
-	if w := min(cubic(e.base, e.target, step, e.oks, s.cfg.RecoverAfter, e.plateau), e.top()); w != e.perMinute {
+	p := e.plateau
+	if p == 0 { // no throttle yet
+		p = 2 * s.cfg.RecoverAfter
+	}
+	if w := min(cubic(e.base, e.target, step, e.oks, s.cfg.RecoverAfter, p), e.top()); w != e.perMinute {
 		e.setRate(w, now)
 	}
 }

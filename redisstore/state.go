@@ -270,8 +270,12 @@ func (s *State) Record(ctx context.Context, host string, a hoststate.Admission, 
 	if err != nil {
 		return hoststate.Effect{}, err
 	}
+	quota := "0"
+	if positive(r.Quota) {
+		quota = ftoa(r.Quota)
+	}
 	args := s.set.args(host, s.nowArg(),
-		itoa(int64(r.Outcome)), usec(max(r.RetryAfter, 0)), strconv.FormatUint(a.Generation, 10))
+		itoa(int64(r.Outcome)), usec(max(r.RetryAfter, 0)), strconv.FormatUint(a.Generation, 10), quota)
 	reply, local, err := s.exec(ctx, "record", s.sc.record, k, args)
 	if local != nil {
 		return s.localRecord(ctx, local, host, a, r)

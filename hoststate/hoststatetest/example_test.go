@@ -28,6 +28,7 @@ func ExampleScenarios() {
 	// LongerRetryAfterNeverSooner
 	// ThrottledOpensOnlyAtFloor
 	// SlowHost
+	// QuotaSetsRate
 	// SetCeiling
 	// ThrottleStorm
 	// DeadlineTakesNothing

@@ -41,6 +41,7 @@ func Scenarios() []Scenario {
 		{"LongerRetryAfterNeverSooner", hoststate.Config{Limit: ratelimit.Config{PerMinute: 600}}, longerRetryAfter},
 		{"ThrottledOpensOnlyAtFloor", hoststate.Config{Limit: ratelimit.Config{Floor: 15}}, throttledOpensOnlyAtFloor},
 		{"SlowHost", hoststate.Config{}, slowHost},
+		{"QuotaSetsRate", hoststate.Config{}, quotaSetsRate},
 		{"SetCeiling", hoststate.Config{}, setCeiling},
 		{"ThrottleStorm", hoststate.Config{}, throttleStorm},
 		{"DeadlineTakesNothing", hoststate.Config{}, deadlineTakesNothing},
@@ -369,6 +370,29 @@ func throttledOpensOnlyAtFloor(t *testing.T, env Env) {
 		} else {
 			wantEffect(t, "8th 429 at the floor", eff, breaker.Closed, breaker.Open, false)
 		}
+	}
+}
+
+// quotaSetsRate: at 60/min, an OK whose rate-limit fields leave 20
+// requests a minute (classify.Result.Quota) sets the rate to 20 at once;
+// it holds there for 30 OKs, then probes above it (22 after 40); a quota
+// above the rate changes nothing.
+func quotaSetsRate(t *testing.T, env Env) {
+	a := admit(t, env, host)
+	record(t, env, host, a, classify.Result{Outcome: classify.OK, Status: 200, Quota: 20})
+	if got := state(t, env, host).PerMinute; got != 20 {
+		t.Fatalf("after an OK with a quota of 20/min: rate %v, want 20", got)
+	}
+	if a := admit(t, env, host); !nearD(a.Wait, 3*time.Second) {
+		t.Errorf("next admission: wait %v, want 3s", a.Wait)
+	}
+	env.Advance(3 * time.Second)
+	recoveryOKs(t, env, map[int]float64{29: 20, 40: 22})
+	a = admit(t, env, host)
+	env.Advance(a.Wait)
+	record(t, env, host, a, classify.Result{Outcome: classify.OK, Status: 200, Quota: 1000})
+	if got := state(t, env, host).PerMinute; got < 22 {
+		t.Errorf("after an OK with a quota above the rate: rate %v, want unchanged (>= 22)", got)
 	}
 }
 

@@ -12,6 +12,7 @@
 -- ARGV[15] the outcome (classify.Outcome)
 -- ARGV[16] Retry-After
 -- ARGV[17] the admission's generation
+-- ARGV[18] the quota an OK answer states, per minute (0: none)
 --
 -- The halt itself is set by the prelude, before the state hash is read.
 --
@@ -21,6 +22,8 @@
 local OUTCOME = tonumber(ARGV[15])
 local RETRYAFTER = tonumber(ARGV[16])
 local GEN = tonumber(ARGV[17])
+local QUOTA = tonumber(ARGV[18]) or 0
+if QUOTA ~= QUOTA or QUOTA < 0 or QUOTA > 1e15 then QUOTA = 0 end
 
 -- A throttle is pacing's business: it counts for the breaker only when
 -- the rate is already at its floor and cannot slow down any further.
@@ -74,7 +77,13 @@ if OUTCOME == OK then
     l.m = math.min(l.m + 1, MAXOKS)
   end
   l.o = now
-  if l.g > 0 then
+  if QUOTA > 0 and QUOTA < l.r then
+    -- The host says how fast it will go on accepting: slow to that at
+    -- once, and recover from there.
+    local q = math.max(QUOTA, 1 / 1440)
+    l.g, l.bs, l.k = q, q, 0
+    setRate(q)
+  elseif l.g > 0 then
     -- Climbing, and the host answered clearly faster than the rate now
     -- sent at: jump to that rate, up to the target.
     if l.k < RAFTER and l.m > 0 then
@@ -84,7 +93,9 @@ if OUTCOME == OK then
     l.k = math.min(l.k + 1, MAXOKS)
     local step = RSTEP
     if step == 0 then step = l.g / 10 end
-    local w = math.min(cubic(l.bs, l.g, step, l.k, RAFTER, l.h), top())
+    local h = l.h
+    if h == 0 then h = 2 * RAFTER end -- no throttle yet
+    local w = math.min(cubic(l.bs, l.g, step, l.k, RAFTER, h), top())
     if w ~= l.r then setRate(w) end
   end
 elseif OUTCOME == THROTTLED then
