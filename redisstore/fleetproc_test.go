@@ -291,3 +291,39 @@ func TestFleetProcesses(t *testing.T) {
 		}
 	})
 }
+
+// TestFleetProcessesRedisRestart: two worker processes; one is refused
+// and halts the host, the other sees the halt through Redis. Redis is
+// killed (SIGKILL) and restarted empty: the next 5 requests of each
+// process reach the host 0 times, and the fleet escalated once.
+func TestFleetProcessesRedisRestart(t *testing.T) {
+	srv := redistest.Start(t)
+	ws := startWorkers(t, 2, workerSpec{Addr: srv.Addr, Prefix: "restart", PerMinute: 600, Burst: 10})
+	o := newOrigin(t, refuse)
+	if r := ws[0].get(t, o.URL+"/"); r.Status != 403 {
+		t.Fatalf("process 0: %+v; want the 403", r)
+	}
+	if r := ws[1].get(t, o.URL+"/"); r.Kind != "halted" {
+		t.Fatalf("process 1 before the restart: %+v; want halted", r)
+	}
+	srv.Kill()
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	var escalations int64
+	for i, w := range ws {
+		var r reply
+		for range 5 {
+			if r = w.get(t, o.URL+"/"); r.Kind != "halted" {
+				t.Errorf("process %d after the restart: %+v; want halted", i, r)
+			}
+		}
+		escalations += r.Escalations
+	}
+	if got := o.n.Load(); got != 1 {
+		t.Errorf("origin saw %d requests, want 1", got)
+	}
+	if escalations != 1 {
+		t.Errorf("escalations in the fleet = %d, want 1", escalations)
+	}
+}
