@@ -1,0 +1,265 @@
+// Command mutate measures how many small, plausible bugs the tests of a
+// package catch. For each package it lists mutants — a comparison negated
+// or moved by one (< to <=), && and || swapped, a ! removed, + and -
+// swapped, ++ and -- swapped, a call statement removed, a returned bool
+// inverted — samples up to -max of them, and runs the package's tests
+// (with -short) against each, through go build's -overlay so that the
+// work tree is never touched. A mutant is killed when the tests fail or
+// time out; it survives when they pass, and it is not covered when no
+// test executes its line (such a mutant survives without a run). A mutant
+// that does not compile is not viable and is not scored. Mutants listed in
+// equivalent.txt (same file, same source line, same change) cannot be
+// told apart from the original by any test, and are not scored either.
+//
+// The score of a package is killed / (killed + survived + not covered).
+// The report goes to -out, as Markdown.
+//
+//	go run ./internal/mutate -out MUTATION.md
+//
+// It is run by `make mutation`, not by `make test`.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+const module = "github.com/egresskit/egresskit"
+
+// defaultPackages are the core packages scored, relative to the root.
+const defaultPackages = "classify,retry,breaker,ratelimit,hoststate,robots,egress,."
+
+func main() {
+	var (
+		pkgs    = flag.String("pkgs", defaultPackages, "comma-separated package directories, relative to the module root")
+		maxFlag = flag.String("max", "40", "mutants sampled per package: N, or pkg=N,... with a default as *=N")
+		seed    = flag.Uint64("seed", 9309, "seed of the sample")
+		workers = flag.Int("workers", runtime.GOMAXPROCS(0), "mutants tested at once")
+		budget  = flag.Duration("budget", 18*time.Minute, "stop starting mutants after this long; the rest are reported as not run")
+		out     = flag.String("out", "MUTATION.md", "report file")
+		equiv   = flag.String("equivalent", "internal/mutate/equivalent.txt", "list of equivalent mutants")
+		list    = flag.Bool("list", false, "only list each package's mutants, without running anything")
+	)
+	flag.Parse()
+	root, err := os.Getwd()
+	if err != nil {
+		fatal(err)
+	}
+	limits, err := parseMax(*maxFlag)
+	if err != nil {
+		fatal(err)
+	}
+	equivalent, err := readEquivalent(filepath.Join(root, *equiv))
+	if err != nil {
+		fatal(err)
+	}
+	start := time.Now()
+	r := &runner{root: root, tmp: mustTemp(), deadline: start.Add(*budget)}
+	defer os.RemoveAll(r.tmp)
+
+	var reports []*report
+	var jobs []job
+	for _, rel := range strings.Split(*pkgs, ",") {
+		rel = strings.TrimSpace(rel)
+		p, err := loadPackage(root, rel)
+		if err != nil {
+			fatal(err)
+		}
+		rep := &report{pkg: p, sites: len(p.sites)}
+		reports = append(reports, rep)
+		if *list {
+			for _, s := range p.sites {
+				fmt.Println(s, "\t", s.src)
+			}
+			fmt.Fprintf(os.Stderr, "%s: %d mutants\n", rel, len(p.sites))
+			continue
+		}
+		base, err := r.baseline(p)
+		if err != nil {
+			rep.err = err
+			fmt.Fprintf(os.Stderr, "%s: baseline: %v\n", rel, err)
+			continue
+		}
+		rep.baseline = base.took
+		sample := samplePackage(p.sites, limits.of(rel), *seed)
+		for _, s := range sample {
+			switch {
+			case equivalent[s.key()] != "":
+				rep.add(result{site: s, status: statusEquivalent, note: equivalent[s.key()]})
+			case !base.cover[s.file][s.line]:
+				rep.add(result{site: s, status: statusNotCovered})
+			default:
+				jobs = append(jobs, job{rep: rep, site: s, timeout: testTimeout(base.took)})
+			}
+		}
+		fmt.Fprintf(os.Stderr, "%s: %d mutants, %d sampled, %d to run (tests take %v)\n",
+			rel, len(p.sites), len(sample), len(jobs), base.took.Round(time.Millisecond))
+	}
+
+	if *list {
+		return
+	}
+	var mu sync.Mutex // guards the reports and done
+	done := 0
+	queue := make(chan job)
+	var wg sync.WaitGroup
+	for range max1(*workers) {
+		wg.Go(func() {
+			for j := range queue {
+				res := r.run(j.rep.pkg, j.site, j.timeout)
+				mu.Lock()
+				j.rep.add(res)
+				done++
+				fmt.Fprintf(os.Stderr, "[%d/%d %v] %s: %s\n", done, len(jobs), time.Since(start).Round(time.Second), res.status, j.site)
+				mu.Unlock()
+			}
+		})
+	}
+	for _, j := range jobs {
+		if time.Now().After(r.deadline) {
+			j.rep.add(result{site: j.site, status: statusNotRun})
+			continue
+		}
+		queue <- j
+	}
+	close(queue)
+	wg.Wait()
+
+	md := render(reports, *seed, limits, time.Since(start))
+	path := *out
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(root, path)
+	}
+	if err := os.WriteFile(path, []byte(md), 0o644); err != nil {
+		fatal(err)
+	}
+	fmt.Fprint(os.Stderr, summary(reports, time.Since(start)))
+}
+
+type job struct {
+	rep     *report
+	site    site
+	timeout time.Duration
+}
+
+// testTimeout bounds one run of a mutant's tests: long enough for the
+// tests on a busy machine, short enough that a mutant that hangs them
+// (a removed Unlock, a loop that never ends) is cut quickly.
+func testTimeout(baseline time.Duration) time.Duration {
+	return min(max(5*baseline, 30*time.Second), 3*time.Minute)
+}
+
+// samplePackage picks up to n sites, the same ones for the same code and
+// seed: a shuffle of the sites in source order.
+func samplePackage(sites []site, n int, seed uint64) []site {
+	s := slices.Clone(sites)
+	slices.SortStableFunc(s, func(a, b site) int {
+		if c := strings.Compare(a.file, b.file); c != 0 {
+			return c
+		}
+		return a.off - b.off
+	})
+	if n <= 0 || n >= len(s) {
+		return s
+	}
+	rng := rand.New(rand.NewPCG(seed, uint64(len(s))))
+	rng.Shuffle(len(s), func(i, j int) { s[i], s[j] = s[j], s[i] })
+	s = s[:n]
+	slices.SortStableFunc(s, func(a, b site) int {
+		if c := strings.Compare(a.file, b.file); c != 0 {
+			return c
+		}
+		return a.off - b.off
+	})
+	return s
+}
+
+// limits are the sample sizes per package.
+type limits struct {
+	def int
+	per map[string]int
+}
+
+func (l limits) of(rel string) int {
+	if n, ok := l.per[rel]; ok {
+		return n
+	}
+	return l.def
+}
+
+func (l limits) String() string {
+	var parts []string
+	for k, v := range l.per {
+		parts = append(parts, k+"="+strconv.Itoa(v))
+	}
+	slices.Sort(parts)
+	return strings.Join(append([]string{"*=" + strconv.Itoa(l.def)}, parts...), ",")
+}
+
+func parseMax(s string) (limits, error) {
+	l := limits{def: 40, per: map[string]int{}}
+	for _, part := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(part, "=")
+		if !ok {
+			k, v = "*", part
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil {
+			return l, fmt.Errorf("-max %q: %v", part, err)
+		}
+		if k == "*" {
+			l.def = n
+		} else {
+			l.per[strings.TrimSpace(k)] = n
+		}
+	}
+	return l, nil
+}
+
+// readEquivalent reads lines "file | source line | change | reason".
+func readEquivalent(path string) (map[string]string, error) {
+	b, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return map[string]string{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for n, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		parts := strings.Split(line, " | ")
+		if len(parts) != 4 {
+			return nil, fmt.Errorf("%s:%d: want \"file | source line | change | reason\"", path, n+1)
+		}
+		out[strings.Join(parts[:3], " | ")] = parts[3]
+	}
+	return out, nil
+}
+
+func mustTemp() string {
+	d, err := os.MkdirTemp("", "mutate-")
+	if err != nil {
+		fatal(err)
+	}
+	return d
+}
+
+func max1(n int) int { return max(n, 1) }
+
+func fatal(err error) {
+	fmt.Fprintln(os.Stderr, "mutate:", err)
+	os.Exit(1)
+}
