@@ -20,9 +20,10 @@
 package main
 
 import (
+	"cmp"
 	"flag"
 	"fmt"
-	"math/rand/v2"
+	"hash/fnv"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -44,7 +45,7 @@ func main() {
 		maxFlag = flag.String("max", "40", "mutants sampled per package: N, or pkg=N,... with a default as *=N")
 		seed    = flag.Uint64("seed", 9309, "seed of the sample")
 		workers = flag.Int("workers", runtime.GOMAXPROCS(0), "mutants tested at once")
-		budget  = flag.Duration("budget", 18*time.Minute, "stop starting mutants after this long; the rest are reported as not run")
+		budget  = flag.Duration("budget", 17*time.Minute, "start no mutant after this long, stop any still running 90s later; those are reported as not run")
 		out     = flag.String("out", "MUTATION.md", "report file")
 		equiv   = flag.String("equivalent", "internal/mutate/equivalent.txt", "list of equivalent mutants")
 		list    = flag.Bool("list", false, "only list each package's mutants, without running anything")
@@ -63,7 +64,7 @@ func main() {
 		fatal(err)
 	}
 	start := time.Now()
-	r := &runner{root: root, tmp: mustTemp(), deadline: start.Add(*budget)}
+	r := &runner{root: root, tmp: mustTemp(), deadline: start.Add(*budget), hardStop: start.Add(*budget + 90*time.Second)}
 	defer os.RemoveAll(r.tmp)
 
 	var reports []*report
@@ -91,6 +92,7 @@ func main() {
 		}
 		rep.baseline = base.took
 		sample := samplePackage(p.sites, limits.of(rel), *seed)
+		queued := len(jobs)
 		for _, s := range sample {
 			switch {
 			case equivalent[s.key()] != "":
@@ -102,7 +104,7 @@ func main() {
 			}
 		}
 		fmt.Fprintf(os.Stderr, "%s: %d mutants, %d sampled, %d to run (tests take %v)\n",
-			rel, len(p.sites), len(sample), len(jobs), base.took.Round(time.Millisecond))
+			rel, len(p.sites), len(sample), len(jobs)-queued, base.took.Round(time.Millisecond))
 	}
 
 	if *list {
@@ -158,22 +160,20 @@ func testTimeout(baseline time.Duration) time.Duration {
 	return min(max(5*baseline, 30*time.Second), 3*time.Minute)
 }
 
-// samplePackage picks up to n sites, the same ones for the same code and
-// seed: a shuffle of the sites in source order.
+// samplePackage picks up to n sites: those whose key hashes lowest with
+// seed. A mutant's chance of being picked depends on it alone, so an edit
+// elsewhere in the package changes the sample by at most a few mutants.
 func samplePackage(sites []site, n int, seed uint64) []site {
 	s := slices.Clone(sites)
-	slices.SortStableFunc(s, func(a, b site) int {
-		if c := strings.Compare(a.file, b.file); c != 0 {
-			return c
+	if n > 0 && n < len(s) {
+		rank := func(x site) uint64 {
+			h := fnv.New64a()
+			fmt.Fprintf(h, "%d|%s|%d", seed, x.key(), x.col)
+			return h.Sum64()
 		}
-		return a.off - b.off
-	})
-	if n <= 0 || n >= len(s) {
-		return s
+		slices.SortStableFunc(s, func(a, b site) int { return cmp.Compare(rank(a), rank(b)) })
+		s = s[:n]
 	}
-	rng := rand.New(rand.NewPCG(seed, uint64(len(s))))
-	rng.Shuffle(len(s), func(i, j int) { s[i], s[j] = s[j], s[i] })
-	s = s[:n]
 	slices.SortStableFunc(s, func(a, b site) int {
 		if c := strings.Compare(a.file, b.file); c != 0 {
 			return c

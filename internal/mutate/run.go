@@ -19,7 +19,8 @@ import (
 type runner struct {
 	root     string
 	tmp      string
-	deadline time.Time
+	deadline time.Time    // no mutant starts after it
+	hardStop time.Time    // a mutant still running then is stopped and not scored
 	n        atomic.Int64 // names temporary files
 }
 
@@ -92,9 +93,13 @@ func (r *runner) run(p *pkg, s site, timeout time.Duration) result {
 	// binary's own -timeout makes it print the stuck tests.
 	ctx, cancel := context.WithTimeout(context.Background(), timeout+2*time.Minute)
 	defer cancel()
+	ctx, stop := context.WithDeadline(ctx, r.hardStop)
+	defer stop()
 	args := append(testArgs(timeout), "-overlay="+overlay, "./"+p.rel)
 	out, err := r.goTest(ctx, args)
 	switch {
+	case err != nil && !time.Now().Before(r.hardStop):
+		return result{site: s, status: statusNotRun, note: "stopped at the end of the budget"}
 	case err == nil:
 		return result{site: s, status: statusSurvived}
 	case bytes.Contains(out, []byte("[build failed]")) || bytes.Contains(out, []byte("[setup failed]")):

@@ -14,6 +14,7 @@ import (
 type site struct {
 	file string // path relative to the module root
 	line int
+	col  int    // column of the edit: tells apart equal changes on one line
 	kind string // the class of mutation, as gremlins names them where it can
 	desc string // what changes, e.g. "< → <="
 	src  string // the source line, trimmed
@@ -62,9 +63,10 @@ func findSites(fset *token.FileSet, f *ast.File, rel string, src []byte, info *t
 	tf := fset.File(f.Pos())
 	lines := strings.Split(string(src), "\n")
 	add := func(pos, end token.Pos, kind, desc, repl string) {
-		line := tf.Line(pos)
+		p := tf.Position(pos)
+		line := p.Line
 		out = append(out, site{
-			file: rel, line: line, kind: kind, desc: desc,
+			file: rel, line: line, col: p.Column, kind: kind, desc: desc,
 			src: strings.TrimSpace(lines[line-1]),
 			off: tf.Offset(pos), end: tf.Offset(end), repl: repl,
 		})
@@ -77,12 +79,21 @@ func findSites(fset *token.FileSet, f *ast.File, rel string, src []byte, info *t
 		b, ok := tv.Type.Underlying().(*types.Basic)
 		return ok && b.Info()&types.IsNumeric != 0
 	}
+	constant := func(e ast.Expr) bool {
+		tv, ok := info.Types[e]
+		return ok && tv.Value != nil
+	}
 	ast.Inspect(f, func(n ast.Node) bool {
 		switch n := n.(type) {
 		case *ast.GenDecl:
 			// Constants and package variables are values, not logic.
 			return n.Tok != token.CONST && n.Tok != token.VAR
+		case *ast.ArrayType, *ast.Field:
+			return false // types: an array's length, a field's type
 		case *ast.BinaryExpr:
+			if constant(n) {
+				return false // a constant (30 * 24 * time.Hour) is a value, not logic
+			}
 			op, end := n.OpPos, n.OpPos+token.Pos(len(n.Op.String()))
 			if to, ok := negation[n.Op]; ok {
 				add(op, end, kindNegation, n.Op.String()+" → "+to.String(), to.String())
