@@ -20,12 +20,12 @@ import (
 // convergeConfig is the chain of a new user who configured pacing too fast
 // for the server: 600 requests a minute, bursts of 5.
 func convergeConfig() egresskit.Config {
-	return egresskit.Config{
-		Base:         &http.Transport{MaxIdleConnsPerHost: 16},
-		UserAgent:    "ConvergeBot/1.0",
-		IgnoreRobots: true, // the test's own server
-		HostState:    hoststate.Config{Limit: ratelimit.Config{PerMinute: 600, Burst: 5}},
-	}
+	cfg := egresskit.DefaultConfig()
+	cfg.Base = &http.Transport{MaxIdleConnsPerHost: 16}
+	cfg.UserAgent = "ConvergeBot/1.0"
+	cfg.IgnoreRobots = true // the test's own server
+	cfg.HostState = hoststate.Config{Limit: ratelimit.Config{PerMinute: 600, Burst: 5}}
+	return cfg
 }
 
 // crawlStats is what a crawl of a rate-limited nginx measured.
@@ -132,7 +132,7 @@ func TestConvergesOnNginx(t *testing.T) {
 						if err != nil {
 							t.Fatal(err)
 						}
-						cfg.State = st
+						cfg.State, cfg.HostState = st, hoststate.Config{} // the store carries it
 						chains = append(chains, egresskit.New(cfg))
 					}
 				}
