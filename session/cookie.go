@@ -74,11 +74,34 @@ func hasDotSuffix(s, suffix string) bool {
 	return len(s) > len(suffix) && s[len(s)-len(suffix)-1] == '.' && s[len(s)-len(suffix):] == suffix
 }
 
+// registrable returns host's registrable domain (eTLD+1) by psl, or host
+// itself when host is a public suffix or psl is nil.
+func registrable(psl cookiejar.PublicSuffixList, host string) string {
+	if psl == nil {
+		return host
+	}
+	ps := psl.PublicSuffix(host)
+	if ps == "" || ps == host || !hasDotSuffix(host, ps) {
+		return host
+	}
+	rest := host[:len(host)-len(ps)-1]
+	if i := strings.LastIndexByte(rest, '.'); i >= 0 {
+		rest = rest[i+1:]
+	}
+	return rest + "." + ps
+}
+
 // domainAndType returns the domain a cookie is stored under and whether it
 // is host-only, following net/http/cookiejar: no Domain attribute makes a
 // host-only cookie; an IP host accepts only its own address; a Domain
 // attribute that is a public suffix is accepted only when it is the host
-// itself (then host-only); otherwise the host must domain-match it.
+// itself (then host-only); otherwise the host must domain-match it. Beyond
+// cookiejar, a Domain above the host's registrable domain (eTLD+1, by the
+// list's private section too) is refused: bucket.s3.amazonaws.com may not
+// set Domain=amazonaws.com, since s3.amazonaws.com is a public suffix.
+// cookiejar stores such a cookie but keeps it to hosts of the setter's
+// registrable domain; the Jar has one cookie space per session, so it
+// refuses it instead.
 func domainAndType(psl cookiejar.PublicSuffixList, host, domain string) (string, bool, error) {
 	if domain == "" {
 		return host, true, nil
@@ -109,6 +132,9 @@ func domainAndType(psl cookiejar.PublicSuffixList, host, domain string) (string,
 	}
 	if host != domain && !hasDotSuffix(host, domain) {
 		return "", false, errCookieDomain
+	}
+	if reg := registrable(psl, host); domain != reg && !hasDotSuffix(domain, reg) {
+		return "", false, errCookieDomain // above the registrable domain
 	}
 	return domain, false, nil
 }

@@ -24,6 +24,23 @@ import (
 // larger than Config.MaxCookieSize is dropped (JarStats.TooLarge), and at
 // most Config.MaxCookies are kept, the least recently set evicted first.
 //
+// The deliberate differences from net/http/cookiejar, each pinned by
+// TestJarMatchesCookiejar (which otherwise compares the two over
+// multi-step sequences: set, overwrite, expire, delete, host-only and
+// domain cookies, private suffixes, IPv6, http and https):
+//
+//   - A Domain attribute above the setting host's registrable domain
+//     (eTLD+1, the public suffix list's private section included) is
+//     refused (JarStats.BadDomain): bucket.s3.amazonaws.com may not set
+//     Domain=amazonaws.com. cookiejar stores that cookie and sends it only
+//     within the setter's registrable domain; the Jar keeps one cookie
+//     space per session and so refuses it. Neither sends it to another
+//     tenant of the suffix.
+//   - An IPv6 host written without a port ("[::1]") is the address ::1,
+//     as with a port; cookiejar takes the brackets as part of a host name,
+//     so it does not send there what "[::1]:443" set.
+//   - The bounds above (size, count, 400-day lifetime).
+//
 // SetCookies merges each cookie into the store on its own, so concurrent
 // Jars of one session lose no cookie. Cookies reads the store on every
 // call and opens only the values that changed since its last read.

@@ -62,6 +62,14 @@ func TestJarMatchesCookiejar(t *testing.T) {
 		{"https://shop.example.co.uk/", []string{"uk=1; Domain=example.co.uk; Path=/", "wide=1; Domain=co.uk"}},
 		{"https://www.example.com/a/", []string{"past=1; Path=/; Expires=Thu, 01 Jan 1970 00:00:00 GMT", "future=1; Path=/; Expires=Fri, 01 Jan 2100 00:00:00 GMT"}},
 		{"ftp://www.example.com/", []string{"ftp=1"}},
+		// Private suffixes: s3.amazonaws.com and github.io are public.
+		{"https://bucket.s3.amazonaws.com/", []string{"own=1", "reg=1; Domain=bucket.s3.amazonaws.com", "s3=1; Domain=s3.amazonaws.com"}},
+		{"https://user.github.io/", []string{"gh=1; Domain=github.io", "pages=1; Domain=user.github.io; Path=/"}},
+		// Overwrite, expire and delete across http and https.
+		{"http://www.example.com/", []string{"root=4; Path=/", "future=2; Path=/; Max-Age=60", "top=x; Domain=example.com; Max-Age=0"}},
+		{"https://www.example.com/", []string{"future=3; Path=/; Max-Age=-1", "sec=2; Path=/; Secure"}},
+		// IPv6 with a port, set and overwritten over http and https.
+		{"http://[::1]:8080/v6", []string{"v6=2; Path=/", "v6h=1"}},
 	}
 	ours, ref, tick := twinJars(t)
 	for _, s := range steps {
@@ -79,19 +87,51 @@ func TestJarMatchesCookiejar(t *testing.T) {
 		"http://www.example.com/", "https://example.com/", "https://sub.www.example.com/", "https://example.org/",
 		"http://127.0.0.1/x", "http://127.0.0.1:9/", "https://[::1]:8443/", "https://co.uk/", "https://www.co.uk/",
 		"https://example.co.uk/", "https://www.example.com", "https://WWW.Example.COM./a/", "ftp://www.example.com/",
+		"https://bucket.s3.amazonaws.com/", "https://x.bucket.s3.amazonaws.com/", "https://other.s3.amazonaws.com/",
+		"https://amazonaws.com/", "https://user.github.io/", "https://other.github.io/", "http://[::1]:8080/v6",
+		"https://[::1]:9/", "http://www.example.com/a/",
 	} {
 		u, _ := url.Parse(q)
 		if got, want := cookieString(ours.Cookies(u)), cookieString(ref.Cookies(u)); got != want {
 			t.Errorf("Cookies(%s) = %q, want %q (net/http/cookiejar)", q, got, want)
 		}
 	}
-	// One deliberate difference: cookiejar keeps the brackets of an IPv6
+	// Deliberate difference 1: cookiejar keeps the brackets of an IPv6
 	// host without a port, so it does not send to https://[::1]/ what
 	// https://[::1]:443/ set. Cookies do not depend on the port.
 	u, _ := url.Parse("https://[::1]/")
-	if got := cookieString(ours.Cookies(u)); got != "v6=1" {
-		t.Errorf("Cookies(%s) = %q, want %q", u, got, "v6=1")
+	if got := cookieString(ours.Cookies(u)); got != "v6=2; v6h=1" {
+		t.Errorf("Cookies(%s) = %q, want %q", u, got, "v6=2; v6h=1")
 	}
+	// Deliberate difference 2: a Domain above the setting host's
+	// registrable domain is refused. cookiejar stores it and sends it back
+	// only within the setter's registrable domain; neither sends it to
+	// another tenant of the suffix.
+	setter, _ := url.Parse("https://bucket.s3.amazonaws.com/")
+	aws := setCookies("aws=1; Domain=amazonaws.com")
+	ours.SetCookies(setter, aws)
+	ref.SetCookies(setter, aws)
+	if got := cookieString(ours.Cookies(setter)); strings.Contains(got, "aws=1") {
+		t.Errorf("Cookies(%s) = %q, want no aws=1", setter, got)
+	}
+	for _, q := range []string{"https://other.s3.amazonaws.com/", "https://amazonaws.com/"} {
+		u, _ := url.Parse(q)
+		if got, want := cookieString(ours.Cookies(u)), cookieString(ref.Cookies(u)); got != "" || want != "" {
+			t.Errorf("Cookies(%s) = %q (cookiejar %q), want none", q, got, want)
+		}
+	}
+}
+
+// aboveRegistrable reports whether c's Domain is above the registrable
+// domain of host, the case where the Jar deliberately refuses what
+// cookiejar stores (see TestJarMatchesCookiejar).
+func aboveRegistrable(host string, c *http.Cookie) bool {
+	d := strings.ToLower(strings.TrimPrefix(c.Domain, "."))
+	reg, err := publicsuffix.EffectiveTLDPlusOne(strings.ToLower(strings.TrimSuffix(host, ".")))
+	if d == "" || err != nil {
+		return false
+	}
+	return d != reg && !strings.HasSuffix(d, "."+reg)
 }
 
 func cookieString(cs []*http.Cookie) string {
@@ -122,6 +162,9 @@ func FuzzJar(f *testing.F) {
 		for _, c := range cs {
 			if len(c.Name)+len(c.Value) > 4096 || len(c.Domain) > 1024 || len(c.Path) > 1024 {
 				return // dropped by design; cookiejar has no bound
+			}
+			if aboveRegistrable(u.Hostname(), c) {
+				return // refused by design (see TestJarMatchesCookiejar)
 			}
 		}
 		ours, ref, _ := twinJars(t)

@@ -27,6 +27,7 @@ var managerScenarios = []scenario{
 	{"Manager/NoPlaintextAtRest", managerNoPlaintext},
 	{"Manager/CookieBound", managerCookieBound},
 	{"Manager/BadCookies", managerBadCookies},
+	{"Manager/CrossSuffixCookie", managerCrossSuffixCookie},
 	{"Manager/Bind", managerBind},
 	{"Manager/TokenRefreshOnceNearExpiry", func(t *testing.T, e env) { managerTokenRefreshOnce(t, e, 25*time.Second) }},
 	{"Manager/TokenRefreshOnceExpired", func(t *testing.T, e env) { managerTokenRefreshOnce(t, e, 41*time.Second) }},
@@ -349,6 +350,37 @@ func managerBadCookies(t *testing.T, e env) {
 		wantErr(t, fmt.Sprintf("Jar(%q)", bad), err, session.ErrInvalidID)
 		_, err = m.Get(ctx, bad)
 		wantErr(t, fmt.Sprintf("Get(%q)", bad), err, session.ErrInvalidID)
+	}
+}
+
+// managerCrossSuffixCookie: a host under a public suffix of the list's
+// private section (s3.amazonaws.com) cannot set a cookie for the suffix or
+// anything above it, so no other tenant's host, and not amazonaws.com,
+// receives it.
+func managerCrossSuffixCookie(t *testing.T, e env) {
+	ctx := context.Background()
+	m := managers(t, e, 1, nil)[0]
+	id := newSession(t, m, session.CreateOptions{})
+	j := jar(t, ctx, m, id)
+	j.SetCookies(mustURL("https://bucket.s3.amazonaws.com/"), []*http.Cookie{
+		{Name: "own", Value: "1"},
+		{Name: "aws", Value: "1", Domain: "amazonaws.com"},
+		{Name: "s3", Value: "1", Domain: "s3.amazonaws.com"},
+		{Name: "reg", Value: "1", Domain: "bucket.s3.amazonaws.com"},
+	})
+	if st := j.Stats(); st.BadDomain != 2 || st.Stored != 2 {
+		t.Errorf("Stats() = %+v, want BadDomain 2, Stored 2", st)
+	}
+	for _, tt := range []struct{ url, want string }{
+		{"https://bucket.s3.amazonaws.com/", "own=1; reg=1"},
+		{"https://www.bucket.s3.amazonaws.com/", "reg=1"},
+		{"https://other.s3.amazonaws.com/", ""},
+		{"https://s3.amazonaws.com/", ""},
+		{"https://amazonaws.com/", ""},
+	} {
+		if got := cookieString(j.Cookies(mustURL(tt.url))); got != tt.want {
+			t.Errorf("Cookies(%s) = %q, want %q", tt.url, got, tt.want)
+		}
 	}
 }
 
