@@ -3,9 +3,12 @@
 // exponential backoff, a capped Retry-After, per-attempt and overall time
 // limits, and replay of request bodies through GetBody.
 //
-// The loop is go-retryablehttp's Client.Do engine, one per Transport,
-// driven by this package's CheckRetry (the decision) and PrepareRetry (the
-// wait and the replayed body). Every decision reads classify.Of(resp, err): the
+// Retries are driven by go-retryablehttp's Client.Do engine, one per
+// Transport, with this package's CheckRetry (the decision) and PrepareRetry
+// (the wait and the replayed body). The first attempt is sent directly and
+// decided by the same CheckRetry; the engine, with its own http.Client
+// pass, is entered only when that attempt is to be retried, so a request
+// that succeeds first time pays nothing for retries it does not need. Every decision reads classify.Of(resp, err): the
 // retry layer never classifies a response itself. Transient and Throttled
 // are retried; OK, Refused, Permanent and Canceled are returned at once,
 // and so are the errors of the layers below that mean "do not send"
@@ -20,6 +23,7 @@ package retry
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -53,8 +57,9 @@ var (
 // attempt's response body is closed.
 type Transport struct {
 	next   http.RoundTripper
-	p      Policy       // normalized
-	hc     *http.Client // the engine's client; its Transport is an attemptSender
+	p      Policy         // normalized
+	first  *attemptSender // sends first attempts; the engine's client sends retries through it too
+	hc     *http.Client   // the engine's client; its Transport is first
 	engine *retryablehttp.Client
 }
 
@@ -67,12 +72,13 @@ func New(next http.RoundTripper, p Policy) *Transport {
 		next = http.DefaultTransport
 	}
 	t := &Transport{next: next, p: p.normalized()}
+	t.first = &attemptSender{next: next, timeout: t.p.AttemptTimeout}
 	t.hc = &http.Client{
 		// attemptSender has no CloseIdleConnections method, so the engine's
 		// calls to HTTPClient.CloseIdleConnections after a failure never
 		// reach next: one failed request must not drop the idle
 		// connections of every other request sharing the base transport.
-		Transport: &attemptSender{next: next, timeout: t.p.AttemptTimeout},
+		Transport: t.first,
 		// The caller's own client follows redirects, once.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
@@ -151,7 +157,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		c.url = req.URL
 	}
 
-	resp, err := t.engine.Do(&retryablehttp.Request{Request: out})
+	resp, err := t.do(c, out)
 	if c.next != nil { // a replay body obtained for a retry that did not happen
 		c.next.Close()
 		c.next = nil
@@ -177,6 +183,86 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp.Body = releaseOnClose(resp.Body, cancel)
 	}
 	return resp, nil
+}
+
+// do makes the attempts of the call c, whose request is out: the first
+// directly, then, if checkRetry asks for a retry, the rest in the engine.
+// The engine's outcome for a first attempt it made itself would be the
+// same: between attempts it ends the request if the context has ended,
+// copies the request, runs PrepareRetry (whose error ends the request with
+// the last response), and its loop then continues as from a first attempt,
+// which changes nothing: the call counts the attempts and the retries left.
+func (t *Transport) do(c *call, out *http.Request) (*http.Response, error) {
+	resp, err := t.sendFirst(out)
+	if ok, _ := c.checkRetry(c, resp, err); !ok {
+		return resp, err
+	}
+	if err := c.Err(); err != nil {
+		return nil, err
+	}
+	// Between attempts, as the engine: a shallow copy (the transport may
+	// still be closing the sent request's body), then PrepareRetry.
+	next := *out
+	if perr := prepareRetry(&next); perr != nil {
+		return resp, perr
+	}
+	return t.engine.Do(&retryablehttp.Request{Request: &next})
+}
+
+// sendFirst sends the first attempt of out through the attemptSender with
+// the outcome the engine's http.Client would give it: the request gets a
+// header (the client adds an empty one), a TLS record that is HTTP is
+// http.ErrSchemeMismatch, every response has a body (an empty one when the
+// RoundTripper returns none), and a redirect whose Location does not parse
+// is an error, as the client reports it before asking CheckRedirect (which
+// then returns the redirect itself). The client's other work does not
+// apply: it has no timeout and no cookie jar, and out carries no userinfo,
+// no GetBody and no RequestURI (see RoundTrip).
+func (t *Transport) sendFirst(out *http.Request) (*http.Response, error) {
+	if out.Header == nil {
+		out.Header = make(http.Header)
+	}
+	resp, err := t.first.RoundTrip(out)
+	if err != nil {
+		if tlsErr, ok := err.(tls.RecordHeaderError); ok && string(tlsErr.RecordHeader[:]) == "HTTP/" {
+			err = http.ErrSchemeMismatch
+		}
+		return nil, err
+	}
+	if resp.Body == nil {
+		if resp.ContentLength > 0 && out.Method != http.MethodHead {
+			return nil, fmt.Errorf("http: RoundTripper implementation (%T) returned a *Response with content length %d but a nil Body", t.first, resp.ContentLength)
+		}
+		resp.Body = http.NoBody
+	}
+	if err := badLocation(out, resp); err != nil {
+		resp.Body.Close()
+		return nil, err
+	}
+	return resp, nil
+}
+
+// badLocation returns the error http.Client gives a redirect it would
+// follow (301, 302, 303; 307 and 308 unless the request had a body, since
+// out has no GetBody) whose Location does not parse.
+func badLocation(out *http.Request, resp *http.Response) error {
+	switch resp.StatusCode {
+	case 301, 302, 303:
+	case 307, 308:
+		if out.Body != nil && out.Body != http.NoBody {
+			return nil
+		}
+	default:
+		return nil
+	}
+	loc := resp.Header.Get("Location")
+	if loc == "" {
+		return nil
+	}
+	if _, err := out.URL.Parse(loc); err != nil {
+		return fmt.Errorf("failed to parse Location header %q: %v", loc, err)
+	}
+	return nil
 }
 
 // CloseIdleConnections closes the idle connections of the next
