@@ -8,7 +8,6 @@ import (
 	"net/http/httptest"
 
 	"github.com/egresskit/egresskit"
-	"github.com/egresskit/egresskit/breaker"
 )
 
 // A crawler keeps its own http.Client and wraps the chain around it. Here a
@@ -28,13 +27,12 @@ func Example() {
 	}))
 	defer site.Close()
 
-	chain := egresskit.New(egresskit.Config{
-		UserAgent: "ExampleBot/1.0 (+https://example.org/bot)",
-		OnEscalate: func(e egresskit.Escalation) {
-			fmt.Printf("escalated: status %d, %q\n", e.Status, e.BodyHead)
-		},
-	})
-	client := &http.Client{Transport: chain}
+	cfg := egresskit.DefaultConfig()
+	cfg.UserAgent = "ExampleBot/1.0 (+https://example.org/bot)"
+	cfg.OnEscalate = func(e egresskit.Escalation) {
+		fmt.Printf("escalated: status %d, %q\n", e.Status, e.BodyHead)
+	}
+	client := &http.Client{Transport: egresskit.New(cfg)}
 
 	resp, err := client.Get(site.URL + "/")
 	if err == nil {
@@ -44,7 +42,7 @@ func Example() {
 	}
 
 	_, err = client.Get(site.URL + "/private/page")
-	fmt.Println("robots.txt:", err != nil)
+	fmt.Println("robots.txt disallows:", errors.Is(err, egresskit.ErrDisallowed))
 
 	resp, err = client.Get(site.URL + "/members")
 	if err == nil {
@@ -53,10 +51,10 @@ func Example() {
 	}
 
 	_, err = client.Get(site.URL + "/")
-	fmt.Println("after the halt:", errors.Is(err, breaker.ErrHalted))
+	fmt.Println("after the halt:", errors.Is(err, egresskit.ErrHalted))
 	// Output:
 	// 200 hello
-	// robots.txt: true
+	// robots.txt disallows: true
 	// escalated: status 403, "ExampleBot is not allowed here"
 	// 403 halted: true
 	// after the halt: true

@@ -16,10 +16,13 @@
 //     proxy function instead.) Choose proxies with egresskit's egress pool
 //     (Config.Egress) and never call SetProxy or SetProxyFunc on a
 //     collector that uses the chain.
-//   - Colly sets its own User-Agent header on every request, so the chain's
-//     UserAgent is not applied: give Colly the same User-Agent, or
-//     robots.txt groups and refusals naming the crawler are matched against
-//     one name while the sites see another.
+//   - Colly sets its own User-Agent header on every request ("colly -
+//     https://github.com/gocolly/colly" unless told otherwise). The chain
+//     judges robots.txt, and recognises refusals naming the crawler, for
+//     the User-Agent a request is actually sent with, so that is always
+//     consistent; but the crawler's identity should be set in one place.
+//     Set it in the chain's Config.UserAgent and clear Colly's
+//     (colly.UserAgent("")): a request without one gets the chain's.
 package main
 
 import (
@@ -44,7 +47,8 @@ import (
 	"github.com/egresskit/egresskit/telemetry"
 )
 
-// userAgent is given to both the chain and Colly (see the package doc).
+// userAgent is the crawler's identity, set in one place: the chain's
+// Config.UserAgent (see the package doc).
 const userAgent = "colly-example/1.0 (+https://example.org/bot)"
 
 // perMinute is the configured pacing rate of every host.
@@ -112,7 +116,7 @@ func newChain(pool *egress.Pool, obs telemetry.Observer, onEscalate func(egressk
 // chain.
 func newCollector(ctx context.Context, chain http.RoundTripper) *colly.Collector {
 	c := colly.NewCollector(
-		colly.UserAgent(userAgent),
+		colly.UserAgent(""), // the chain sets the identity (Config.UserAgent)
 		colly.StdlibContext(ctx),
 	)
 	// The chain fetches and obeys robots.txt (RFC 9309, with Crawl-delay

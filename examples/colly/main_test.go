@@ -48,6 +48,31 @@ func TestRun(t *testing.T) {
 	}
 }
 
+// TestOneIdentity: with Colly's own User-Agent cleared, every request the
+// hosts see, robots.txt included, carries the chain's Config.UserAgent, the
+// identity robots.txt is judged for.
+func TestOneIdentity(t *testing.T) {
+	w := newWeb()
+	defer w.close()
+	pool, err := newPool(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	chain := newChain(pool, &attempts{n: map[string]int{}}, func(egresskit.Escalation) {})
+	c := newCollector(context.Background(), chain)
+	for _, u := range []string{w.site.URL + "/", w.site.URL + "/private/admin", w.challenge.URL + "/shop"} {
+		c.Visit(u)
+	}
+	agents := w.userAgents()
+	if len(agents) != 1 || agents[userAgent] == 0 {
+		t.Errorf("hosts saw User-Agents %v, want only %q", agents, userAgent)
+	}
+	if got := w.requests("site", "/private/admin"); got != 0 {
+		t.Errorf("/private/admin served %d times, want 0", got)
+	}
+}
+
 // TestSetProxyFuncReplacesTheChain pins down the gotcha documented in the
 // package: after SetProxyFunc, Colly no longer sends through the chain, so
 // robots.txt and halts are silently ignored.

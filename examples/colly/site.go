@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -22,8 +23,9 @@ type web struct {
 	proxies   map[string]*httptest.Server
 	upstream  *http.Transport // the proxies' own transport to the hosts
 
-	mu      sync.Mutex     // guards served, direct, proxied, time429 and after429
+	mu      sync.Mutex     // guards served, agents, direct, proxied, time429 and after429
 	served  map[string]int // "name path" -> requests served
+	agents  map[string]int // User-Agent -> requests (robots.txt included) sent with it
 	direct  int            // requests that reached a host without a proxy
 	proxied map[string]int // proxy ID -> requests forwarded
 	// times of the 429 and of the first request to busy after it
@@ -100,6 +102,10 @@ func (w *web) count(name string, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		w.mu.Lock()
 		w.served[name+" "+r.URL.Path]++
+		if w.agents == nil {
+			w.agents = map[string]int{}
+		}
+		w.agents[r.Header.Get("User-Agent")]++
 		if r.Header.Get(proxyHeader) == "" {
 			w.direct++
 		}
@@ -131,6 +137,13 @@ func (w *web) forwardProxy(id string) http.Handler {
 		w.mu.Unlock()
 		rp.ServeHTTP(rw, r)
 	})
+}
+
+// userAgents returns the User-Agents the hosts saw, with their counts.
+func (w *web) userAgents() map[string]int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return maps.Clone(w.agents)
 }
 
 // requests returns how many requests for path the named host served.
