@@ -92,6 +92,7 @@ func TestCheckStatus(t *testing.T) {
 		{"200 allows unlisted path", serveText(200, privateRules), "/public", true, robots.Parsed},
 		{"200 disallows listed path", serveText(200, privateRules), "/private/x", false, robots.Parsed},
 		{"204 empty file", serveText(204, ""), "/private/x", true, robots.Parsed},
+		{"299 is a success too", serveText(299, privateRules), "/private/x", false, robots.Parsed},
 		{"404 allows all", serveText(404, privateRules), "/private/x", true, robots.Unavailable},
 		{"401 allows all", serveText(401, privateRules), "/private/x", true, robots.Unavailable},
 		{"403 allows all", serveText(403, privateRules), "/private/x", true, robots.Unavailable},
@@ -196,7 +197,11 @@ func TestCheckSizeCap(t *testing.T) {
 	// "Allow: /late-and-long" straddles the limit: cut at it, it would read
 	// "Allow: /" and allow everything.
 	straddle := head + filler
-	straddle += strings.Repeat("#", limit-len(straddle)-8) + "\nAllow: /late-and-long\n"
+	straddle += strings.Repeat("#", limit-len(straddle)-9) + "\nAllow: /late-and-long\n"
+	// The same cut after a rule: the rule before the cut line applies as
+	// written, "Disallow: /ab", not shortened to "Disallow: /a".
+	lenient := "User-agent: *\nAllow: /early\n" + filler
+	lenient += strings.Repeat("#", limit-len(lenient)-24) + "\nDisallow: /ab\nAllow: /late-and-long\n"
 	tests := []struct {
 		name, body, path string
 		want             bool
@@ -204,6 +209,8 @@ func TestCheckSizeCap(t *testing.T) {
 		{"rule before the limit applies", head + filler + "Allow: /late\n", "/early", true},
 		{"rule after the limit ignored", head + filler + strings.Repeat("#", 200) + "\nAllow: /late\n", "/late", false},
 		{"cut line ignored", straddle, "/elsewhere", false},
+		{"line before the cut kept whole", lenient, "/ax", true},
+		{"line before the cut applies", lenient, "/abc", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

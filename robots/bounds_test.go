@@ -1,0 +1,49 @@
+package robots_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/egresskit/egresskit/robots"
+)
+
+// TestAllowedPercentEncodingCase: a percent-encoding in the URL matches
+// the same octet in a rule whatever the case of its hex digits, for every
+// hex digit at the ends of its ranges (0, 9, a, f, A, F).
+func TestAllowedPercentEncodingCase(t *testing.T) {
+	for _, esc := range []string{"%9f", "%af", "%Fa", "%0a", "%Af", "%f0", "%9a"} {
+		rules := robots.Parse([]byte("User-agent: *\nDisallow: /x"+strings.ToUpper(esc)+"\n"), "FooBot")
+		if u := mustURL(t, "http://example.com/x"+esc); rules.Allowed(u) {
+			t.Errorf("Allowed(/x%s) under Disallow: /x%s = true, want false", esc, strings.ToUpper(esc))
+		}
+	}
+	// Not an encoding: left alone, and matched as written.
+	rules := robots.Parse([]byte("User-agent: *\nDisallow: /x%G0\n"), "FooBot")
+	if u := mustURL(t, "http://example.com/x%25g0"); !rules.Allowed(u) {
+		t.Errorf("Allowed(/x%%25g0) under Disallow: /x%%G0 = false, want true")
+	}
+}
+
+// TestCheckCacheBytes: beyond MaxCacheBytes the least recently checked
+// host is evicted and fetched again, even when MaxHosts is far away.
+func TestCheckCacheBytes(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		maxBytes int64
+		want     int // fetches of a.test
+	}{
+		{"room for every host", 1 << 20, 1},
+		{"room for two hosts", 700, 2},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			m := &memoryHosts{}
+			c := robots.New(robots.Config{Transport: m, MaxCacheBytes: tt.maxBytes, MaxHosts: 1000})
+			for _, h := range []string{"a.test", "b.test", "c.test", "d.test", "a.test"} {
+				check(t, c, "http://"+h+"/x")
+			}
+			if got := m.count("a.test"); got != tt.want {
+				t.Errorf("a.test fetched %d times, want %d", got, tt.want)
+			}
+		})
+	}
+}
