@@ -84,6 +84,24 @@ func TestAuditRecordsCompliance(t *testing.T) {
 			t.Fatalf("audit line %q: %v", sc.Text(), err)
 		}
 		kinds[line.Kind]++
+		var rec struct {
+			Path         string `json:"path"`
+			Allowed      bool   `json:"allowed"`
+			Egress       string `json:"egress"`
+			EgressReason string `json:"egress_reason"`
+		}
+		json.Unmarshal(sc.Bytes(), &rec)
+		switch line.Kind {
+		case "robots":
+			if want := rec.Path != "/private/x"; rec.Allowed != want {
+				t.Errorf("robots line for %s: allowed %v, want %v", rec.Path, rec.Allowed, want)
+			}
+		case "attempt":
+			// Each attempt names the endpoint it left through and why.
+			if rec.Egress == "" || rec.EgressReason == "" {
+				t.Errorf("attempt line without its egress: %s", sc.Text())
+			}
+		}
 	}
 	for kind, want := range map[string]int{"robots": 4, "halt": 1, "escalation": 1, "resume": 1, "forced_egress": 1} {
 		if kinds[kind] != want {

@@ -1,0 +1,81 @@
+package egresskit_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/egresskit/egresskit"
+	"github.com/egresskit/egresskit/hoststate"
+	"github.com/egresskit/egresskit/ratelimit"
+)
+
+// ceilingLog is a Store that records every SetCeiling.
+type ceilingLog struct {
+	hoststate.Store
+	mu    sync.Mutex // guards calls
+	calls []float64
+}
+
+func (c *ceilingLog) SetCeiling(ctx context.Context, host string, perMinute float64) error {
+	c.mu.Lock()
+	c.calls = append(c.calls, perMinute)
+	c.mu.Unlock()
+	return c.Store.SetCeiling(ctx, host, perMinute)
+}
+
+func (c *ceilingLog) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.calls)
+}
+
+// TestCrawlDelayCeilingRefresh: the chain tells the store a host's
+// Crawl-delay ceiling when it first sees it, not again on every request,
+// and again once a minute has passed (so that a host whose state was
+// evicted while idle gets it back). A host without Crawl-delay never gets
+// a ceiling.
+func TestCrawlDelayCeilingRefresh(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newSite()
+		s.robots["slow.test"] = "User-agent: *\nCrawl-delay: 1\n"
+		s.handle("slow.test", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+		s.handle("free.test", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+		log := &ceilingLog{Store: hoststate.NewMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 60000, Burst: 100}})}
+		cfg := fastConfig(s)
+		cfg.HostState = hoststate.Config{}
+		cfg.State = log
+		c := &http.Client{Transport: egresskit.New(cfg)}
+		steps := []struct {
+			after time.Duration // fake time before the request
+			host  string
+			want  int // SetCeiling calls so far
+		}{
+			{0, "slow.test", 1},
+			{time.Second, "slow.test", 1},
+			{58 * time.Second, "slow.test", 1}, // 59s after the first
+			{0, "free.test", 1},
+			{time.Second, "slow.test", 2}, // 60s after the first: refreshed
+			{time.Second, "slow.test", 2},
+			{time.Minute, "free.test", 2},
+		}
+		for i, st := range steps {
+			time.Sleep(st.after)
+			if _, err := get(c, "http://"+st.host+"/"); err != nil {
+				t.Fatalf("step %d: %v", i, err)
+			}
+			if got := log.count(); got != st.want {
+				t.Fatalf("step %d (%s): %d SetCeiling calls, want %d", i, st.host, got, st.want)
+			}
+		}
+		for i, pm := range log.calls {
+			if pm != 60 {
+				t.Errorf("SetCeiling %d: %v/min, want 60 from Crawl-delay 1", i, pm)
+			}
+		}
+	})
+}
