@@ -136,8 +136,10 @@ func TestSlotHeldUntilBodyClosed(t *testing.T) {
 				t.Errorf("in flight with the body open = %d, want 1", got)
 			}
 			if failFast {
-				if r := fetch(guard(t), pool, target.URL); !errors.Is(r.err, egress.ErrAtCapacity) {
-					t.Errorf("second request = %v, want ErrAtCapacity", r.err)
+				r := fetch(guard(t), pool, target.URL)
+				var ns *egress.NotSentError
+				if !errors.Is(r.err, egress.ErrAtCapacity) || !errors.As(r.err, &ns) {
+					t.Errorf("second request = %v, want ErrAtCapacity in a *NotSentError", r.err)
 				}
 				if len(waits) != 0 {
 					t.Errorf("a request waited with FailWhenFull")
@@ -172,6 +174,25 @@ func TestSlotHeldUntilBodyClosed(t *testing.T) {
 				t.Errorf("in flight after Close = %d, want 0", got)
 			}
 		})
+	}
+}
+
+// TestSlotReleasedOnError: a request that fails to send gives its slot
+// back at once: the next one through the same full-capacity endpoint fails
+// on its own dial, not for want of a slot.
+func TestSlotReleasedOnError(t *testing.T) {
+	pool := newPool(t, egress.Config{
+		Endpoints:    []egress.Endpoint{{ID: "only", Proxy: "direct", Capacity: 1}},
+		FailWhenFull: true,
+	})
+	for i := range 3 {
+		r := fetch(guard(t), pool, "http://127.0.0.1:1/") // nothing listens on port 1
+		if r.err == nil || errors.Is(r.err, egress.ErrAtCapacity) {
+			t.Fatalf("request %d = %d, %v; want its dial error", i+1, r.status, r.err)
+		}
+		if got := stateOf(t, pool, "only").InFlight; got != 0 {
+			t.Fatalf("in flight after a failed request = %d, want 0", got)
+		}
 	}
 }
 

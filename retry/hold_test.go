@@ -86,6 +86,21 @@ func TestHoldAttemptTimer(t *testing.T) {
 			})
 		})
 	}
+	t.Run("attempt ends while held", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			next := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				retry.HoldAttemptTimer(r.Context()) // never resumed
+				time.Sleep(5 * time.Second)
+				return &http.Response{StatusCode: 200, Header: http.Header{}, Body: http.NoBody, Request: r}, nil
+			})
+			tr := retry.New(next, retry.Policy{MaxRetries: -1, AttemptTimeout: timeout})
+			resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", "http://h.test/", nil))
+			if err != nil {
+				t.Fatalf("RoundTrip = %v; want 200", err)
+			}
+			resp.Body.Close()
+		})
+	})
 	t.Run("outside an attempt", func(t *testing.T) {
 		retry.HoldAttemptTimer(context.Background())()
 	})
