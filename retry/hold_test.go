@@ -212,3 +212,21 @@ func TestUnsupportedSchemeQuoted(t *testing.T) {
 		}
 	}
 }
+
+// TestNoBackoff: a negative BaseDelay means no backoff at all, whatever
+// the jitter would draw; only Retry-After is waited for.
+func TestNoBackoff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		script := egresstest.NewScript(step{Status: 503}, step{Status: 502}, step{Body: "ok"})
+		maxJitter := func(n int64) int64 { return n - 1 }
+		tr := retry.New(script, retry.Policy{MaxRetries: 3, BaseDelay: -1, Rand: maxJitter})
+		start := time.Now()
+		resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", "http://h.test/", nil))
+		if err != nil || readClose(t, resp) != "ok" {
+			t.Fatalf("RoundTrip = %v, %v; want ok", resp, err)
+		}
+		if took := time.Since(start); took != 0 {
+			t.Errorf("three attempts took %v, want no wait", took)
+		}
+	})
+}

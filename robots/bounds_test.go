@@ -47,3 +47,22 @@ func TestCheckCacheBytes(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckMaxHostsExact: MaxHosts hosts fit; the one after them evicts
+// the least recently checked.
+func TestCheckMaxHostsExact(t *testing.T) {
+	m := &memoryHosts{}
+	c := robots.New(robots.Config{Transport: m, MaxHosts: 2})
+	for _, h := range []string{"a.test", "b.test", "a.test", "b.test"} {
+		check(t, c, "http://"+h+"/x")
+	}
+	if a, b := m.count("a.test"), m.count("b.test"); a != 1 || b != 1 {
+		t.Errorf("two hosts under MaxHosts 2 fetched %d and %d times, want 1 and 1", a, b)
+	}
+	check(t, c, "http://c.test/x") // evicts a.test, the least recently checked
+	check(t, c, "http://b.test/x")
+	check(t, c, "http://a.test/x")
+	if a, b := m.count("a.test"), m.count("b.test"); a != 2 || b != 1 {
+		t.Errorf("after a third host: a.test fetched %d times, b.test %d; want 2 and 1", a, b)
+	}
+}
