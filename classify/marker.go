@@ -87,6 +87,10 @@ func DefaultMarkers() []Marker {
 		{Name: "cloudflare", Body: "cf-browser-verification", Statuses: challengeStatuses()},
 		{Name: "cloudflare", Body: "/cdn-cgi/l/chk_", Statuses: challengeStatuses()},
 		{Name: "cloudflare", Body: "jschl_vc", Statuses: challengeStatuses()},
+		// Sites could restyle the IUAM page (own title, own language,
+		// the verification box at the end of a long page); the challenge
+		// script that fills the answer field still comes first in the head.
+		{Name: "cloudflare", Body: "getElementById('jschl-answer')", Statuses: challengeStatuses()},
 		// Cloudflare challenge tokens in form actions (__cf_chl_jschl_tk__,
 		// __cf_chl_captcha_tk__, __cf_chl_managed_tk__, __cf_chl_f_tk).
 		{Name: "cloudflare", Body: "__cf_chl_", Statuses: challengeStatuses()},

@@ -29,6 +29,8 @@ func TestSignatureFamilies(t *testing.T) {
 		{"cloudflare 1015 rate limited is throttling", 429, nil, cfErr + `<h1>You are being rate limited</h1>`, nil},
 		{"cloudflare IUAM in another language", 503, nil, `<div class="cf-browser-verification cf-im-under-attack"><h1>Vérification en cours…</h1>`, []string{"cloudflare"}},
 		{"cloudflare IUAM form without title", 503, nil, `<form id="challenge-form" action="/cdn-cgi/l/chk_jschl" method="get">`, []string{"cloudflare"}},
+		{"cloudflare IUAM restyled by the site", 503, nil, `<title>CSGO.com — проверка браузера</title><script>a = document.getElementById('jschl-answer');</script>`, []string{"cloudflare"}},
+		{"page quoting the IUAM answer field", 200, nil, `<pre>a = document.getElementById('jschl-answer');</pre>`, nil},
 		{"cloudflare bot fight mode", 503, nil, `<script async src='/cdn-cgi/bm/cv/664825181/api.js'></script>`, []string{"cloudflare"}},
 		{"cloudflare bot script on a normal page", 200, nil, `<script async src='/cdn-cgi/bm/cv/664825181/api.js'></script><p>shop</p>`, nil},
 		{"cloudflare email protection", 200, nil, `<a href="/cdn-cgi/l/email-protection" class="__cf_email__">`, nil},
