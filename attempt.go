@@ -96,8 +96,18 @@ func (a *gatedSender) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, err
 }
 
-// readmitted is how an admission taken before a pause is handed back.
-var readmitted = classify.Result{Outcome: classify.Canceled, Reason: "re-admitted after a pause"}
+// readmitted is how an admission taken before a pause, or whose slot
+// passed, is handed back.
+var readmitted = classify.Result{Outcome: classify.Canceled, Reason: "re-admitted"}
+
+// slotSlack is how late an attempt may go out in its pacing slot: half an
+// interval at perMinute.
+func slotSlack(perMinute float64) time.Duration {
+	if !(perMinute > 0) {
+		return time.Duration(1<<63 - 1)
+	}
+	return time.Duration(30 / perMinute * float64(time.Second))
+}
 
 // settle waits out an admission's pacing wait, then checks the host again:
 // while this attempt waited, another may have halted the host, opened its
@@ -106,8 +116,10 @@ var readmitted = classify.Result{Outcome: classify.Canceled, Reason: "re-admitte
 // admission's), the admission was reckoned at the old rate and is not
 // honoured: it is recorded as Canceled and taken again, so that the
 // attempts waiting when a pause ends go out one pacing interval apart at
-// the new rate, never together. The wait honours ctx and ends early with
-// its error.
+// the new rate, never together. So is an admission whose slot passed
+// while this process could not run (its timer fired more than half an
+// interval late): sent late, it would go out together with the next
+// slot's. The wait honours ctx and ends early with its error.
 //
 // settle returns the admission to send with. held reports whether that
 // admission is still to be recorded (false only when taking it again
@@ -118,6 +130,7 @@ func (t *Transport) settle(ctx context.Context, key string, adm hoststate.Admiss
 		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
 			return adm, true, fmt.Errorf("egresskit: wait of %v for %s: %w", wait.Round(time.Millisecond), key, context.DeadlineExceeded)
 		}
+		due := time.Now().Add(wait)
 		timer := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
@@ -125,6 +138,7 @@ func (t *Transport) settle(ctx context.Context, key string, adm hoststate.Admiss
 			return adm, true, ctx.Err()
 		case <-timer.C:
 		}
+		late := time.Since(due)
 		st, err := t.state.State(ctx, key)
 		if err != nil {
 			return adm, true, nil // the state is unavailable: the admission stands
@@ -134,7 +148,7 @@ func (t *Transport) settle(ctx context.Context, key string, adm hoststate.Admiss
 			return adm, true, &breaker.HaltError{Host: key, Since: st.HaltedAt}
 		case st.Breaker == breaker.Open && !adm.Probe:
 			return adm, true, &breaker.OpenError{Host: key, Until: st.OpenUntil}
-		case st.Epoch != adm.Epoch:
+		case st.Epoch != adm.Epoch || late > slotSlack(st.PerMinute):
 			t.record(ctx, key, adm, readmitted)
 			next, err := t.state.Admit(ctx, key)
 			if err != nil {

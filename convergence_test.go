@@ -17,14 +17,22 @@ import (
 	"github.com/egresskit/egresskit/redisstore/redistest"
 )
 
-// convergeConfig is the chain of a new user who configured pacing too fast
+// convergeHostState is the pacing of a new user who configured it too fast
 // for the server: 600 requests a minute, bursts of 5.
-func convergeConfig() egresskit.Config {
+var convergeHostState = hoststate.Config{Limit: ratelimit.Config{PerMinute: 600, Burst: 5}}
+
+// convergeConfig is the chain of that user, from DefaultConfig (3 retries)
+// with its state in memory, or in st when st is not nil.
+func convergeConfig(st hoststate.Store) egresskit.Config {
 	cfg := egresskit.DefaultConfig()
 	cfg.Base = &http.Transport{MaxIdleConnsPerHost: 16}
 	cfg.UserAgent = "ConvergeBot/1.0"
 	cfg.IgnoreRobots = true // the test's own server
-	cfg.HostState = hoststate.Config{Limit: ratelimit.Config{PerMinute: 600, Burst: 5}}
+	if st != nil {
+		cfg.State = st
+	} else {
+		cfg.HostState = convergeHostState
+	}
 	return cfg
 }
 
@@ -122,18 +130,16 @@ func TestConvergesOnNginx(t *testing.T) {
 				var chains []*egresskit.Transport
 				switch store {
 				case "memory":
-					chains = append(chains, egresskit.New(convergeConfig()))
+					chains = append(chains, egresskit.New(convergeConfig(nil)))
 				case "redis":
 					client := redistest.Client(t)
 					prefix := redistest.Prefix(t)
 					for range 2 {
-						cfg := convergeConfig()
-						st, err := redisstore.New(client, redisstore.Config{Prefix: prefix, HostState: cfg.HostState, OnRedisError: redisstore.FailClosed, Timeout: time.Second})
+						st, err := redisstore.New(client, redisstore.Config{Prefix: prefix, HostState: convergeHostState, OnRedisError: redisstore.FailClosed, Timeout: time.Second})
 						if err != nil {
 							t.Fatal(err)
 						}
-						cfg.State, cfg.HostState = st, hoststate.Config{} // the store carries it
-						chains = append(chains, egresskit.New(cfg))
+						chains = append(chains, egresskit.New(convergeConfig(st)))
 					}
 				}
 				st := crawl(t, n, float64(perSecond), chains, 120, 8)

@@ -89,13 +89,14 @@ func TestLongRetryAfterOneRequestRedis(t *testing.T) {
 			defer cancel()
 			var wg sync.WaitGroup
 			for range 2 {
-				cfg := fastConfig(s)
-				cfg.HostState = hoststate.Config{Limit: ratelimit.Config{PerMinute: 600}}
-				st, err := redisstore.New(client, redisstore.Config{Prefix: prefix, HostState: cfg.HostState, OnRedisError: redisstore.FailClosed, Timeout: time.Second})
+				st, err := redisstore.New(client, redisstore.Config{Prefix: prefix,
+					HostState:    hoststate.Config{Limit: ratelimit.Config{PerMinute: 600}},
+					OnRedisError: redisstore.FailClosed, Timeout: time.Second})
 				if err != nil {
 					t.Fatal(err)
 				}
-				cfg.State = st
+				cfg := fastConfig(s)
+				cfg.HostState, cfg.State = hoststate.Config{}, st
 				chain := egresskit.New(cfg)
 				wg.Go(func() { hammer(ctx, chain, "busy.test") })
 			}

@@ -48,20 +48,18 @@ var politeContenders = []struct {
 	crawl crawler
 }{
 	{"egresskit", func(tb testing.TB, base string) int {
-		return chainCrawl(tb, base, []*egresskit.Transport{egresskit.New(politeConfig())})
+		return chainCrawl(tb, base, []*egresskit.Transport{egresskit.New(politeConfig(nil))})
 	}},
 	{"egresskit-redis-fleet", func(tb testing.TB, base string) int {
 		client := redistest.Client(tb)
 		prefix := redistest.Prefix(tb)
 		var chains []*egresskit.Transport
 		for range 2 {
-			cfg := politeConfig()
-			st, err := redisstore.New(client, redisstore.Config{Prefix: prefix, HostState: cfg.HostState, OnRedisError: redisstore.FailClosed, Timeout: time.Second})
+			st, err := redisstore.New(client, redisstore.Config{Prefix: prefix, HostState: politeHostState, OnRedisError: redisstore.FailClosed, Timeout: time.Second})
 			if err != nil {
 				tb.Fatal(err)
 			}
-			cfg.State = st
-			chains = append(chains, egresskit.New(cfg))
+			chains = append(chains, egresskit.New(politeConfig(st)))
 		}
 		return chainCrawl(tb, base, chains)
 	}},
@@ -92,14 +90,22 @@ var politeContenders = []struct {
 	}},
 }
 
-// politeConfig is egresskit configured as the run says.
-func politeConfig() egresskit.Config {
-	return egresskit.Config{
-		Base:         &http.Transport{MaxIdleConnsPerHost: politeWorkers},
-		UserAgent:    "PoliteBench/1.0",
-		IgnoreRobots: true,
-		HostState:    hoststate.Config{Limit: ratelimit.Config{PerMinute: politePerMin, Burst: politeBurst}},
+// politeHostState is the pacing the run configures.
+var politeHostState = hoststate.Config{Limit: ratelimit.Config{PerMinute: politePerMin, Burst: politeBurst}}
+
+// politeConfig is egresskit configured as the run says, from
+// DefaultConfig (3 retries), its state in memory or in st when not nil.
+func politeConfig(st hoststate.Store) egresskit.Config {
+	cfg := egresskit.DefaultConfig()
+	cfg.Base = &http.Transport{MaxIdleConnsPerHost: politeWorkers}
+	cfg.UserAgent = "PoliteBench/1.0"
+	cfg.IgnoreRobots = true
+	if st != nil {
+		cfg.State = st
+	} else {
+		cfg.HostState = politeHostState
 	}
+	return cfg
 }
 
 func chainCrawl(tb testing.TB, base string, chains []*egresskit.Transport) int {
