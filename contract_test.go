@@ -350,7 +350,7 @@ func TestDefaults(t *testing.T) {
 	}{{"zero", egresskit.Config{}, 1}, {"DefaultConfig", egresskit.DefaultConfig(), 4}} {
 		synctest.Test(t, func(t *testing.T) {
 			s := newSite()
-			s.handle("down.test", func(w http.ResponseWriter, r *http.Request) { http.Error(w, "down", 503) })
+			s.handle("down.test", func(w http.ResponseWriter, r *http.Request) { http.Error(w, "down", http.StatusServiceUnavailable) })
 			cfg := tt.cfg
 			cfg.Base = s.handler
 			get(&http.Client{Transport: egresskit.New(cfg)}, "http://down.test/")
