@@ -47,16 +47,21 @@ const (
 // and the keep-alive connections every contender may keep to the server.
 const concurrency = 64
 
-// cannedBody is the body of every response, in memory and over loopback.
+// cannedBody is the body of the canned response: 128 bytes of text/plain.
 var cannedBody = []byte(strings.Repeat("egresskit bench\n", 8))
 
-// memTransport answers every request with the same small 200, in memory.
+// memTransport answers every request with the same 200, in memory: the
+// page Page, or the canned 128-byte text/plain body when Page is nil.
 // Each response is new, as a real transport's would be.
-type memTransport struct{}
+type memTransport struct{ Page *page }
 
-func (memTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+func (m memTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.Body != nil {
 		req.Body.Close()
+	}
+	p := m.Page
+	if p == nil {
+		p = &textPage
 	}
 	return &http.Response{
 		Status:        "200 OK",
@@ -64,18 +69,23 @@ func (memTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		Proto:         "HTTP/1.1",
 		ProtoMajor:    1,
 		ProtoMinor:    1,
-		Header:        http.Header{"Content-Type": {"text/plain; charset=utf-8"}},
-		ContentLength: int64(len(cannedBody)),
-		Body:          io.NopCloser(bytes.NewReader(cannedBody)),
+		Header:        http.Header{"Content-Type": {p.contentType}},
+		ContentLength: int64(len(p.body)),
+		Body:          io.NopCloser(bytes.NewReader(p.body)),
 		Request:       req,
 	}, nil
 }
 
 // serveCanned is the loopback server's handler: the same response as
-// memTransport's.
-func serveCanned(w http.ResponseWriter, _ *http.Request) {
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Write(cannedBody)
+// memTransport's, the page named by the path (/html-32KiB) or the canned
+// body for any other path.
+func serveCanned(w http.ResponseWriter, r *http.Request) {
+	p := &textPage
+	if q := pageNamed(strings.TrimPrefix(r.URL.Path, "/")); q != nil {
+		p = q
+	}
+	w.Header().Set("Content-Type", p.contentType)
+	w.Write(p.body)
 }
 
 // loopbackTransport is the base transport over loopback: the stdlib
@@ -114,6 +124,7 @@ var contenders = []contender{
 	{"redis", func(tb testing.TB, r route) http.RoundTripper {
 		cfg := chainConfig(tb, r)
 		cfg.State = redisState(tb, cfg.HostState)
+		cfg.HostState = hoststate.Config{} // configured on the Redis state; the chain refuses both
 		return egresskit.New(cfg)
 	}},
 	{"retryablehttp", newRetryableHTTP},

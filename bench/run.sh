@@ -73,16 +73,17 @@ polite_table() {
 	}' "$polite"
 }
 
-# Profiles of the chain in memory: CPU, and every allocation (rate 1) of
-# the chain and of the bare client, whose difference is what the chain
-# allocates.
+# Profiles of the chain in memory on the 32 KiB HTML page (a page the
+# classifier peeks at): CPU, and every allocation (rate 1) of the chain and
+# of the bare client, whose difference is what the chain allocates.
 echo "== profiling the chain" >&2
 prof_n=300000
 alloc_n=20000
-"$work/bench.test" -test.run '^$' -test.bench '^BenchmarkOverhead$/^impl=chain$' -test.benchtime "${prof_n}x" \
+prof_body=html-32KiB
+"$work/bench.test" -test.run '^$' -test.bench "^BenchmarkOverhead\$/^body=$prof_body\$/^impl=chain\$" -test.benchtime "${prof_n}x" \
 	-test.cpuprofile "$work/cpu.prof" >/dev/null
 for impl in bare chain; do
-	"$work/bench.test" -test.run '^$' -test.bench "^BenchmarkOverhead\$/^impl=$impl\$" -test.benchtime "${alloc_n}x" \
+	"$work/bench.test" -test.run '^$' -test.bench "^BenchmarkOverhead\$/^body=$prof_body\$/^impl=$impl\$" -test.benchtime "${alloc_n}x" \
 		-test.memprofile "$work/mem-$impl.prof" -test.memprofilerate 1 >/dev/null
 done
 
@@ -124,7 +125,7 @@ loadavg_end=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)
 elapsed=$(($(date +%s) - started))
 cpu_model=$(grep -m1 '^model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2- | sed 's/^ *//' || true)
 [ -n "$cpu_model" ] || cpu_model=$(grep -m1 '^cpu:' "$raw" | cut -d: -f2- | sed 's/^ *//')
-if grep -q '^BenchmarkOverhead/impl=redis' "$raw"; then
+if grep -q '^BenchmarkOverhead/body=[^/]*/impl=redis' "$raw"; then
 	redis="ran against ${EGRESSKIT_REDIS_ADDR:-127.0.0.1:6379}"
 else
 	redis="**not run**: no Redis server answered at ${EGRESSKIT_REDIS_ADDR:-127.0.0.1:6379}"
@@ -160,7 +161,12 @@ The raw output is in [results.txt](results.txt): \`benchstat -col /impl results.
 $busy
 ## What runs
 
-The same GET, its body read to the end and closed, through five contenders (\`impl=\`):
+The same GET, its body read to the end and closed, through five contenders (\`impl=\`), for three bodies
+(\`body=\`): \`text-128B\`, the canned 128-byte \`text/plain\` body (the classifier does not read text/plain);
+\`html-32KiB\`, the first 32 KiB of a real article page (the Wikipedia article on Go kept as goquery v1.11.0's
+\`testdata/gowiki.html\`, in the classifier's corpus at \`classify/testdata/corpus/benign/goquery/gowiki.html\`);
+\`html-256KiB\`, the first 256 KiB of the Go specification as the Go distribution ships it (\`\$GOROOT/doc/go_spec.html\`).
+Both HTML pages are served as \`text/html\`, so the chain peeks at their first 4 KiB. The contenders:
 \`bare\` (an \`http.Client\` over the base transport: the physical limit), \`chain\` (egresskit: classify, retry,
 per-host breaker and limiter at a rate that never binds, in-memory state, no observer, robots.txt off),
 \`redis\` (the same chain, its state in Redis, failing closed), \`retryablehttp\` (go-retryablehttp's
@@ -168,12 +174,12 @@ per-host breaker and limiter at a rate that never binds, in-memory state, no obs
 retry policy, a circuit breaker and a smooth rate limiter that never binds; one of each for all hosts).
 Every retrying contender gets 3 retries, 500 ms base delay, 30 s cap; every request carries a User-Agent.
 
-- **Overhead**: in-memory base transport (a canned 200 with a 128-byte body), one request at a time. The egress
+- **Overhead**: in-memory base transport (a 200 with the body), one request at a time. The egress
   pool cannot take an in-memory transport, so here the chain sends through its Base and egress is left out;
   its cost is measured by Select below.
 - **Loopback**: an HTTP/1.1 keep-alive \`httptest\` server on 127.0.0.1, 64 goroutines, connections warmed up;
-  the chain sends through a one-endpoint direct egress pool. Client and server share the cores; B/op and
-  allocs/op include the server's.
+  the chain sends through a one-endpoint direct egress pool. Client and server share the cores; B/op,
+  allocs/op and \`cpu-ns/op\` (the process's CPU time per request) include the server's.
 - **Hosts**: one request to each of 100,000 hosts through the chain (in memory), then the heap the chain keeps
   per host while it tracks them (\`live-B/host\`) and after they idled past the IdleTTL and were evicted
   (\`evicted-B/host\`).
@@ -189,7 +195,7 @@ EOF
 Medians with 95% confidence intervals; \`vs base\` compares each contender with the bare client.
 
 \`\`\`
-$(stats -col /impl -row .name -filter '.name:(Overhead OR Loopback)')
+$(stats -col /impl -row .name,/body -filter '.name:(Overhead OR Loopback)')
 \`\`\`
 
 ## Politeness against a real rate limiter
@@ -217,7 +223,7 @@ $(stats -filter '.name:(Select OR Probe)')
 
 ## Where the time goes
 
-Profiles of \`BenchmarkOverhead/impl=chain\`, regenerated with the tables.
+Profiles of \`BenchmarkOverhead/body=$prof_body/impl=chain\`, regenerated with the tables.
 
 Allocation sites the chain adds to the bare client (every allocation recorded over ${alloc_n} requests of
 each, the bare client's subtracted; standard library and module paths relative to their roots):

@@ -10,6 +10,18 @@ import (
 // The contenders, as named by the benchmarks (impl=NAME), baseline first.
 var impls = []string{"bare", "chain", "redis", "retryablehttp", "failsafe"}
 
+// The pages, as named by the benchmarks (body=NAME), in table order, and
+// those the chain has targets on: the canned 128-byte text and a real
+// 32 KiB HTML page.
+var (
+	bodies       = []string{"text-128B", "html-32KiB", "html-256KiB"}
+	targetBodies = []string{"text-128B", "html-32KiB"}
+)
+
+// canned is the page of the absolute targets (1 µs, Redis) and of the
+// closing note's first sentence.
+const canned = "text-128B"
+
 // The targets of the chain.
 const (
 	maxOverheadNs     = 1000 // chain over bare, in memory
@@ -34,25 +46,32 @@ type target struct {
 // report is what the ratios of one run say.
 type report struct {
 	targets []target
-	// rows compare every contender with the bare client.
-	rows    [][]string
+	// rows compare every contender with the bare client, one table per
+	// page (by body name).
+	rows    map[string][][]string
 	closing []string
 }
 
-func overheadName(impl string) string { return "Overhead/impl=" + impl }
-func loopbackName(impl string) string { return "Loopback/impl=" + impl }
+func overheadName(body, impl string) string { return "Overhead/body=" + body + "/impl=" + impl }
+func loopbackName(body, impl string) string { return "Loopback/body=" + body + "/impl=" + impl }
 
 // overhead returns how much more of unit impl needs per request than the
-// bare client, in memory: the median of the per-round differences (see
-// paired).
-func (s samples) overhead(impl, unit string) (float64, bool) {
-	return s.paired(overheadName(impl), overheadName("bare"), unit, func(v, b float64) (float64, bool) { return v - b, true })
+// bare client, in memory, on the page body: the median of the per-round
+// differences (see paired).
+func (s samples) overhead(body, impl, unit string) (float64, bool) {
+	return s.paired(overheadName(body, impl), overheadName(body, "bare"), unit, func(v, b float64) (float64, bool) { return v - b, true })
 }
 
-// throughput returns impl's loopback throughput over the bare client's:
-// the median of the per-round ratios (see paired).
-func (s samples) throughput(impl string) (float64, bool) {
-	return s.paired(loopbackName(impl), loopbackName("bare"), "req/s", func(v, b float64) (float64, bool) { return v / b, b > 0 })
+// throughput returns impl's loopback throughput over the bare client's on
+// the page body: the median of the per-round ratios (see paired).
+func (s samples) throughput(body, impl string) (float64, bool) {
+	return s.paired(loopbackName(body, impl), loopbackName(body, "bare"), "req/s", func(v, b float64) (float64, bool) { return v / b, b > 0 })
+}
+
+// loopbackCPU returns impl's CPU time per request over loopback (client and
+// server) over the bare client's, on the page body.
+func (s samples) loopbackCPU(body, impl string) (float64, bool) {
+	return s.paired(loopbackName(body, impl), loopbackName(body, "bare"), "cpu-ns/op", func(v, b float64) (float64, bool) { return v / b, b > 0 })
 }
 
 // paired compares name with base in unit. run.sh runs the benchmarks in
@@ -95,7 +114,7 @@ func judge(ok, good bool) string {
 // compute derives the targets, the comparison rows and the closing note
 // from the samples of one run.
 func compute(s samples) report {
-	var r report
+	r := report{rows: map[string][][]string{}}
 	add := func(what, measured, goal, verdict string) {
 		if verdict == notRun {
 			measured = "–"
@@ -103,48 +122,57 @@ func compute(s samples) report {
 		r.targets = append(r.targets, target{what, measured, goal, verdict})
 	}
 
-	for _, m := range []struct{ unit, label string }{{"sec/op", "wall time"}, {"cpu-ns/op", "CPU time"}} {
-		d, ok := s.overhead("chain", m.unit)
+	units := []struct{ unit, label string }{{"sec/op", "wall time"}, {"cpu-ns/op", "CPU time"}}
+	for _, m := range units {
+		d, ok := s.overhead(canned, "chain", m.unit)
 		d = toNs(m.unit, d)
-		add("chain overhead over bare, in memory ("+m.label+")", "+"+fmtNs(d), "≤ 1 µs", judge(ok, d <= maxOverheadNs))
+		add(canned+": chain overhead over bare, in memory ("+m.label+")", "+"+fmtNs(d), "≤ 1 µs", judge(ok, d <= maxOverheadNs))
 	}
-	da, ok := s.overhead("chain", "allocs/op")
-	add("chain overhead over bare, in memory (allocations)", fmt.Sprintf("+%.0f allocs/op", da), fmt.Sprintf("≤ %d", maxOverheadAllocs), judge(ok, da <= maxOverheadAllocs))
-	for _, m := range []struct{ unit, label string }{{"sec/op", "wall time"}, {"cpu-ns/op", "CPU time"}} {
-		c, ok1 := s.overhead("chain", m.unit)
-		f, ok2 := s.overhead("failsafe", m.unit)
-		c, f = toNs(m.unit, c), toNs(m.unit, f)
-		add("chain overhead below failsafe-go's ("+m.label+")",
-			fmt.Sprintf("chain +%s, failsafe-go +%s (%s)", fmtNs(c), fmtNs(f), fmtRatio(c, f)),
-			"chain < failsafe-go", judge(ok1 && ok2, c < f))
+	for _, body := range targetBodies {
+		for _, m := range units {
+			c, ok1 := s.overhead(body, "chain", m.unit)
+			f, ok2 := s.overhead(body, "failsafe", m.unit)
+			c, f = toNs(m.unit, c), toNs(m.unit, f)
+			add(body+": chain overhead at most failsafe-go's, in memory ("+m.label+")",
+				fmt.Sprintf("chain %s, failsafe-go %s (%s)", signed(fmtNs(c), c), signed(fmtNs(f), f), fmtRatio(c, f)),
+				"chain ≤ failsafe-go", judge(ok1 && ok2, c <= f))
+		}
+		da, ok := s.overhead(body, "chain", "allocs/op")
+		add(body+": chain allocations over bare, in memory", fmt.Sprintf("%s allocs/op", signed(fmt.Sprintf("%.0f", math.Abs(da)), da)),
+			fmt.Sprintf("≤ %d", maxOverheadAllocs), judge(ok, da <= maxOverheadAllocs))
+		tc, ok := s.throughput(body, "chain")
+		add(body+": loopback throughput, chain / bare", fmt.Sprintf("%.2f×", tc), fmt.Sprintf("≥ %.2f", minMemoryRatio), judge(ok, tc >= minMemoryRatio))
 	}
-	tc, ok := s.throughput("chain")
-	add("loopback throughput, chain / bare", fmt.Sprintf("%.2f×", tc), fmt.Sprintf("≥ %.2f", minMemoryRatio), judge(ok, tc >= minMemoryRatio))
-	tr, ok := s.throughput("redis")
-	add("loopback throughput, redis / bare", fmt.Sprintf("%.2f×", tr), fmt.Sprintf("≥ %.2f", minRedisRatio), judge(ok, tr >= minRedisRatio))
+	tr, ok := s.throughput(canned, "redis")
+	add(canned+": loopback throughput, redis / bare", fmt.Sprintf("%.2f×", tr), fmt.Sprintf("≥ %.2f", minRedisRatio), judge(ok, tr >= minRedisRatio))
 	ev, ok := s.median("Hosts", "evicted-B/host")
 	add("100,000 hosts: retained per idle host, after eviction", fmt.Sprintf("%.1f B/host", ev), "≤ 1 KiB", judge(ok, ev <= maxBytesPerHost))
 	lv, ok := s.median("Hosts", "live-B/host")
 	add("100,000 hosts: retained per host while tracked", fmt.Sprintf("%.0f B/host", lv), "≤ 1 KiB", judge(ok, lv <= maxBytesPerHost))
 
-	r.rows = append(r.rows, []string{"contender", "in memory: time", "over bare", "CPU over bare", "B/op over bare", "allocs/op over bare", "loopback req/s", "/ bare"})
-	for _, impl := range impls {
-		row := []string{impl}
-		t, ok := s.median(overheadName(impl), "sec/op")
-		row = append(row, orDash(ok, fmtNs(t*1e9)))
-		d, ok := s.overhead(impl, "sec/op")
-		row = append(row, orDash(ok, signed(fmtNs(d*1e9), d)))
-		d, ok = s.overhead(impl, "cpu-ns/op")
-		row = append(row, orDash(ok, signed(fmtNs(d), d)))
-		d, ok = s.overhead(impl, "B/op")
-		row = append(row, orDash(ok, signed(fmt.Sprintf("%.0f", math.Abs(d)), d)))
-		d, ok = s.overhead(impl, "allocs/op")
-		row = append(row, orDash(ok, signed(fmt.Sprintf("%.0f", math.Abs(d)), d)))
-		q, ok := s.median(loopbackName(impl), "req/s")
-		row = append(row, orDash(ok, fmt.Sprintf("%.0f", q)))
-		q, ok = s.throughput(impl)
-		row = append(row, orDash(ok, fmt.Sprintf("%.2f×", q)))
-		r.rows = append(r.rows, row)
+	for _, body := range bodies {
+		rows := [][]string{{"contender", "in memory: time", "over bare", "CPU over bare", "B/op over bare", "allocs/op over bare", "loopback req/s", "/ bare", "loopback CPU/req / bare"}}
+		for _, impl := range impls {
+			row := []string{impl}
+			t, ok := s.median(overheadName(body, impl), "sec/op")
+			row = append(row, orDash(ok, fmtNs(t*1e9)))
+			d, ok := s.overhead(body, impl, "sec/op")
+			row = append(row, orDash(ok, signed(fmtNs(d*1e9), d)))
+			d, ok = s.overhead(body, impl, "cpu-ns/op")
+			row = append(row, orDash(ok, signed(fmtNs(d), d)))
+			d, ok = s.overhead(body, impl, "B/op")
+			row = append(row, orDash(ok, signed(fmt.Sprintf("%.0f", math.Abs(d)), d)))
+			d, ok = s.overhead(body, impl, "allocs/op")
+			row = append(row, orDash(ok, signed(fmt.Sprintf("%.0f", math.Abs(d)), d)))
+			q, ok := s.median(loopbackName(body, impl), "req/s")
+			row = append(row, orDash(ok, fmt.Sprintf("%.0f", q)))
+			q, ok = s.throughput(body, impl)
+			row = append(row, orDash(ok, fmt.Sprintf("%.2f×", q)))
+			q, ok = s.loopbackCPU(body, impl)
+			row = append(row, orDash(ok, fmt.Sprintf("%.2f×", q)))
+			rows = append(rows, row)
+		}
+		r.rows[body] = rows
 	}
 
 	r.closing = closing(s, r)
@@ -154,27 +182,39 @@ func compute(s samples) report {
 // closing quotes the key ratios in sentences.
 func closing(s samples, r report) []string {
 	var out []string
-	c, ok1 := s.overhead("chain", "sec/op")
-	a, ok2 := s.overhead("chain", "allocs/op")
-	if ok1 && ok2 {
-		line := fmt.Sprintf("In memory the chain costs %s and %s allocations per request over the bare client (targets: 1 µs, 10)",
-			signed(fmtNs(c*1e9), c), signed(fmt.Sprintf("%.0f", math.Abs(a)), a))
-		if f, ok := s.overhead("failsafe", "sec/op"); ok {
-			fa, _ := s.overhead("failsafe", "allocs/op")
+	for _, body := range targetBodies {
+		c, ok1 := s.overhead(body, "chain", "sec/op")
+		a, ok2 := s.overhead(body, "chain", "allocs/op")
+		if !ok1 || !ok2 {
+			continue
+		}
+		line := fmt.Sprintf("On %s in memory the chain costs %s and %s allocations per request over the bare client",
+			body, signed(fmtNs(c*1e9), c), signed(fmt.Sprintf("%.0f", math.Abs(a)), a))
+		if body == canned {
+			line += " (targets: 1 µs, 10)"
+		}
+		if f, ok := s.overhead(body, "failsafe", "sec/op"); ok {
+			fa, _ := s.overhead(body, "failsafe", "allocs/op")
 			line += fmt.Sprintf("; failsafe-go's retry, breaker and limiter cost %s and %s", signed(fmtNs(f*1e9), f), signed(fmt.Sprintf("%.0f", math.Abs(fa)), fa))
 		}
-		if g, ok := s.overhead("retryablehttp", "sec/op"); ok {
-			ga, _ := s.overhead("retryablehttp", "allocs/op")
+		if g, ok := s.overhead(body, "retryablehttp", "sec/op"); ok {
+			ga, _ := s.overhead(body, "retryablehttp", "allocs/op")
 			line += fmt.Sprintf(", go-retryablehttp alone %s and %s", signed(fmtNs(g*1e9), g), signed(fmt.Sprintf("%.0f", math.Abs(ga)), ga))
 		}
 		out = append(out, line+".")
 	}
-	if tc, ok := s.throughput("chain"); ok {
-		line := fmt.Sprintf("Over loopback at 64 concurrent requests the chain keeps %.2f× of the bare client's throughput (target 0.95)", tc)
-		if tr, ok := s.throughput("redis"); ok {
-			line += fmt.Sprintf(", and %.2f× with its state in Redis (target 0.5)", tr)
-		} else {
-			line += "; the Redis contender did not run"
+	for _, body := range targetBodies {
+		tc, ok := s.throughput(body, "chain")
+		if !ok {
+			continue
+		}
+		line := fmt.Sprintf("Over loopback at 64 concurrent requests on %s the chain keeps %.2f× of the bare client's throughput (target 0.95)", body, tc)
+		if body == canned {
+			if tr, ok := s.throughput(body, "redis"); ok {
+				line += fmt.Sprintf(", and %.2f× with its state in Redis (target 0.5)", tr)
+			} else {
+				line += "; the Redis contender did not run"
+			}
 		}
 		out = append(out, line+".")
 	}
@@ -255,11 +295,14 @@ func (r report) markdown(w io.Writer) error {
 	for _, t := range r.targets {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", t.what, t.measured, t.goal, t.verdict)
 	}
-	b.WriteString("\n## Every contender against the bare client\n\n")
-	for i, row := range r.rows {
-		b.WriteString("| " + strings.Join(row, " | ") + " |\n")
-		if i == 0 {
-			b.WriteString("|" + strings.Repeat("---|", len(row)) + "\n")
+	b.WriteString("\n## Every contender against the bare client\n")
+	for _, body := range bodies {
+		fmt.Fprintf(&b, "\n### body=%s\n\n", body)
+		for i, row := range r.rows[body] {
+			b.WriteString("| " + strings.Join(row, " | ") + " |\n")
+			if i == 0 {
+				b.WriteString("|" + strings.Repeat("---|", len(row)) + "\n")
+			}
 		}
 	}
 	_, err := io.WriteString(w, b.String())
