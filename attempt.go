@@ -100,13 +100,16 @@ func (a *gatedSender) RoundTrip(req *http.Request) (*http.Response, error) {
 // passed, is handed back.
 var readmitted = classify.Result{Outcome: classify.Canceled, Reason: "re-admitted"}
 
+// minSlack is the least lateness that makes an attempt miss its slot.
+const minSlack = 20 * time.Millisecond
+
 // slotSlack is how late an attempt may go out in its pacing slot: half an
-// interval at perMinute.
+// interval at perMinute, and at least minSlack.
 func slotSlack(perMinute float64) time.Duration {
 	if !(perMinute > 0) {
 		return time.Duration(1<<63 - 1)
 	}
-	return time.Duration(30 / perMinute * float64(time.Second))
+	return max(time.Duration(30/perMinute*float64(time.Second)), minSlack)
 }
 
 // settle waits out an admission's pacing wait, then checks the host again:
@@ -118,14 +121,17 @@ func slotSlack(perMinute float64) time.Duration {
 // attempts waiting when a pause ends go out one pacing interval apart at
 // the new rate, never together. So is an admission whose slot passed
 // while this process could not run (its timer fired more than half an
-// interval late): sent late, it would go out together with the next
-// slot's. The wait honours ctx and ends early with its error.
+// interval, and at least minSlack, late): sent late, it would go out
+// together with the next slot's; this is done once per attempt, so that a
+// machine too busy to keep any slot cannot hold an attempt back for long.
+// The wait honours ctx and ends early with its error.
 //
 // settle returns the admission to send with. held reports whether that
 // admission is still to be recorded (false only when taking it again
 // failed); on an error the caller records a held admission as Canceled.
 func (t *Transport) settle(ctx context.Context, key string, adm hoststate.Admission) (_ hoststate.Admission, held bool, _ error) {
 	wait := adm.Wait
+	lateOnce := true // an admission may be taken again once for lateness
 	for {
 		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
 			return adm, true, fmt.Errorf("egresskit: wait of %v for %s: %w", wait.Round(time.Millisecond), key, context.DeadlineExceeded)
@@ -148,7 +154,8 @@ func (t *Transport) settle(ctx context.Context, key string, adm hoststate.Admiss
 			return adm, true, &breaker.HaltError{Host: key, Since: st.HaltedAt}
 		case st.Breaker == breaker.Open && !adm.Probe:
 			return adm, true, &breaker.OpenError{Host: key, Until: st.OpenUntil}
-		case st.Epoch != adm.Epoch || late > slotSlack(st.PerMinute):
+		case st.Epoch != adm.Epoch || (lateOnce && late > slotSlack(st.PerMinute)):
+			lateOnce = lateOnce && st.Epoch != adm.Epoch
 			t.record(ctx, key, adm, readmitted)
 			next, err := t.state.Admit(ctx, key)
 			if err != nil {
