@@ -509,7 +509,7 @@ func (c *Classifier) peekHead(ctx context.Context, rc io.ReadCloser, pk *peek) (
 	head, err, cut = pk.fill(ctx, rc, *bp, c.peekTimeout, &c.timers)
 	if len(head) == 0 {
 		if !cut {
-			pk.buf = nil
+			pk.buf, pk.head = nil, nil
 			c.heads.Put(bp)
 		}
 		return nil, err, cut

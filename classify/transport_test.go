@@ -334,7 +334,7 @@ func TestPeekGuard(t *testing.T) {
 // Closing the body while the peek's last read is in flight leaks nothing.
 func TestTransportPeekCutByBudget(t *testing.T) {
 	const rest = "<body>the rest</body></html>"
-	for _, readAll := range []bool{true, false} {
+	for _, mode := range []string{"Read", "WriteTo", "Close"} {
 		release := make(chan struct{})
 		var gaveUp atomic.Bool // the server stopped holding back on its own
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -364,10 +364,16 @@ func TestTransportPeekCutByBudget(t *testing.T) {
 		if got := classify.Of(resp, nil); got.Outcome != classify.OK || !got.PeekCut {
 			t.Errorf("Of = %v (PeekCut %v), want ok, PeekCut", got.Outcome, got.PeekCut)
 		}
-		if readAll {
-			b, err := io.ReadAll(resp.Body)
+		switch mode {
+		case "Read":
+			b, err := io.ReadAll(struct{ io.Reader }{resp.Body}) // Read only
 			if err != nil || string(b) != "<html><head>"+rest {
 				t.Errorf("ReadAll = %q, %v; want the whole page", b, err)
+			}
+		case "WriteTo":
+			var b strings.Builder
+			if _, err := io.Copy(&b, resp.Body); err != nil || b.String() != "<html><head>"+rest {
+				t.Errorf("io.Copy = %q, %v; want the whole page", b.String(), err)
 			}
 		}
 		resp.Body.Close()
