@@ -15,6 +15,10 @@ import (
 // Config.PeekSize is 0.
 const DefaultPeekSize = 4096
 
+// DefaultOKPeekSize is the number of body bytes of a 2xx answer inspected
+// when Config.OKPeekSize is 0.
+const DefaultOKPeekSize = 1024
+
 // DefaultPeekTimeout is how long the body head is waited for when
 // Config.PeekTimeout is 0.
 const DefaultPeekTimeout = time.Second
@@ -35,6 +39,14 @@ type Config struct {
 	// 0 means DefaultPeekSize (4096); a negative value disables body
 	// inspection; values above 1 MiB are capped at 1 MiB.
 	PeekSize int
+	// OKPeekSize is how many bytes of a 2xx answer's body are inspected,
+	// at most PeekSize. A challenge or block page served with a success
+	// status says so in its first bytes (DefaultMarkers states how many
+	// each family needs), so an ordinary page is read and searched no
+	// further than that. Markers whose Statuses name a 2xx status (AWS
+	// WAF's 202) read PeekSize bytes of answers with that status. 0 means
+	// DefaultOKPeekSize (1024); a negative value means PeekSize.
+	OKPeekSize int
 	// PeekTimeout bounds how long the body head is waited for once the
 	// response headers are in: when it passes before PeekSize bytes or the
 	// end of the body arrived, the response is classified on the head that
@@ -59,6 +71,8 @@ type Classifier struct {
 	bodyAny   bool       // some body marker applies to every status
 	jsonAny   bool       // some body marker applies to JSON bodies
 	peekSize  int
+	okPeek    int   // bytes of a 2xx body inspected, at most peekSize
+	fullOK    []int // 2xx statuses named by a marker: PeekSize bytes read
 	// peekTimeout bounds the wait for the body head; <= 0: no bound.
 	peekTimeout time.Duration
 	now         func() time.Time
@@ -86,6 +100,11 @@ func New(cfg Config) *Classifier {
 		}
 		c.bodies = append(c.bodies, m)
 		c.bodyAny = c.bodyAny || len(m.statuses) == 0
+		for _, st := range m.statuses {
+			if st >= 200 && st < 300 && !slices.Contains(c.fullOK, st) {
+				c.fullOK = append(c.fullOK, st)
+			}
+		}
 		c.jsonAny = c.jsonAny || m.json
 	}
 	c.token = ns.id(strings.TrimSpace(cfg.AgentToken))
@@ -97,6 +116,14 @@ func New(cfg Config) *Classifier {
 		c.peekSize = DefaultPeekSize
 	case c.peekSize > maxPeekSize:
 		c.peekSize = maxPeekSize
+	}
+	switch {
+	case cfg.OKPeekSize == 0:
+		c.okPeek = min(DefaultOKPeekSize, c.peekSize)
+	case cfg.OKPeekSize < 0:
+		c.okPeek = c.peekSize
+	default:
+		c.okPeek = min(cfg.OKPeekSize, c.peekSize)
 	}
 	if c.now == nil {
 		c.now = time.Now
@@ -113,7 +140,8 @@ func New(cfg Config) *Classifier {
 // Classify classifies one attempt: err when it is not nil, else resp.
 //
 // For a response, Classify inspects the status, the headers and, when
-// useful, the first PeekSize bytes of the body, and attaches the Result to
+// useful, the first PeekSize bytes of the body (OKPeekSize of a 2xx
+// answer; see Config), and attaches the Result to
 // resp: resp.Request becomes a shallow copy of itself (an empty request when
 // it is nil) whose context carries the Result, where Of finds it. A body
 // that was inspected is replaced by one that yields the complete original
@@ -128,10 +156,10 @@ func New(cfg Config) *Classifier {
 // for HEAD requests, 1xx, 204, 3xx, or a nil or http.NoBody body. A gzip-
 // or deflate-encoded body (the caller set Accept-Encoding itself, so
 // net/http did not decompress it) is decoded for matching, at most PeekSize
-// decoded bytes from the PeekSize bytes read, and handed over still
+// (or OKPeekSize) decoded bytes from the PeekSize bytes read, and handed over still
 // encoded; other encodings (br, zstd) are not inspected and the Result says
 // so (Uninspected).
-// Reading the head stops at PeekSize bytes, the end of the body,
+// Reading the head stops at PeekSize (or OKPeekSize) bytes, the end of the body,
 // PeekTimeout after the headers arrived, or the end of resp.Request's
 // context, whichever comes first. A head cut by PeekTimeout is classified
 // on what had arrived (Result.PeekCut); a read still in flight then
@@ -321,13 +349,22 @@ func (c *Classifier) classifyResponse(req *http.Request, resp *http.Response) Re
 			err error
 			cut bool
 		)
-		head, err, cut = c.peekHead(ctx, b.rc, b.p)
+		// Only as many bytes as the decision needs: a 2xx answer's
+		// first okPeek bytes. An encoded body is read in full PeekSize,
+		// as its compressed bytes may decode to fewer, and the decoded
+		// head is cut to the same length.
+		n := c.peekLen(resp.StatusCode)
+		if enc != encIdentity {
+			n = c.peekSize
+		}
+		head, err, cut = c.peekHead(ctx, b.rc, b.p, n)
 		if head != nil && enc != encIdentity {
 			// Markers match the page, not its compressed bytes; the
 			// caller still receives the encoded bytes.
 			dp := c.decoded.Get().(*[]byte)
 			defer c.decoded.Put(dp)
-			head = (*dp)[:decodeHead(*dp, head, enc)]
+			dst := (*dp)[:c.peekLen(resp.StatusCode)]
+			head = dst[:decodeHead(dst, head, enc)]
 		}
 		if err != nil && err != io.EOF {
 			peekErr = err
@@ -499,14 +536,23 @@ func (c *Classifier) bodyCanMatch(status int, kind bodyKind) bool {
 	return false
 }
 
-// peekHead reads the head of rc into a pooled buffer owned by pk, within
-// the peek's time budget (see peek.fill), and returns the head read so far,
-// how the read ended (nil while rc has more), whether the budget cut the
-// peek; head is nil when nothing was read.
-func (c *Classifier) peekHead(ctx context.Context, rc io.ReadCloser, pk *peek) (head []byte, err error, cut bool) {
+// peekLen returns how many bytes of a body with this status are inspected:
+// OKPeekSize for a 2xx answer no marker names, else PeekSize.
+func (c *Classifier) peekLen(status int) int {
+	if status < 200 || status > 299 || slices.Contains(c.fullOK, status) {
+		return c.peekSize
+	}
+	return c.okPeek
+}
+
+// peekHead reads the first n bytes (at most PeekSize) of rc into a pooled
+// buffer owned by pk, within the peek's time budget (see peek.fill), and
+// returns the head read so far, how the read ended (nil while rc has more),
+// whether the budget cut the peek; head is nil when nothing was read.
+func (c *Classifier) peekHead(ctx context.Context, rc io.ReadCloser, pk *peek, n int) (head []byte, err error, cut bool) {
 	bp := c.heads.Get().(*[]byte)
 	pk.buf = bp
-	head, err, cut = pk.fill(ctx, rc, *bp, c.peekTimeout, &c.timers)
+	head, err, cut = pk.fill(ctx, rc, (*bp)[:n], c.peekTimeout, &c.timers)
 	if len(head) == 0 {
 		if !cut {
 			pk.buf, pk.head = nil, nil

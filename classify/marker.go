@@ -65,7 +65,14 @@ func refusalStatuses() []int   { return []int{401, 403, 405, 429} }
 // paired with a second condition or restricted to challenge statuses.
 //
 // testdata/corpus holds captured pages of each family; TestCorpus checks
-// the table against them and against benign pages.
+// the table against them and against benign pages. How many bytes of its
+// body each family's captured pages need before a marker decides (the
+// longest, over the family's pages, as of this table): served with 200,
+// Akamai 178, Imperva 105, F5 105, Sucuri 242, which is why a 2xx answer
+// is read no further than Config.OKPeekSize (1 KiB); served with a
+// refusal status, Cloudflare 1975, Distil 2850, Anubis 1342, DataDome 391,
+// PerimeterX 273, Akamai 290, Kasada 0 (its header decides), all within
+// Config.PeekSize (4 KiB). TestPeekNeeds checks these bounds.
 func DefaultMarkers() []Marker {
 	return []Marker{
 		// Cloudflare: the header every challenge response has carried
