@@ -19,7 +19,7 @@
 // DefaultConfig adds retries. What surprises people first:
 //
 //	pacing           1 request per second per host, burst 1 (hoststate/ratelimit.DefaultConfig)
-//	robots.txt       obeyed; fetched before a host's first request; a 5xx or an
+//	robots.txt       obeyed; fetched before a host's first request; a 5xx, 429 or an
 //	                 unreachable robots.txt blocks the host for 1 minute, doubling up to 1 hour
 //	identity         the User-Agent sent: Config.UserAgent, or the request's own (see UserAgent)
 //	retries          none in the zero Config; DefaultConfig: 3, jittered, idempotent methods only
