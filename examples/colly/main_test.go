@@ -5,6 +5,8 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -33,13 +35,22 @@ func TestRun(t *testing.T) {
 		"GET challenge /shop           403, host halted: true\n",
 		"GET challenge /shop/cart      not sent: host halted\n",
 		"robots.txt: site served /private/admin 0 times\n",
-		"busy: 3 attempts for 2 pages; after the 429 (Retry-After: 1) the next request came >= 1s later: true; rate 600/min -> 300/min\n",
+		"busy: 3 attempts for 2 pages; after the 429 (Retry-After: 1) the next request came >= 1s later: true; rate 600/min -> ",
 		"challenge: served 1 of the 2 pages visited; halted: true\n",
 		"egress: 9 requests through the pool's proxies, 0 direct\n",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("output lacks %q; got:\n%s", want, got)
 		}
+	}
+	// The 429 halved the rate (600 → 300/min); the OK answers since have
+	// started its climb back toward the configured rate, not past it.
+	m := regexp.MustCompile(`rate 600/min -> ([0-9.]+)/min\n`).FindStringSubmatch(got)
+	if m == nil {
+		t.Fatalf("output lacks the busy host's rate; got:\n%s", got)
+	}
+	if r, err := strconv.ParseFloat(m[1], 64); err != nil || r < 300 || r >= 600 {
+		t.Errorf("busy host's rate after the 429 = %s/min, want in [300, 600)", m[1])
 	}
 	// The escalation arrives while the refused request is still in the
 	// chain, before Colly reports the 403.

@@ -274,8 +274,8 @@ func (s *summary) print(out io.Writer) error {
 			fmt.Fprintf(out, "failing: %d attempts reached the host, then the shared breaker turned both workers away (worker 1 sees %s, worker 2 sees %s)\n",
 				t.Received, view(t.Views[0]), view(t.Views[1]))
 		case "throttling":
-			fmt.Fprintf(out, "throttling: %d× 429 halved the shared rate: worker 1 sees %g/min, worker 2 sees %g/min\n",
-				t.Statuses[http.StatusTooManyRequests], t.Views[0].PerMinute, t.Views[1].PerMinute)
+			fmt.Fprintf(out, "throttling: %d× 429 halved the shared rate to %d/min; it recovers for both: worker 1 sees %g/min, worker 2 sees %g/min\n",
+				t.Statuses[http.StatusTooManyRequests], perMinute/2, t.Views[0].PerMinute, t.Views[1].PerMinute)
 		case "refusing":
 			fmt.Fprintf(out, "refusing: %d request reached the host; its refusal (to worker %d) halted the host for both (%d requests not sent)\n",
 				t.Received, t.EscalatedBy, t.Results["host halted"])
