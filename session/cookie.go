@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/cookiejar"
+	"net/netip"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -177,9 +178,23 @@ func newEntry(psl cookiejar.PublicSuffixList, c *http.Cookie, host, defPath stri
 // expired reports whether a persistent cookie has expired at now.
 func (e *entry) expired(now time.Time) bool { return e.Persistent && !e.Expires.After(now) }
 
-// shouldSend reports whether e goes with a request to host and path.
+// shouldSend reports whether e goes with a request to host and path. A
+// Secure cookie goes over https, or to localhost or a loopback address
+// over http too: browsers, and net/http/cookiejar, take those for secure
+// origins.
 func (e *entry) shouldSend(https bool, host, path string) bool {
-	return e.domainMatch(host) && e.pathMatch(path) && (https || !e.Secure)
+	return e.domainMatch(host) && e.pathMatch(path) && (https || !e.Secure || loopbackDomain(e.Domain))
+}
+
+// loopbackDomain reports whether a cookie's domain is localhost (or a name
+// under it) or a loopback address.
+func loopbackDomain(d string) bool {
+	d = strings.TrimSuffix(d, ".")
+	if d == "localhost" || strings.HasSuffix(d, ".localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(d)
+	return err == nil && ip.IsLoopback()
 }
 
 func (e *entry) domainMatch(host string) bool {

@@ -19,7 +19,9 @@ import (
 // itself, makes the cookie ignored (counted in JarStats.BadDomain); Path
 // defaults to the request path's directory; Max-Age wins over Expires; a
 // Max-Age < 0 or an Expires in the past deletes; Secure cookies go over
-// https only; cookies are sent longest path first, then oldest first.
+// https only, or to localhost and loopback addresses, which it takes for
+// secure origins as browsers do; cookies are sent longest path first, then
+// oldest first.
 // Beyond it: lifetimes are capped at 400 days (RFC 6265bis), a cookie
 // larger than Config.MaxCookieSize is dropped (JarStats.TooLarge), and at
 // most Config.MaxCookies are kept, the least recently set evicted first.

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -194,4 +196,76 @@ func plausibleHost(h string) bool {
 	}
 	name, _, _ := strings.Cut(h, ":")
 	return strings.Trim(name, ".") != ""
+}
+
+// FuzzJarSequence compares the session Jar with net/http/cookiejar over
+// sequences of replies: each byte pair of ops is one step that sets, or
+// overwrites, or deletes (Max-Age, a past Expires) one of three cookies,
+// from one of several hosts, schemes and paths, with or without Domain,
+// Path, Secure and HttpOnly; a step may also carry the fuzzed line extra.
+// After every step both jars must send the same cookies to every URL of
+// the set.
+func FuzzJarSequence(f *testing.F) {
+	f.Add([]byte{0, 0, 1, 0x12, 2, 0x24, 3, 0x36}, "z=1; Path=/")
+	f.Add([]byte{5, 0x41, 5, 0x51, 6, 0x61, 1, 0x71, 1, 0x81}, "")
+	f.Add([]byte{0, 0x07, 0, 0x17, 2, 0x27, 4, 0x0b, 7, 0x1c}, "a=x; Domain=example.com; Max-Age=0")
+	f.Add([]byte{3, 0x90, 3, 0xa0, 6, 0xb0, 6, 0xc3}, "q=\"v\"; Path=/a; Secure")
+	f.Add([]byte{8, 54, 9, 54}, "") // Domain=amazonaws.com from bucket.s3.amazonaws.com: a private public suffix
+	f.Add([]byte{138, 0}, "")       // a Secure cookie from http://127.0.0.1
+	f.Fuzz(func(t *testing.T, ops []byte, extra string) {
+		if len(ops) > 64 {
+			ops = ops[:64]
+		}
+		urls := []string{
+			"https://www.example.com/a/b/c", "http://www.example.com/", "https://example.com/a/",
+			"https://sub.www.example.com/", "http://shop.example.co.uk/x/", "https://co.uk/",
+			"http://127.0.0.1:8080/a/b", "https://WWW.Example.COM./a/",
+			"https://bucket.s3.amazonaws.com/", "https://other.s3.amazonaws.com/a/", "http://[::1]:8080/",
+		}
+		domains := []string{"", "; Domain=example.com", "; Domain=.example.com", "; Domain=www.example.com",
+			"; Domain=co.uk", "; Domain=example.co.uk", "; Domain=127.0.0.1", "; Domain=example.org",
+			"; Domain=amazonaws.com", "; Domain=s3.amazonaws.com"}
+		paths := []string{"", "; Path=/", "; Path=/a", "; Path=/a/b/", "; Path=relative"}
+		lives := []string{"", "; Max-Age=3600", "; Max-Age=0", "; Max-Age=-1",
+			"; Expires=Thu, 01 Jan 1970 00:00:00 GMT", "; Expires=Fri, 01 Jan 2100 00:00:00 GMT"}
+		ours, ref, tick := twinJars(t)
+		for i := 0; i+1 < len(ops); i += 2 {
+			u, _ := url.Parse(urls[int(ops[i])%len(urls)])
+			b := int(ops[i+1])
+			line := string(rune('a'+b%3)) + "=" + strconv.Itoa(i) +
+				domains[(b/3)%len(domains)] + paths[(b/24)%len(paths)] + lives[(b/3+i)%len(lives)]
+			if ops[i]&0x80 != 0 {
+				line += "; Secure"
+			}
+			if ops[i]&0x40 != 0 {
+				line += "; HttpOnly"
+			}
+			lines := []string{line}
+			if ops[i]&0x20 != 0 && extra != "" {
+				lines = append(lines, extra)
+			}
+			cs := setCookies(lines...)
+			for _, c := range cs {
+				if len(c.Name)+len(c.Value) > 4096 || len(c.Domain) > 1024 || len(c.Path) > 1024 {
+					return // dropped by design; cookiejar has no bound
+				}
+			}
+			// A Domain above the setter's registrable domain is refused by
+			// design (see the Jar's documented differences, pinned by
+			// TestJarMatchesCookiejar): the step is left out for both.
+			cs = slices.DeleteFunc(cs, func(c *http.Cookie) bool { return aboveRegistrable(u.Hostname(), c) })
+			ours.SetCookies(u, cs)
+			ref.SetCookies(u, cs)
+			tick()
+			for _, q := range urls {
+				r, _ := url.Parse(q)
+				if got, want := cookieString(ours.Cookies(r)), cookieString(ref.Cookies(r)); got != want {
+					t.Fatalf("step %d: set %q at %s; Cookies(%s) = %q, want %q (net/http/cookiejar)", i/2, lines, u, r, got, want)
+				}
+			}
+		}
+		if err := ours.Err(); err != nil {
+			t.Errorf("Err() = %v", err)
+		}
+	})
 }
