@@ -49,6 +49,7 @@ func main() {
 		out     = flag.String("out", "MUTATION.md", "report file")
 		equiv   = flag.String("equivalent", "internal/mutate/equivalent.txt", "list of equivalent mutants")
 		list    = flag.Bool("list", false, "only list each package's mutants, without running anything")
+		skip    = flag.String("skip", "", "tests not run against mutants, as pkg=regexp;pkg=regexp (go test -skip); the report lists them")
 	)
 	flag.Parse()
 	root, err := os.Getwd()
@@ -64,7 +65,13 @@ func main() {
 		fatal(err)
 	}
 	start := time.Now()
-	r := &runner{root: root, tmp: mustTemp(), deadline: start.Add(*budget), hardStop: start.Add(*budget + 90*time.Second)}
+	r := &runner{root: root, tmp: mustTemp(), deadline: start.Add(*budget), hardStop: start.Add(*budget + 90*time.Second),
+		skip: map[string]string{}}
+	for _, part := range strings.Split(*skip, ";") {
+		if k, v, ok := strings.Cut(part, "="); ok {
+			r.skip[strings.TrimSpace(k)] = v
+		}
+	}
 	defer os.RemoveAll(r.tmp)
 
 	var reports []*report
@@ -136,7 +143,7 @@ func main() {
 	close(queue)
 	wg.Wait()
 
-	md := render(reports, *seed, limits, time.Since(start))
+	md := render(reports, *seed, limits, r.skip, time.Since(start))
 	path := *out
 	if !filepath.IsAbs(path) {
 		path = filepath.Join(root, path)

@@ -59,7 +59,7 @@ func (r *report) sorted() []result {
 }
 
 // render writes the Markdown report.
-func render(reports []*report, seed uint64, l limits, took time.Duration) string {
+func render(reports []*report, seed uint64, l limits, skip map[string]string, took time.Duration) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Mutation score\n\n")
 	fmt.Fprintf(&b, "Written by `make mutation` (`go run ./internal/mutate`); see the command's doc for the\n"+
@@ -69,6 +69,15 @@ func render(reports []*report, seed uint64, l limits, took time.Duration) string
 		runtime.Version(), took.Round(time.Second), l, seed)
 	fmt.Fprintf(&b, "Score = killed / (killed + survived + not covered). Not viable (does not compile), equivalent\n"+
 		"(listed in internal/mutate/equivalent.txt, with the reason) and not run (budget spent) are not scored.\n\n")
+	if len(skip) > 0 {
+		var parts []string
+		for p, re := range skip {
+			parts = append(parts, fmt.Sprintf("`%s`: `%s`", p, re))
+		}
+		slices.Sort(parts)
+		fmt.Fprintf(&b, "Tests not run against mutants (they run in real time for seconds each; `make test` runs them): %s.\n\n",
+			strings.Join(parts, "; "))
+	}
 	fmt.Fprintf(&b, "| package | mutants | sampled | killed | timed out | survived | not covered | not viable | equivalent | not run | score |\n")
 	fmt.Fprintf(&b, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range reports {

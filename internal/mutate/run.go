@@ -19,9 +19,10 @@ import (
 type runner struct {
 	root     string
 	tmp      string
-	deadline time.Time    // no mutant starts after it
-	hardStop time.Time    // a mutant still running then is stopped and not scored
-	n        atomic.Int64 // names temporary files
+	deadline time.Time         // no mutant starts after it
+	hardStop time.Time         // a mutant still running then is stopped and not scored
+	skip     map[string]string // package → go test -skip pattern
+	n        atomic.Int64      // names temporary files
 }
 
 // status is what became of a mutant.
@@ -48,17 +49,21 @@ type baseline struct {
 	cover map[string]map[int]bool
 }
 
-// testArgs are the flags of every test run: short mode, no cache, stop at
-// the first failure.
-func testArgs(timeout time.Duration) []string {
-	return []string{"test", "-short", "-count=1", "-failfast", "-timeout=" + timeout.String()}
+// testArgs are the flags of every test run of p: short mode, no cache,
+// stop at the first failure, and the tests -skip names left out.
+func (r *runner) testArgs(p *pkg, timeout time.Duration) []string {
+	args := []string{"test", "-short", "-count=1", "-failfast", "-timeout=" + timeout.String()}
+	if re := r.skip[p.rel]; re != "" {
+		args = append(args, "-skip="+re)
+	}
+	return args
 }
 
 // baseline runs the package's tests once, unmutated, with coverage: they
 // must pass, and they say which lines any test executes.
 func (r *runner) baseline(p *pkg) (baseline, error) {
 	profile := filepath.Join(r.tmp, "cover-"+strconv.FormatInt(r.n.Add(1), 10)+".out")
-	args := append(testArgs(10*time.Minute), "-coverprofile="+profile, "./"+p.rel)
+	args := append(r.testArgs(p, 10*time.Minute), "-coverprofile="+profile, "./"+p.rel)
 	start := time.Now()
 	out, err := r.goTest(context.Background(), args)
 	took := time.Since(start)
@@ -95,7 +100,7 @@ func (r *runner) run(p *pkg, s site, timeout time.Duration) result {
 	defer cancel()
 	ctx, stop := context.WithDeadline(ctx, r.hardStop)
 	defer stop()
-	args := append(testArgs(timeout), "-overlay="+overlay, "./"+p.rel)
+	args := append(r.testArgs(p, timeout), "-overlay="+overlay, "./"+p.rel)
 	out, err := r.goTest(ctx, args)
 	switch {
 	case err != nil && !time.Now().Before(r.hardStop):
