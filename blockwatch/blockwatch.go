@@ -27,6 +27,7 @@ import (
 	"container/list"
 	"fmt"
 	"hash/maphash"
+	"maps"
 	"net/url"
 	"slices"
 	"sync"
@@ -92,8 +93,37 @@ type answer struct {
 // hostRecord is the record of one host.
 type hostRecord struct {
 	host   string
-	run    []answer // refusal-like answers since the last success
+	run    run      // refusal-like answers since the last success
 	window []answer // the last Window answers, oldest first
+}
+
+// run summarises the refusal-like answers since the last success: what the
+// run rule and its Evidence need, and no more, so that a host that refuses
+// the same few URLs forever keeps a record of bounded size.
+type run struct {
+	n        int         // refusal-like answers
+	urls     []uint64    // their distinct URLs, at most Config.Run
+	statuses map[int]int // their statuses
+	since    time.Time   // when the first was seen
+}
+
+func (r *run) add(a answer) {
+	if r.n == 0 {
+		r.since = a.at
+	}
+	r.n++
+	if !slices.Contains(r.urls, a.url) {
+		r.urls = append(r.urls, a.url)
+	}
+	if r.statuses == nil {
+		r.statuses = map[int]int{}
+	}
+	r.statuses[a.status]++
+}
+
+func (r *run) reset() {
+	r.n, r.urls, r.since = 0, r.urls[:0], time.Time{}
+	clear(r.statuses)
 }
 
 // Watch flags hosts that refuse. It is safe for concurrent use; a nil
@@ -102,9 +132,10 @@ type Watch struct {
 	cfg  Config
 	seed maphash.Seed
 
-	mu    sync.Mutex               // guards hosts and order
+	mu    sync.Mutex               // guards hosts, order and seen
 	hosts map[string]*list.Element // of *hostRecord, in order
 	order *list.List               // most recently seen first
+	seen  map[uint64]struct{}      // scratch set of distinct URLs for judge
 }
 
 // New returns a Watch for cfg, or nil when cfg.Disabled.
@@ -131,7 +162,7 @@ func New(cfg Config) *Watch {
 	if cfg.MaxHosts <= 0 {
 		cfg.MaxHosts = d.MaxHosts
 	}
-	return &Watch{cfg: cfg, seed: maphash.MakeSeed(), hosts: map[string]*list.Element{}, order: list.New()}
+	return &Watch{cfg: cfg, seed: maphash.MakeSeed(), hosts: map[string]*list.Element{}, order: list.New(), seen: map[uint64]struct{}{}}
 }
 
 // Observe records the answer r to a request for u on host, received at now,
@@ -149,7 +180,12 @@ func (w *Watch) Observe(host string, u *url.URL, r classify.Result, now time.Tim
 	a := answer{refusal: r.Outcome == classify.Permanent && slices.Contains(w.cfg.Statuses, r.Status), status: r.Status, at: now}
 	success := r.Outcome == classify.OK
 	if u != nil {
-		a.url = maphash.String(w.seed, u.EscapedPath()+"?"+u.RawQuery)
+		var h maphash.Hash
+		h.SetSeed(w.seed)
+		h.WriteString(u.EscapedPath())
+		h.WriteByte('?')
+		h.WriteString(u.RawQuery)
+		a.url = h.Sum64()
 	}
 
 	w.mu.Lock()
@@ -157,9 +193,9 @@ func (w *Watch) Observe(host string, u *url.URL, r classify.Result, now time.Tim
 	rec := w.record(host)
 	switch {
 	case a.refusal:
-		rec.run = append(rec.run, a)
+		rec.run.add(a)
 	case success:
-		rec.run = rec.run[:0]
+		rec.run.reset()
 	}
 	if len(rec.window) == w.cfg.Window {
 		copy(rec.window, rec.window[1:])
@@ -168,47 +204,55 @@ func (w *Watch) Observe(host string, u *url.URL, r classify.Result, now time.Tim
 	rec.window = append(rec.window, a)
 
 	if ev := w.judge(rec); ev != nil {
-		rec.run, rec.window = nil, nil
+		rec.run, rec.window = run{}, nil
 		return ev
 	}
 	return nil
 }
 
-// judge applies the two rules to rec.
+// judge applies the two rules to rec. It allocates only for the Evidence
+// of a host it flags. w.mu must be held.
 func (w *Watch) judge(rec *hostRecord) *Evidence {
-	if urls := distinct(rec.run); urls >= w.cfg.Run {
-		ev := evidence("run", rec.run, len(rec.run), urls)
+	if r := &rec.run; len(r.urls) >= w.cfg.Run {
+		ev := &Evidence{Rule: "run", Answers: r.n, Refusals: r.n, URLs: len(r.urls), Statuses: maps.Clone(r.statuses), Since: r.since}
 		ev.Reason = fmt.Sprintf("%d refusal-like answers (%s) to %d distinct URLs with no success in between",
-			ev.Refusals, statusList(ev.Statuses), urls)
+			ev.Refusals, statusList(ev.Statuses), ev.URLs)
 		return ev
 	}
 	if w.cfg.Share > 1 || len(rec.window) < w.cfg.Window {
 		return nil
 	}
-	var refused []answer
+	refusals := 0
 	for _, a := range rec.window {
 		if a.refusal {
-			refused = append(refused, a)
+			refusals++
 		}
 	}
-	urls := distinct(refused)
-	if float64(len(refused)) < w.cfg.Share*float64(len(rec.window)) || urls < max(2, w.cfg.Run/2) {
+	if float64(refusals) < w.cfg.Share*float64(len(rec.window)) {
 		return nil
 	}
-	ev := evidence("shift", refused, len(rec.window), urls)
-	ev.Reason = fmt.Sprintf("%d of the last %d answers refusal-like (%s), to %d distinct URLs",
-		ev.Refusals, ev.Answers, statusList(ev.Statuses), urls)
-	return ev
-}
-
-func evidence(rule string, refused []answer, answers, urls int) *Evidence {
-	ev := &Evidence{Rule: rule, Answers: answers, Refusals: len(refused), URLs: urls, Statuses: map[int]int{}}
-	for i, a := range refused {
-		ev.Statuses[a.status]++
-		if i == 0 {
-			ev.Since = a.at
+	clear(w.seen)
+	for _, a := range rec.window {
+		if a.refusal {
+			w.seen[a.url] = struct{}{}
 		}
 	}
+	urls := len(w.seen)
+	if urls < max(2, w.cfg.Run/2) {
+		return nil
+	}
+	ev := &Evidence{Rule: "shift", Answers: len(rec.window), Refusals: refusals, URLs: urls, Statuses: map[int]int{}}
+	for _, a := range rec.window {
+		if !a.refusal {
+			continue
+		}
+		if len(ev.Statuses) == 0 {
+			ev.Since = a.at
+		}
+		ev.Statuses[a.status]++
+	}
+	ev.Reason = fmt.Sprintf("%d of the last %d answers refusal-like (%s), to %d distinct URLs",
+		ev.Refusals, ev.Answers, statusList(ev.Statuses), urls)
 	return ev
 }
 
@@ -227,14 +271,6 @@ func statusList(m map[int]int) string {
 		s += fmt.Sprintf("%d×%d", k, m[k])
 	}
 	return s
-}
-
-func distinct(as []answer) int {
-	seen := make(map[uint64]struct{}, len(as))
-	for _, a := range as {
-		seen[a.url] = struct{}{}
-	}
-	return len(seen)
 }
 
 // record returns host's record, creating it (and forgetting the least

@@ -223,3 +223,18 @@ func Example() {
 	}
 	// Output: suspected block: 10 refusal-like answers (403×10) to 10 distinct URLs with no success in between
 }
+
+// Observe runs on every attempt: once a host's record exists, neither a
+// success nor a refusal that flags nothing allocates.
+func TestObserveAllocs(t *testing.T) {
+	w := blockwatch.New(blockwatch.Config{})
+	u := &url.URL{Path: "/private", RawQuery: "a=1"}
+	for i := range 40 {
+		w.Observe("h", page(i%3), res(403), t0) // fill the window: the shift rule counts distinct URLs
+	}
+	for _, st := range []int{403, 200} {
+		if n := testing.AllocsPerRun(200, func() { w.Observe("h", u, res(st), t0) }); n != 0 {
+			t.Errorf("Observe(%d) allocates %v times per call, want 0", st, n)
+		}
+	}
+}
