@@ -182,19 +182,28 @@ func TestReplayBodyClosedWhenRetryCancelled(t *testing.T) {
 }
 
 // TestResponseWithErrorIsClosed: a RoundTripper that returns a response
-// together with an error breaks the contract; the response's body is
-// closed and only the error is returned.
+// together with an error breaks the contract; on the first attempt and on
+// a retry, the response's body is closed and only the error is returned.
 func TestResponseWithErrorIsClosed(t *testing.T) {
-	body := &closeBody{Reader: strings.NewReader("x")}
-	next := roundTripFunc(func(r *http.Request) (*http.Response, error) {
-		return &http.Response{StatusCode: 200, Body: body, Request: r}, errReset
-	})
-	resp, err := retry.New(next, retry.Policy{MaxRetries: -1}).RoundTrip(newRequest(t, t.Context(), "GET", "http://h.test/", nil))
-	if !errors.Is(err, errReset) || resp != nil {
-		t.Errorf("RoundTrip = %v, %v; want only %v", resp, err, errReset)
-	}
-	if !body.closed {
-		t.Error("the body that came with the error was not closed")
+	for _, failOn := range []int{1, 2} {
+		synctest.Test(t, func(t *testing.T) {
+			body := &closeBody{Reader: strings.NewReader("x")}
+			n := 0
+			next := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				n++
+				if n < failOn {
+					return &http.Response{StatusCode: 503, Header: http.Header{}, Body: http.NoBody, Request: r}, nil
+				}
+				return &http.Response{StatusCode: 200, Body: body, Request: r}, errReset
+			})
+			resp, err := retry.New(next, retry.Policy{MaxRetries: 1, Rand: noJitter}).RoundTrip(newRequest(t, t.Context(), "GET", "http://h.test/", nil))
+			if !errors.Is(err, errReset) || resp != nil {
+				t.Errorf("attempt %d: RoundTrip = %v, %v; want only %v", failOn, resp, err, errReset)
+			}
+			if !body.closed {
+				t.Errorf("attempt %d: the body that came with the error was not closed", failOn)
+			}
+		})
 	}
 }
 
