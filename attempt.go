@@ -38,7 +38,13 @@ func (a *gatedSender) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, unsent(req, err)
 	}
-	start := time.Now()
+	// The clock is read for the events only when someone observes them;
+	// sent is read always (the block detector keeps it).
+	observed := len(t.observers) > 0
+	var start time.Time
+	if observed {
+		start = time.Now()
+	}
 	adm, err := t.state.Admit(ctx, key)
 	if err != nil {
 		err = notSent(err)
@@ -74,7 +80,10 @@ func (a *gatedSender) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, unsent(req, err)
 	}
 	resp, err := id.classify.RoundTrip(req) // classify over egress or base
-	took := time.Since(sent)
+	var took time.Duration
+	if observed {
+		took = time.Since(sent)
+	}
 	r := classify.Of(resp, err)
 	suspected := t.watch.Observe(key, req.URL, r, sent)
 	if suspected != nil {
