@@ -1,6 +1,7 @@
 package egress
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -173,15 +174,15 @@ func newDNSCache(c DNSConfig, now func() time.Time, fallback *net.Resolver) (*dn
 	case c.Timeout < 0:
 		return bad("DNS.Timeout", c.Timeout)
 	}
-	timeout := cmp0(c.Timeout, 2*time.Second)
+	timeout := cmp.Or(c.Timeout, 2*time.Second)
 	d := &dnsCache{
 		servers:    norm,
 		udp:        &dns.Client{Net: "udp", Timeout: timeout},
 		tcp:        &dns.Client{Net: "tcp", Timeout: timeout},
 		now:        now,
-		limit:      max(1, cmp0(c.MaxEntries, 4096)/2),
-		maxTTL:     cmp0(c.MaxTTL, time.Hour),
-		negTTL:     cmp0(c.NegativeTTL, 30*time.Second),
+		limit:      max(1, cmp.Or(c.MaxEntries, 4096)/2),
+		maxTTL:     cmp.Or(c.MaxTTL, time.Hour),
+		negTTL:     cmp.Or(c.NegativeTTL, 30*time.Second),
 		serveStale: orDefault(c.ServeStale, time.Hour),
 		fallback:   fallback,
 		pinned:     readHosts(c.HostsFile),
@@ -190,15 +191,6 @@ func newDNSCache(c DNSConfig, now func() time.Time, fallback *net.Resolver) (*dn
 	}
 	d.base, d.cancel = context.WithCancel(context.Background())
 	return d, nil
-}
-
-// cmp0 returns d for a zero v, else v.
-func cmp0[T comparable](v, d T) T {
-	var zero T
-	if v == zero {
-		return d
-	}
-	return v
 }
 
 // close ends the lookups in flight and waits for them.
@@ -492,7 +484,7 @@ func (d *dnsCache) dial(ctx context.Context, nd *net.Dialer, network, addr strin
 	return nil, last
 }
 
-// resolve returns ip:port for addr, for a socks5 proxy that is handed
+// resolveAddr returns ip:port for addr, for a socks5 proxy that is handed
 // an address.
 func (d *dnsCache) resolveAddr(ctx context.Context, addr string) (string, error) {
 	host, port, err := net.SplitHostPort(addr)
