@@ -61,3 +61,27 @@ func TestOrDefault(t *testing.T) {
 		}
 	}
 }
+
+// TestSquidErrorKind: squid's X-Squid-Error codes blame the credentials
+// (ERR_CACHE_ACCESS_DENIED, its 407), the proxy, or the destination;
+// codes about the request itself blame no one.
+func TestSquidErrorKind(t *testing.T) {
+	for _, tt := range []struct {
+		code string
+		kind FailureKind
+		ok   bool
+	}{
+		{"ERR_CACHE_ACCESS_DENIED", KindAuth, true},
+		{"ERR_ACCESS_DENIED", KindProxy, true},
+		{"ERR_SHUTTING_DOWN", KindProxy, true},
+		{"ERR_CONNECT_FAIL", KindDestination, true},
+		{"ERR_DNS_FAIL", KindDestination, true},
+		{"ERR_INVALID_URL", "", false},
+		{"ERR_UNSUP_REQ", "", false},
+		{"", "", false},
+	} {
+		if kind, ok := squidErrorKind(tt.code); kind != tt.kind || ok != tt.ok {
+			t.Errorf("squidErrorKind(%q) = %q, %v; want %q, %v", tt.code, kind, ok, tt.kind, tt.ok)
+		}
+	}
+}
