@@ -10,8 +10,9 @@ import (
 	"github.com/egresskit/egresskit/probe"
 )
 
-// checkStableSchema checks that doc has every field of the seed's document,
-// with the seed's types, and returns it decoded.
+// checkStableSchema checks that doc has every field of the stable report
+// schema (the field names and types README promises orchestrators), and
+// returns it decoded.
 func checkStableSchema(t *testing.T, doc []byte) map[string]any {
 	t.Helper()
 	var m map[string]any
