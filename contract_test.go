@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/egresskit/egresskit"
+	"github.com/egresskit/egresskit/blockwatch"
 	"github.com/egresskit/egresskit/breaker"
 	"github.com/egresskit/egresskit/classify"
 	"github.com/egresskit/egresskit/hoststate"
@@ -331,6 +332,8 @@ func TestDefaults(t *testing.T) {
 		{"robots unreachable wait", rb.RetryMin, time.Minute},
 		{"robots unreachable cap", rb.RetryMax, time.Hour},
 		{"peek size", classify.DefaultPeekSize, 4096},
+		{"2xx peek size", classify.DefaultOKPeekSize, 1024},
+		{"block watch run", blockwatch.DefaultConfig().Run, 10},
 		{"peek time", classify.DefaultPeekTimeout, time.Second},
 		{"zero Config retries", egresskit.Config{}.Retry.MaxRetries, 0},
 		{"DefaultConfig retries", egresskit.DefaultConfig().Retry.MaxRetries, 3},

@@ -26,8 +26,11 @@
 //	breaker          opens after 8 consecutive host failures, for 300s, then 1 probe
 //	timeouts         none of the chain's own; a deadline that expires while waiting on the host
 //	                 counts against it, a cancellation does not
-//	refusal          a challenge page, or a 401/403 naming the agent, halts the host until Resume
-//	body peek        at most 4 KiB and 1s after the headers, then the response is returned
+//	refusal          a challenge page, or a 401/403 naming the agent, halts the host until Resume;
+//	                 so do 401/403 answers to 10 distinct URLs with no success between
+//	                 (Config.BlockWatch)
+//	body peek        at most 4 KiB (1 KiB of a 2xx answer) and 1s after the headers, then the
+//	                 response is returned
 //
 // # Errors
 //
