@@ -100,7 +100,6 @@ type dnsCache struct {
 	servers    []string
 	udp, tcp   *dns.Client
 	now        func() time.Time
-	limit      int // per generation
 	maxTTL     time.Duration
 	negTTL     time.Duration
 	serveStale time.Duration
@@ -111,10 +110,10 @@ type dnsCache struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // lookups in flight
 
-	// mu guards the maps and every entry's fields.
-	mu        sync.Mutex
-	hot, cold map[string]*dnsEntry
-	calls     map[string]*dnsCall // lookups in flight, by name
+	// mu guards entries, calls and every entry's fields.
+	mu      sync.Mutex
+	entries genCache[*dnsEntry]
+	calls   map[string]*dnsCall // lookups in flight, by name
 
 	hits, misses, stale, queries, failures atomic.Uint64
 	waiting                                atomic.Int64
@@ -180,15 +179,14 @@ func newDNSCache(c DNSConfig, now func() time.Time, fallback *net.Resolver) (*dn
 		udp:        &dns.Client{Net: "udp", Timeout: timeout},
 		tcp:        &dns.Client{Net: "tcp", Timeout: timeout},
 		now:        now,
-		limit:      max(1, cmp.Or(c.MaxEntries, 4096)/2),
 		maxTTL:     cmp.Or(c.MaxTTL, time.Hour),
 		negTTL:     cmp.Or(c.NegativeTTL, 30*time.Second),
 		serveStale: orDefault(c.ServeStale, time.Hour),
 		fallback:   fallback,
 		pinned:     readHosts(c.HostsFile),
-		hot:        map[string]*dnsEntry{},
 		calls:      map[string]*dnsCall{},
 	}
+	d.entries.init(cmp.Or(c.MaxEntries, 4096))
 	d.base, d.cancel = context.WithCancel(context.Background())
 	return d, nil
 }
@@ -207,7 +205,7 @@ func (d *dnsCache) stats() DNSStats {
 		return DNSStats{}
 	}
 	d.mu.Lock()
-	n := len(d.hot) + len(d.cold)
+	n := d.entries.len()
 	d.mu.Unlock()
 	return DNSStats{
 		Enabled:  true,
@@ -221,24 +219,6 @@ func (d *dnsCache) stats() DNSStats {
 	}
 }
 
-func (d *dnsCache) getLocked(name string) *dnsEntry {
-	if e, ok := d.hot[name]; ok {
-		return e
-	}
-	if e, ok := d.cold[name]; ok {
-		d.putLocked(name, e)
-		return e
-	}
-	return nil
-}
-
-func (d *dnsCache) putLocked(name string, e *dnsEntry) {
-	if len(d.hot) >= d.limit {
-		d.cold, d.hot = d.hot, make(map[string]*dnsEntry, d.limit)
-	}
-	d.hot[name] = e
-}
-
 // notFound is the error of a name that does not exist.
 func notFound(name string) error {
 	return &net.DNSError{Err: "no such host", Name: name, IsNotFound: true}
@@ -248,7 +228,7 @@ func notFound(name string) error {
 func (d *dnsCache) lookup(ctx context.Context, name string) ([]netip.Addr, error) {
 	now := d.now()
 	d.mu.Lock()
-	if e := d.getLocked(name); e != nil {
+	if e, _ := d.entries.get(name); e != nil {
 		switch {
 		case now.Before(e.expires):
 			d.mu.Unlock()
@@ -301,10 +281,10 @@ func (d *dnsCache) resolve(name string, call *dnsCall) {
 	now := d.now()
 	d.mu.Lock()
 	delete(d.calls, name)
-	old := d.getLocked(name)
+	old, _ := d.entries.get(name)
 	switch {
 	case err == nil:
-		d.putLocked(name, &dnsEntry{addrs: addrs, expires: now.Add(ttl)})
+		d.entries.put(name, &dnsEntry{addrs: addrs, expires: now.Add(ttl)})
 		call.addrs = addrs
 	case old != nil && d.serveStale > 0 && now.Before(old.expires.Add(d.serveStale)):
 		old.recheck = now.Add(staleRecheck)

@@ -25,7 +25,7 @@ type Pool struct {
 	order    []*endpoint          // present endpoints, in the order added
 	byID     map[string]*endpoint // present endpoints, draining ones included
 	members  []*endpoint          // endpoints open to selection: present, not draining
-	cache    hostCache            // host → route
+	cache    genCache[*route]     // host → route
 	uniform  bool                 // every member has the same weight
 	rules    *Rules               // nil: none
 	eligible map[*Rule]eligible   // rule → its eligible members

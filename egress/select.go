@@ -113,50 +113,6 @@ type route struct {
 	subset   []*endpoint
 }
 
-// hostCache maps hosts to their routes. It keeps two generations of at
-// most limit entries each: lookups promote entries from the old generation
-// to the new one, and when the new one is full it becomes the old one. It
-// is bounded, O(1), and close to LRU. Guarded by Pool.mu.
-type hostCache struct {
-	limit     int
-	hot, cold map[string]*route
-}
-
-func (c *hostCache) init(size int) {
-	if size > 0 {
-		c.limit = max(1, size/2)
-	}
-	c.reset()
-}
-
-func (c *hostCache) reset() {
-	if c.limit == 0 {
-		return
-	}
-	c.hot, c.cold = make(map[string]*route), nil
-}
-
-func (c *hostCache) get(host string) (*route, bool) {
-	if s, ok := c.hot[host]; ok {
-		return s, true
-	}
-	if s, ok := c.cold[host]; ok {
-		c.put(host, s)
-		return s, true
-	}
-	return nil, false
-}
-
-func (c *hostCache) put(host string, s *route) {
-	if c.limit == 0 {
-		return
-	}
-	if len(c.hot) >= c.limit {
-		c.cold, c.hot = c.hot, make(map[string]*route, c.limit)
-	}
-	c.hot[strings.Clone(host)] = s
-}
-
 // routeLocked returns the host's route; its subset holds the eligible
 // endpoints of highest score, highest first.
 func (p *Pool) routeLocked(host string) *route {
