@@ -674,7 +674,7 @@ func TestCloseIdleConnectionsReachesBase(t *testing.T) {
 	base := &closer{}
 	c := &http.Client{Transport: egresskit.New(egresskit.Config{Base: base, IgnoreRobots: true})}
 	c.CloseIdleConnections()
-	if base.n == 0 {
-		t.Error("http.Client.CloseIdleConnections did not reach the base transport")
+	if base.n != 1 {
+		t.Errorf("http.Client.CloseIdleConnections reached the base transport %d times, want 1", base.n)
 	}
 }

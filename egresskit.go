@@ -310,10 +310,11 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // send (Base, and the egress pool's endpoints when it has such a method),
 // as http.Client.CloseIdleConnections expects of its Transport.
 func (t *Transport) CloseIdleConnections() {
-	for _, rt := range []http.RoundTripper{t.base, t.send} {
-		if ci, ok := rt.(interface{ CloseIdleConnections() }); ok {
-			ci.CloseIdleConnections()
-		}
+	if ci, ok := t.base.(interface{ CloseIdleConnections() }); ok {
+		ci.CloseIdleConnections()
+	}
+	if t.cfg.Egress != nil { // else Base is what sends, closed once above
+		t.cfg.Egress.CloseIdleConnections()
 	}
 }
 
