@@ -383,3 +383,39 @@ func TestEgressAndDNSMetrics(t *testing.T) {
 	checkSum(t, m, "egresskit.dns.queries", map[string]int64{"": 3})
 	checkSum(t, m, "egresskit.dns.failures", map[string]int64{"": 1})
 }
+
+// idleCounter is an http.Transport that counts CloseIdleConnections calls.
+type idleCounter struct {
+	*http.Transport
+	closed atomic.Int32
+}
+
+func (c *idleCounter) CloseIdleConnections() {
+	c.closed.Add(1)
+	c.Transport.CloseIdleConnections()
+}
+
+// TestTransportClosesIdleConnections: a client's CloseIdleConnections
+// reaches through the request-span wrapper and the chain to the transport
+// that holds the connections.
+func TestTransportClosesIdleConnections(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
+	defer srv.Close()
+	base := &idleCounter{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+	ot, err := otel.New(otel.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ot.Close()
+	client := &http.Client{Transport: ot.Transport(egresskit.New(egresskit.Config{Base: base, IgnoreRobots: true}))}
+	resp, err := client.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	client.CloseIdleConnections()
+	if n := base.closed.Load(); n != 1 {
+		t.Errorf("base transport's CloseIdleConnections called %d times, want 1", n)
+	}
+}

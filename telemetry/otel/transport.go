@@ -89,3 +89,12 @@ func (rt *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	return resp, err
 }
+
+// CloseIdleConnections closes the idle connections of next when it has
+// such a method, as http.Client.CloseIdleConnections expects of its
+// Transport.
+func (rt *transport) CloseIdleConnections() {
+	if ci, ok := rt.next.(interface{ CloseIdleConnections() }); ok {
+		ci.CloseIdleConnections()
+	}
+}
