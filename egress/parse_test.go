@@ -118,8 +118,12 @@ func FuzzSOCKSFailure(f *testing.F) {
 	f.Add([]byte{5, 0, 5, 0x08, 0, 1})
 	f.Add([]byte{5, 0, 4, 5})
 	f.Add([]byte{5, 1, 5, 1})
+	f.Add([]byte{5, 0, 5})
+	f.Add([]byte{5, 2, 1, 0, 5})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		want, end := KindHandshake, len(b)
+		var rep byte // the reply code, when the bytes got that far
+		hasRep := false
 		switch {
 		case len(b) < 2 || b[0] != 5:
 			// not a SOCKS5 method selection
@@ -134,10 +138,14 @@ func FuzzSOCKSFailure(f *testing.F) {
 			}
 			if len(b) >= off+2 && b[off] == 5 {
 				want, end = socksReplyKind(b[off+1]), off+2
+				rep, hasRep = b[off+1], true
 			}
 		}
 		if got := socksFailure(b); got != want {
 			t.Fatalf("socksFailure(%v) = %q, want %q", b, got, want)
+		}
+		if got, ok := socksReply(b); got != rep || ok != hasRep {
+			t.Fatalf("socksReply(%v) = %#x, %v; want %#x, %v", b, got, ok, rep, hasRep)
 		}
 		if end < len(b) {
 			// What follows the decisive byte does not matter.

@@ -85,3 +85,21 @@ func TestSquidErrorKind(t *testing.T) {
 		}
 	}
 }
+
+// TestProxyStatusQuotedName: in a quoted proxy name only \" and \\ are
+// escapes.
+func TestProxyStatusQuotedName(t *testing.T) {
+	for _, tt := range []struct {
+		line, name string
+		ok         bool
+	}{
+		{`"a\"b\\c"; error=dns_timeout`, `a"b\c`, true},
+		{`"a\xb"; error=dns_timeout`, "", false},
+		{`"ab\`, "", false},
+	} {
+		got, ok := parseProxyStatus([]string{tt.line})
+		if ok != tt.ok || got.name != tt.name {
+			t.Errorf("parseProxyStatus(%q) = name %q, %v; want %q, %v", tt.line, got.name, ok, tt.name, tt.ok)
+		}
+	}
+}
