@@ -436,7 +436,7 @@ func TestDefaultConfig(t *testing.T) {
 }
 
 func TestStateString(t *testing.T) {
-	for s, want := range map[breaker.State]string{breaker.Closed: "closed", breaker.HalfOpen: "half-open", breaker.Open: "open", 7: "unknown"} {
+	for s, want := range map[breaker.State]string{breaker.Closed: "closed", breaker.HalfOpen: "half-open", breaker.Open: "open", 3: "unknown", 7: "unknown"} {
 		if got := s.String(); got != want {
 			t.Errorf("State(%d).String() = %q, want %q", s, got, want)
 		}
