@@ -96,7 +96,8 @@ func loadJournal(path string) (*journal, map[string]time.Time, error) {
 		fmt.Fprintf(&b, "H %d %s\n", t.UnixMicro(), h)
 	}
 	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b.Bytes(), 0o600); err != nil {
+	if err := writeSynced(tmp, b.Bytes()); err != nil {
+		os.Remove(tmp)
 		return nil, nil, &JournalError{Path: path, Err: err}
 	}
 	if err := os.Rename(tmp, path); err != nil {
@@ -104,6 +105,24 @@ func loadJournal(path string) (*journal, map[string]time.Time, error) {
 		return nil, nil, &JournalError{Path: path, Err: err}
 	}
 	return j, halts, nil
+}
+
+// writeSynced writes data to a new file at path and syncs it before
+// returning: renamed over the journal unsynced, a crash could leave an
+// empty journal in place of the halts it held.
+func writeSynced(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // halt appends that host is halted since t.
