@@ -76,11 +76,15 @@ func main() {
 
 	var reports []*report
 	var jobs []job
+	current := map[string]bool{} // every mutant's key, for stale equivalent.txt lines
 	for _, rel := range strings.Split(*pkgs, ",") {
 		rel = strings.TrimSpace(rel)
 		p, err := loadPackage(root, rel)
 		if err != nil {
 			fatal(err)
+		}
+		for _, s := range p.sites {
+			current[s.key()] = true
 		}
 		rep := &report{pkg: p, sites: len(p.sites)}
 		reports = append(reports, rep)
@@ -143,7 +147,14 @@ func main() {
 	close(queue)
 	wg.Wait()
 
-	md := render(reports, *seed, limits, r.skip, time.Since(start))
+	var stale []string
+	for k := range equivalent {
+		if !current[k] {
+			stale = append(stale, k)
+		}
+	}
+	slices.Sort(stale)
+	md := render(reports, *seed, limits, r.skip, stale, time.Since(start))
 	path := *out
 	if !filepath.IsAbs(path) {
 		path = filepath.Join(root, path)

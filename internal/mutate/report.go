@@ -59,7 +59,7 @@ func (r *report) sorted() []result {
 }
 
 // render writes the Markdown report.
-func render(reports []*report, seed uint64, l limits, skip map[string]string, took time.Duration) string {
+func render(reports []*report, seed uint64, l limits, skip map[string]string, stale []string, took time.Duration) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Mutation score\n\n")
 	fmt.Fprintf(&b, "Written by `make mutation` (`go run ./internal/mutate`); see the command's doc for the\n"+
@@ -119,6 +119,12 @@ func render(reports []*report, seed uint64, l limits, skip map[string]string, to
 	}
 	if len(eq) > 0 {
 		fmt.Fprintf(&b, "\n## Equivalent mutants in the sample\n\n%s\n", strings.Join(eq, "\n"))
+	}
+	if len(stale) > 0 {
+		fmt.Fprintf(&b, "\n## Stale lines of equivalent.txt\n\nThey name no mutant of the code as it is: the line changed; check it and remove or update it.\n\n")
+		for _, k := range stale {
+			fmt.Fprintf(&b, "- `%s`\n", k)
+		}
 	}
 	return b.String()
 }
