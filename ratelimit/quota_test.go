@@ -1,0 +1,48 @@
+package ratelimit_test
+
+import (
+	"testing"
+
+	"github.com/egresskit/egresskit/classify"
+	"github.com/egresskit/egresskit/ratelimit"
+)
+
+// TestQuota: an OK answer stating a quota below the current rate slows the
+// host to it at once, and the recovery aims there; a quota equal to or
+// above the current rate changes nothing, and the recovery under way goes
+// on to the configured rate.
+func TestQuota(t *testing.T) {
+	okQuota := func(s *ratelimit.Set, q float64) {
+		s.Observe(host, classify.Result{Outcome: classify.OK, Quota: q})
+	}
+	for _, tt := range []struct {
+		name  string
+		quota float64 // stated by the first OK after the throttle (0: none)
+		after float64 // the rate right after it
+		final float64 // 20 OKs later
+	}{
+		{"no quota", 0, climb(30, 60, 1, 10), 60},
+		{"quota at the current rate", 30, climb(30, 60, 1, 10), 60},
+		{"quota above the current rate", 45, climb(30, 60, 1, 10), 60},
+		{"quota below the current rate", 12, 12, 12},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newClock()
+			s := newSet(c, ratelimit.Config{})
+			observe(s, host, classify.Throttled, 0)
+			c.Advance(reserve(t, s, host)) // the pause
+			if got := s.State(host).PerMinute; got != 30 {
+				t.Fatalf("rate after the throttle = %v, want 30", got)
+			}
+			c.Advance(reserve(t, s, host))
+			okQuota(s, tt.quota)
+			if got := s.State(host).PerMinute; !near(got, tt.after) {
+				t.Errorf("rate after an OK with quota %v = %v, want %v", tt.quota, got, tt.after)
+			}
+			okRun(t, c, s, 20)
+			if got := s.State(host).PerMinute; !near(got, tt.final) {
+				t.Errorf("rate 20 OKs later = %v, want %v", got, tt.final)
+			}
+		})
+	}
+}
