@@ -162,6 +162,9 @@ func split(hostport string) (host, port string, literal bool, err error) {
 func normalise(host string) (string, bool, error) {
 	if mayBeIP(host) {
 		if a, err := netip.ParseAddr(host); err == nil {
+			if !validZone(a.Zone()) {
+				return "", false, fmt.Errorf("%w: malformed IPv6 zone", ErrInvalidHost)
+			}
 			return a.String(), true, nil
 		}
 	}
@@ -189,6 +192,20 @@ func normalise(host string) (string, bool, error) {
 		return "", false, err
 	}
 	return host, false, nil
+}
+
+// validZone reports whether zone is an IPv6 zone identifier made of
+// unreserved URI characters (RFC 6874 §2), as interface names are.
+func validZone(zone string) bool {
+	for i := 0; i < len(zone); i++ {
+		switch c := zone[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9',
+			c == '-', c == '.', c == '_', c == '~':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // canonicalName reports whether hostport is a host name without port that

@@ -75,6 +75,8 @@ func TestOfErrors(t *testing.T) {
 		{"example.com:-1", ByHost, ErrInvalidHost},
 		{"example.com:+80", ByHost, ErrInvalidHost},
 		{"example.com:http", ByHost, ErrInvalidHost},
+		{"[fe80::1%\xc0]", ByHost, ErrInvalidHost},
+		{"[fe80::1%a b]", ByHost, ErrInvalidHost},
 		{"exa mple.com", ByHost, ErrInvalidHost},
 		{"a..example.com", ByHost, ErrInvalidHost},
 		{".example.com", ByHost, ErrInvalidHost},
