@@ -1,11 +1,9 @@
 package egresskit
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"sync"
 	"time"
@@ -95,7 +93,7 @@ func (a *gatedSender) RoundTrip(req *http.Request) (*http.Response, error) {
 			t.cfg.Audit.Halt(key, r)
 		}
 		if t.cfg.OnEscalate != nil {
-			t.escalate(key, req, resp, r, sent, suspected)
+			t.escalate(id.classifier, key, req, resp, r, sent, suspected)
 		}
 	}
 	if t.cfg.Audit != nil && choice != nil && choice.Reason == egress.ReasonForced {
@@ -221,7 +219,7 @@ func suspectedBlock(r classify.Result, resp *http.Response) (classify.Result, *h
 	return r, resp
 }
 
-func (t *Transport) escalate(key string, req *http.Request, resp *http.Response, r classify.Result, at time.Time, suspected *blockwatch.Evidence) {
+func (t *Transport) escalate(c *classify.Classifier, key string, req *http.Request, resp *http.Response, r classify.Result, at time.Time, suspected *blockwatch.Evidence) {
 	if t.cfg.Audit != nil {
 		t.cfg.Audit.Escalation(key, r)
 	}
@@ -236,26 +234,11 @@ func (t *Transport) escalate(key string, req *http.Request, resp *http.Response,
 		Suspected: suspected,
 	}
 	if resp != nil {
-		e.BodyHead = bodyHead(resp, 1024)
+		// What the classifier read, or at most its peek's time budget
+		// more: a stalled body must not hold RoundTrip.
+		e.BodyHead = c.Head(req.Context(), resp, 1024)
 	}
 	t.cfg.OnEscalate(e)
-}
-
-// bodyHead returns up to n leading bytes of resp's body and puts them back
-// in front of the rest, so that the caller still reads the whole body.
-func bodyHead(resp *http.Response, n int) []byte {
-	if resp.Body == nil || resp.Body == http.NoBody {
-		return nil
-	}
-	buf := make([]byte, n)
-	k, _ := io.ReadFull(resp.Body, buf)
-	buf = buf[:k]
-	rest := resp.Body
-	resp.Body = struct {
-		io.Reader
-		io.Closer
-	}{io.MultiReader(bytes.NewReader(buf), rest), rest}
-	return bytes.Clone(buf)
 }
 
 // observe builds the attempt's event when there is an observer. The event

@@ -191,7 +191,10 @@ type Escalation struct {
 	Markers []string  // the challenge markers that matched, if any
 	Reason  string    // the classifier's short reason
 	Time    time.Time // when the refusal was received
-	// BodyHead is the first KiB of the refusal's body.
+	// BodyHead is the first KiB of the refusal's body, or as much of it
+	// as the classifier's peek read (at most Classify.PeekSize bytes,
+	// waited for at most Classify.PeekTimeout); the caller's response
+	// still holds the whole body. Empty when peeking is off.
 	BodyHead []byte
 	// Suspected is set when the host was halted by the block detector
 	// (Reason "suspected block") rather than by a page: what it saw.

@@ -24,8 +24,9 @@ const maxAgents = 16
 // naming that token. Every request is judged for the User-Agent it is
 // actually sent with.
 type identity struct {
-	robots   *robots.Checker // nil with IgnoreRobots
-	classify http.RoundTripper
+	robots     *robots.Checker // nil with IgnoreRobots
+	classify   http.RoundTripper
+	classifier *classify.Classifier // the one classify uses
 }
 
 // identities holds the identities of one Transport: the configured one,
@@ -76,6 +77,7 @@ func (t *Transport) newIdentity(ua string) *identity {
 	}
 	cc := t.cfg.Classify
 	cc.AgentToken = robots.AgentToken(ua)
-	id.classify = classify.NewTransport(t.send, classify.New(cc))
+	id.classifier = classify.New(cc)
+	id.classify = classify.NewTransport(t.send, id.classifier)
 	return id
 }
