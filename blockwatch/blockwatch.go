@@ -49,7 +49,9 @@ type Config struct {
 	// 20; values below Run are raised to Run.
 	Window int
 	// Share is the fraction of the Window that must be refusal-like for the
-	// shift rule. 0 means 0.8; a value above 1 switches the rule off.
+	// shift rule. 0 means 0.8, and so does a negative value or NaN (which
+	// would otherwise flag a window with no refusal-like share at all); a
+	// value above 1 switches the rule off.
 	Share float64
 	// Statuses are the refusal-like statuses. Nil means 401 and 403.
 	Statuses []int
@@ -152,7 +154,7 @@ func New(cfg Config) *Watch {
 		cfg.Window = d.Window
 	}
 	cfg.Window = max(cfg.Window, cfg.Run)
-	if cfg.Share == 0 {
+	if !(cfg.Share > 0) { // 0, negative or NaN
 		cfg.Share = d.Share
 	}
 	if cfg.Statuses == nil {

@@ -2,6 +2,7 @@ package blockwatch_test
 
 import (
 	"fmt"
+	"math"
 	"net/url"
 	"testing"
 	"time"
@@ -178,6 +179,21 @@ func TestConfig(t *testing.T) {
 	}
 	if ev == nil || ev.Statuses[451] != 3 {
 		t.Errorf("three 451s not flagged with Run 3: %+v", ev)
+	}
+
+	// A negative or NaN Share means the default: a quarter of refusals
+	// among successes is no block.
+	for _, share := range []float64{-1, math.NaN()} {
+		w := blockwatch.New(blockwatch.Config{Share: share})
+		for i := range 40 {
+			st := 200
+			if i%4 == 0 {
+				st = 403
+			}
+			if ev := w.Observe("h", page(i), res(st), t0); ev != nil {
+				t.Fatalf("Share %v: flagged at %d with 1 refusal in 4: %s", share, i, ev.Reason)
+			}
+		}
 	}
 
 	// Share above 1 switches the shift rule off.
