@@ -108,10 +108,11 @@ type dnsCache struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // lookups in flight
 
-	// mu guards entries, calls and every entry's fields.
+	// mu guards entries, calls, closed and every entry's fields.
 	mu      sync.Mutex
 	entries genCache[*dnsEntry]
 	calls   map[string]*dnsCall // lookups in flight, by name
+	closed  bool                // close was called: no lookup starts
 
 	hits, misses, stale, queries, failures atomic.Uint64
 	waiting                                atomic.Int64
@@ -189,11 +190,15 @@ func newDNSCache(c DNSConfig, now func() time.Time, fallback *net.Resolver) (*dn
 	return d, nil
 }
 
-// close ends the lookups in flight and waits for them.
+// close ends the lookups in flight and waits for them; no lookup starts
+// afterwards, so none outlives it.
 func (d *dnsCache) close() {
 	if d == nil {
 		return
 	}
+	d.mu.Lock()
+	d.closed = true
+	d.mu.Unlock()
 	d.cancel()
 	d.wg.Wait()
 }
@@ -240,6 +245,12 @@ func (d *dnsCache) lookup(ctx context.Context, name string) ([]netip.Addr, error
 	}
 	call := d.calls[name]
 	if call == nil {
+		if d.closed {
+			// A dial still running when the pool closed: start no
+			// lookup that Close would not wait for.
+			d.mu.Unlock()
+			return nil, &net.DNSError{Err: ErrClosed.Error(), Name: name}
+		}
 		call = &dnsCall{done: make(chan struct{})}
 		d.calls[name] = call
 		d.wg.Add(1)
