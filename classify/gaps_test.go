@@ -2,9 +2,12 @@ package classify_test
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/egresskit/egresskit/classify"
@@ -66,5 +69,88 @@ func TestClassifiedBodyClosesOriginal(t *testing.T) {
 				t.Errorf("original body closed %d times, want 1", body.closes)
 			}
 		})
+	}
+}
+
+// TestJSONMediaType: a media type counts as JSON by its "+json" suffix
+// only when something stands before the suffix.
+func TestJSONMediaType(t *testing.T) {
+	pxJSON := `{"appId":"PXabc","blockScript":"/abc/captcha/captcha.js?a=c"}`
+	for _, tt := range []struct {
+		ctype string
+		want  classify.Outcome
+	}{
+		{"application/vnd.api+json", classify.Refused},
+		{"a+json", classify.Refused},
+		{"+json", classify.Permanent},
+	} {
+		r, _ := classifyBody(t, classify.New(classify.Config{}), 403, http.Header{"Content-Type": {tt.ctype}}, []byte(pxJSON))
+		if r.Outcome != tt.want {
+			t.Errorf("403 %s with a PerimeterX JSON body = %v %v, want %v", tt.ctype, r.Outcome, r.Markers, tt.want)
+		}
+	}
+}
+
+// TestRateLimitFieldSyntax: a quoted policy name may hold escaped quotes,
+// commas and semicolons; of several exhausted policies the longest reset
+// wins, in any order.
+func TestRateLimitFieldSyntax(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tt := range []struct {
+		field string
+		want  time.Duration
+	}{
+		{`"a\",b";r=0;t=8`, 8 * time.Second},
+		{`"a\";b";r=0;t=9`, 9 * time.Second},
+		{`"day";r=0;t=60, "burst";r=0;t=5`, time.Minute},
+		{`"burst";r=0;t=5, "day";r=0;t=60`, time.Minute},
+	} {
+		got, ok := classify.ParseRetryAfter(http.Header{"Ratelimit": {tt.field}}, now)
+		if !ok || got != tt.want {
+			t.Errorf("ParseRetryAfter(RateLimit: %s) = %v, %v; want %v", tt.field, got, ok, tt.want)
+		}
+	}
+}
+
+// TestErrorTimeout: an Error is a timeout exactly when the error it wraps
+// says so.
+func TestErrorTimeout(t *testing.T) {
+	for _, tt := range []struct {
+		err  error
+		want bool
+	}{
+		{errors.New("plain"), false},
+		{timeoutSays{true}, true},
+		{timeoutSays{false}, false},
+		{nil, false},
+	} {
+		if got := (&classify.Error{Err: tt.err}).Timeout(); got != tt.want {
+			t.Errorf("Error{%v}.Timeout() = %v, want %v", tt.err, got, tt.want)
+		}
+	}
+}
+
+type timeoutSays struct{ timeout bool }
+
+func (e timeoutSays) Error() string   { return "timeout?" }
+func (e timeoutSays) Timeout() bool   { return e.timeout }
+func (e timeoutSays) Temporary() bool { return false }
+
+// TestPeekOneByteAtATime: a body that arrives one byte per Read is peeked
+// and classified as a whole one would be, and the caller reads every byte.
+func TestPeekOneByteAtATime(t *testing.T) {
+	page := `<html><head><title>Just a moment...</title></head><body><script>window._cf_chl_opt={cvId:"3"};</script>` +
+		strings.Repeat("<p>filler</p>", 300) + `</body></html>`
+	req, _ := http.NewRequest(http.MethodGet, "http://127.0.0.1/x", nil)
+	resp := &http.Response{StatusCode: 403, Header: http.Header{"Content-Type": {"text/html"}}, ContentLength: -1, Request: req,
+		Body: io.NopCloser(iotest.OneByteReader(strings.NewReader(page)))}
+	r := classify.New(classify.Config{}).Classify(resp, nil)
+	if r.Outcome != classify.Refused {
+		t.Errorf("Classify(one byte per Read) = %v %q %v, want Refused", r.Outcome, r.Reason, r.Markers)
+	}
+	got, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || string(got) != page {
+		t.Errorf("body read = %d bytes, %v; want the %d sent", len(got), err, len(page))
 	}
 }
