@@ -1,7 +1,10 @@
 package ratelimit_test
 
 import (
+	"context"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/egresskit/egresskit/classify"
 	"github.com/egresskit/egresskit/ratelimit"
@@ -45,4 +48,20 @@ func TestQuota(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDeadlinePartialToken: the wait checked against a deadline counts the
+// part of a token already refilled: half a second after a token was taken
+// at 60/min, the next is half a second away.
+func TestDeadlinePartialToken(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := ratelimit.New(ratelimit.Config{})
+		reserve(t, s, host)
+		time.Sleep(500 * time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		defer cancel()
+		if got, err := s.Reserve(ctx, host); err != nil || got.Wait != 500*time.Millisecond {
+			t.Errorf("Reserve with a deadline at the slot = %v, %v; want 500ms, nil", got, err)
+		}
+	})
 }

@@ -30,7 +30,7 @@ func TestCheckCacheBytes(t *testing.T) {
 	for _, tt := range []struct {
 		name     string
 		maxBytes int64
-		want     int // fetches of a.test
+		want     int // fetches of a.test, and of b.test
 	}{
 		{"room for every host", 1 << 20, 1},
 		{"room for two hosts", 700, 2},
@@ -38,11 +38,13 @@ func TestCheckCacheBytes(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			m := &memoryHosts{}
 			c := robots.New(robots.Config{Transport: m, MaxCacheBytes: tt.maxBytes, MaxHosts: 1000})
-			for _, h := range []string{"a.test", "b.test", "c.test", "d.test", "a.test"} {
+			for _, h := range []string{"a.test", "b.test", "c.test", "d.test", "a.test", "b.test"} {
 				check(t, c, "http://"+h+"/x")
 			}
-			if got := m.count("a.test"); got != tt.want {
-				t.Errorf("a.test fetched %d times, want %d", got, tt.want)
+			for _, h := range []string{"a.test", "b.test"} {
+				if got := m.count(h); got != tt.want {
+					t.Errorf("%s fetched %d times, want %d", h, got, tt.want)
+				}
 			}
 		})
 	}
