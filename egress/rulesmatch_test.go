@@ -2,6 +2,7 @@ package egress_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/egresskit/egresskit/egress"
@@ -42,5 +43,13 @@ func TestConfigErrorNamesEndpoint(t *testing.T) {
 	err = p.Add(egress.Endpoint{Proxy: "direct"})
 	if !errors.As(err, &ce) || !errors.Is(err, egress.ErrEmptyID) || ce.Field != "Endpoint.ID" {
 		t.Errorf("Add of an endpoint without ID = %v, want a *ConfigError on Endpoint.ID", err)
+	}
+}
+
+// TestProxyErrorText names the endpoint and the failure.
+func TestProxyErrorText(t *testing.T) {
+	err := &egress.ProxyError{EndpointID: "p1", Kind: egress.KindDial}
+	if got, want := err.Error(), `egress: endpoint "p1": proxy unreachable`; !strings.HasPrefix(got, want) {
+		t.Errorf("Error() = %q, want it to start with %q", got, want)
 	}
 }

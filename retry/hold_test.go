@@ -239,3 +239,32 @@ func TestNoBackoff(t *testing.T) {
 		}
 	})
 }
+
+// TestUserinfoNotTurnedIntoAuthorization: a URL with userinfo reaches the
+// layers below as the caller wrote it, on the first attempt and on a
+// retry, and no Authorization header is made from it.
+func TestUserinfoNotTurnedIntoAuthorization(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var seen []string
+		n := 0
+		next := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			n++
+			seen = append(seen, r.URL.String()+" auth="+r.Header.Get("Authorization"))
+			status := 200
+			if n == 1 {
+				status = 503
+			}
+			return &http.Response{StatusCode: status, Header: http.Header{}, Body: http.NoBody, Request: r}, nil
+		})
+		req := newRequest(t, t.Context(), "GET", "http://u:p@h.test/x", nil)
+		resp, err := retry.New(next, retry.Policy{MaxRetries: 1, Rand: noJitter}).RoundTrip(req)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("RoundTrip = %v, %v; want 200 after a retry", resp, err)
+		}
+		resp.Body.Close()
+		want := "http://u:p@h.test/x auth="
+		if len(seen) != 2 || seen[0] != want || seen[1] != want {
+			t.Errorf("attempts saw %q, want %q twice", seen, want)
+		}
+	})
+}

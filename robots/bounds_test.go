@@ -68,3 +68,16 @@ func TestCheckMaxHostsExact(t *testing.T) {
 		t.Errorf("after a third host: a.test fetched %d times, b.test %d; want 2 and 1", a, b)
 	}
 }
+
+// TestCheckZeroConfigKeepsHosts: the zero Config caches many hosts, not
+// none.
+func TestCheckZeroConfigKeepsHosts(t *testing.T) {
+	m := &memoryHosts{}
+	c := robots.New(robots.Config{Transport: m})
+	for _, h := range []string{"a.test", "b.test", "c.test", "a.test", "b.test"} {
+		check(t, c, "http://"+h+"/x")
+	}
+	if a, b := m.count("a.test"), m.count("b.test"); a != 1 || b != 1 {
+		t.Errorf("a.test fetched %d times, b.test %d; want 1 and 1", a, b)
+	}
+}
