@@ -108,8 +108,8 @@ func (s *State) checkDue() bool {
 
 // restore writes every remembered halt back to Redis and, when Redis had
 // lost any (or the write-back failed), sends a Restored warning naming the
-// hosts it halted again.
-// already are hosts the caller wrote back itself.
+// hosts it halted again, after already: the hosts the caller wrote back
+// itself.
 func (s *State) restore(ctx context.Context, op string, servers, already []string) {
 	s.mu.Lock()
 	todo := make([]haltAt, 0, len(s.known))
