@@ -183,9 +183,22 @@ func parseRateLimitField(vs []string, anyReset bool) (time.Duration, bool) {
 	var (
 		best  time.Duration
 		found bool
-		// The dictionary form spreads one policy over several members.
-		dictRem, dictReset = -1, -1
 	)
+	eachRateLimitPolicy(vs, func(rem, reset int) {
+		if d, ok := policyWait(rem, reset, anyReset); ok && (!found || d > best) {
+			best, found = d, true
+		}
+	})
+	return best, found
+}
+
+// eachRateLimitPolicy calls fn with the remaining and reset values of each
+// policy of the IETF RateLimit field: first every member of the structured
+// list (`"burst";r=0;t=5`, from its r and t parameters), then, once, the
+// policy the older dictionary form spreads over its members
+// (`remaining=0, reset=30`). -1 means the value is absent.
+func eachRateLimitPolicy(vs []string, fn func(rem, reset int)) {
+	dictRem, dictReset := -1, -1
 	for _, v := range vs {
 		for len(v) > 0 {
 			var member string
@@ -213,15 +226,10 @@ func parseRateLimitField(vs []string, anyReset bool) (time.Duration, bool) {
 					}
 				}
 			}
-			if d, ok := policyWait(rem, reset, anyReset); ok && (!found || d > best) {
-				best, found = d, true
-			}
+			fn(rem, reset)
 		}
 	}
-	if d, ok := policyWait(dictRem, dictReset, anyReset); ok && (!found || d > best) {
-		best, found = d, true
-	}
-	return best, found
+	fn(dictRem, dictReset)
 }
 
 // policyWait returns the wait of one policy: its reset, when remaining is 0
@@ -392,46 +400,14 @@ func quota(rem int, d time.Duration) float64 {
 // `remaining=5, reset=30`).
 func rateLimitQuota(vs []string) float64 {
 	best := 0.0
-	take := func(rem, reset int) {
+	eachRateLimitPolicy(vs, func(rem, reset int) {
 		if rem > 0 && reset >= 0 {
 			d, _ := seconds(reset)
 			if q := quota(rem, d); best == 0 || q < best {
 				best = q
 			}
 		}
-	}
-	dictRem, dictReset := -1, -1
-	for _, v := range vs {
-		for len(v) > 0 {
-			var member string
-			member, v = nextMember(v)
-			item, params := splitItem(member)
-			if key, val, ok := cutKV(item); ok {
-				switch key {
-				case "remaining":
-					dictRem = atoiOr(val, dictRem)
-				case "reset":
-					dictReset = atoiOr(val, dictReset)
-				}
-				continue
-			}
-			rem, reset := -1, -1
-			for len(params) > 0 {
-				var p string
-				p, params = cutByte(params, ';')
-				if key, val, ok := cutKV(p); ok {
-					switch key {
-					case "r":
-						rem = atoiOr(val, rem)
-					case "t":
-						reset = atoiOr(val, reset)
-					}
-				}
-			}
-			take(rem, reset)
-		}
-	}
-	take(dictRem, dictReset)
+	})
 	return best
 }
 
