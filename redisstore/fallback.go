@@ -257,8 +257,13 @@ func (s *State) warn(w Warning) {
 }
 
 // remember notes a halt of host, for the fallback and for writing it back
-// should Redis lose it; and in the journal, if there is one.
+// should Redis lose it; and in the journal, if there is one, in the order
+// of the changes to the halts known.
 func (s *State) remember(host string, since time.Time) {
+	j := s.journal
+	if j != nil {
+		j.take()
+	}
 	s.mu.Lock()
 	if s.known == nil {
 		s.known = make(map[string]time.Time)
@@ -271,23 +276,38 @@ func (s *State) remember(host string, since time.Time) {
 	}
 	s.nKnown.Store(int64(len(s.known)))
 	s.mu.Unlock()
-	if changed && s.journal != nil {
-		s.journalErr(s.journal.halt(host, since))
+	if j != nil {
+		var err error
+		if changed {
+			err = j.halt(host, since)
+		}
+		j.give()
+		s.journalErr(err)
 	}
 }
 
-// forget drops a remembered halt of host, which was resumed.
+// forget drops a remembered halt of host, which was resumed; in the
+// journal too, as remember does.
 func (s *State) forget(host string) {
 	if s.nKnown.Load() == 0 {
 		return
+	}
+	j := s.journal
+	if j != nil {
+		j.take()
 	}
 	s.mu.Lock()
 	_, ok := s.known[host]
 	delete(s.known, host)
 	s.nKnown.Store(int64(len(s.known)))
 	s.mu.Unlock()
-	if ok && s.journal != nil {
-		s.journalErr(s.journal.resume(host))
+	if j != nil {
+		var err error
+		if ok {
+			err = j.resume(host)
+		}
+		j.give()
+		s.journalErr(err)
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -45,15 +44,25 @@ func (e *JournalError) Unwrap() []error { return []error{ErrJournal, e.Err} }
 // (checkHost), so a line cannot be forged by a host name.
 type journal struct {
 	path string
-	mu   sync.Mutex // serialises appends, so that lines keep their order
+	// turn is held (holds a value) by a State from a change of its halts
+	// to the line that records it, so that the lines keep the order of
+	// the changes: a resume and a halt of one host racing each other
+	// cannot leave the journal saying the opposite of the State. A
+	// channel rather than a mutex, so that a goroutine waiting its turn
+	// is seen as blocked under testing/synctest.
+	turn chan struct{}
 }
+
+// take waits for the journal's turn; give hands it back.
+func (j *journal) take() { j.turn <- struct{}{} }
+func (j *journal) give() { <-j.turn }
 
 // loadJournal reads the journal at path into a map of halts (a missing
 // file is empty), rewrites the file with only those halts, and returns
 // it. A final line without its newline (a write cut short by a crash) is
 // ignored; any other bad line is a *JournalError.
 func loadJournal(path string) (*journal, map[string]time.Time, error) {
-	j := &journal{path: path}
+	j := &journal{path: path, turn: make(chan struct{}, 1)}
 	data, err := os.ReadFile(path)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, nil, &JournalError{Path: path, Err: err}
@@ -125,6 +134,10 @@ func writeSynced(path string, data []byte) error {
 	return err
 }
 
+// testHookAppend, when set (by tests only), is called with each line
+// before it is appended.
+var testHookAppend func(line string)
+
 // halt appends that host is halted since t.
 func (j *journal) halt(host string, t time.Time) error {
 	return j.append("H " + strconv.FormatInt(t.UnixMicro(), 10) + " " + host + "\n")
@@ -133,11 +146,13 @@ func (j *journal) halt(host string, t time.Time) error {
 // resume appends that host's halt is forgotten.
 func (j *journal) resume(host string) error { return j.append("R " + host + "\n") }
 
-// append writes line at the end of the file and syncs it. The file is
-// opened for each line: halts are learnt rarely, and a State has no Close.
+// append writes line at the end of the file and syncs it; the caller
+// holds the turn. The file is opened for each line: halts are learnt
+// rarely, and a State has no Close.
 func (j *journal) append(line string) error {
-	j.mu.Lock()
-	defer j.mu.Unlock()
+	if testHookAppend != nil {
+		testHookAppend(line)
+	}
 	f, err := os.OpenFile(j.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return &JournalError{Path: j.path, Err: err}
