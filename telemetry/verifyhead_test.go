@@ -1,0 +1,64 @@
+package telemetry_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/egresskit/egresskit/telemetry"
+)
+
+// TestVerifyFilesHead: the Head VerifyFilesHead returns is the writer's
+// last Head and the count is of the lines checked, over rotated files and
+// from a Start; a log that fails the check returns no Head.
+func TestVerifyFilesHead(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	a := newAudit(t, telemetry.AuditConfig{Path: path, MaxBytes: 4096, Sync: telemetry.SyncNever})
+	for range 120 {
+		a.Observe(context.Background(), sampleEvent())
+	}
+	a.Close()
+	files, err := telemetry.AuditFiles(path)
+	if err != nil || len(files) < 3 {
+		t.Fatalf("AuditFiles() = %v, %v; want several files", files, err)
+	}
+	total := 0
+	for _, f := range files {
+		total += len(readLines(t, f))
+	}
+	h, n, err := telemetry.Verifier{}.VerifyFilesHead(files...)
+	if err != nil || h != a.Head() || n != total {
+		t.Errorf("VerifyFilesHead(all) = %v, %d, %v; want %v, %d, nil", h, n, err, a.Head(), total)
+	}
+
+	first := readLines(t, files[0])
+	last := decode(t, first[len(first)-1])
+	start := telemetry.Head{Seq: uint64(last["seq"].(float64)), Hash: last["hash"].(string)}
+	h, n, err = telemetry.Verifier{Start: start}.VerifyFilesHead(files[1:]...)
+	if want := total - len(first); err != nil || h != a.Head() || n != want {
+		t.Errorf("VerifyFilesHead(from %v) = %v, %d, %v; want %v, %d, nil", start, h, n, err, a.Head(), want)
+	}
+
+	// The last line removed: its Head is gone from what is checked, and an
+	// anchor at it fails.
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls := readLines(t, path)
+	cut := len(b) - len(ls[len(ls)-1])
+	if err := os.WriteFile(path, b[:cut], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h, n, err = telemetry.Verifier{}.VerifyFilesHead(files...)
+	if err != nil || h.Seq != a.Head().Seq-1 || n != total-1 {
+		t.Errorf("VerifyFilesHead(last line removed) = %v, %d, %v; want seq %d, %d lines", h, n, err, a.Head().Seq-1, total-1)
+	}
+	h, n, err = telemetry.Verifier{Anchor: a.Head()}.VerifyFilesHead(files...)
+	var ve *telemetry.VerifyError
+	if !errors.As(err, &ve) || h != (telemetry.Head{}) || n != 0 {
+		t.Errorf("VerifyFilesHead(anchored past the end) = %v, %d, %v; want no Head and a *VerifyError", h, n, err)
+	}
+}
