@@ -23,19 +23,15 @@ import (
 var preflight string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "orchestrator-test")
+	var remove func()
+	var err error
+	preflight, remove, err = testprog.BuildBinary("../../cmd/preflight", "preflight")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	preflight = filepath.Join(dir, "preflight")
-	if out, err := exec.Command("go", "build", "-o", preflight, "../../cmd/preflight").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building preflight: %v\n%s", err, out)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
 	code := m.Run()
-	os.RemoveAll(dir)
+	remove()
 	os.Exit(code)
 }
 
