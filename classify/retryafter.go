@@ -377,8 +377,14 @@ func parseQuota(h http.Header, now func() time.Time) float64 {
 		}
 	}
 	for _, f := range resetFields {
-		rs, vs := h[f.remaining], h[f.reset]
-		if len(rs) == 0 || len(vs) == 0 {
+		// Most answers carry no quota: look the reset field up first and
+		// the remaining count only when it is there.
+		vs := h[f.reset]
+		if len(vs) == 0 {
+			continue
+		}
+		rs := h[f.remaining]
+		if len(rs) == 0 {
 			continue
 		}
 		rem := atoiOr(trimOWS(rs[0]), -1)
