@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/egresskit/egresskit/hoststate"
@@ -80,11 +81,14 @@ func matchHost(pattern, host string) bool {
 // ceilingCache remembers the robots.txt Crawl-delay last applied per host so
 // that the state store is told only when it changes, and again after
 // ceilingRefresh, so that a host whose state was evicted while idle gets its
-// ceiling back. It is bounded: when it is full it is cleared, which costs at
-// most one repeated SetCeiling per host.
+// ceiling back. A ceiling is remembered only once SetCeiling took it: after
+// a failure the next request tells the store again. Hosts are looked up
+// without a lock shared by all hosts. It is bounded: when it holds more
+// than maxCeilings hosts it is cleared, which costs at most one repeated
+// SetCeiling per host.
 type ceilingCache struct {
-	mu sync.Mutex // guards m
-	m  map[string]ceiling
+	m sync.Map     // host key → ceiling
+	n atomic.Int64 // hosts stored in m since it was last cleared
 }
 
 type ceiling struct {
@@ -99,22 +103,28 @@ const (
 
 func (c *ceilingCache) apply(ctx context.Context, s hoststate.Store, host string, delay time.Duration) error {
 	now := time.Now()
-	c.mu.Lock()
-	prev, seen := c.m[host]
-	if (seen && prev.delay == delay && now.Sub(prev.applied) < ceilingRefresh) || (!seen && delay <= 0) {
-		c.mu.Unlock()
+	v, seen := c.m.Load(host)
+	if seen {
+		if prev := v.(ceiling); prev.delay == delay && now.Sub(prev.applied) < ceilingRefresh {
+			return nil
+		}
+	} else if delay <= 0 {
 		return nil
 	}
-	if c.m == nil || len(c.m) >= maxCeilings {
-		c.m = make(map[string]ceiling)
-	}
-	c.m[host] = ceiling{delay: delay, applied: now}
-	c.mu.Unlock()
 	perMinute := 0.0
 	if delay > 0 {
 		perMinute = float64(time.Minute) / float64(delay)
 	}
-	return s.SetCeiling(ctx, host, perMinute)
+	if err := s.SetCeiling(ctx, host, perMinute); err != nil {
+		return err
+	}
+	applied := ceiling{delay: delay, applied: now}
+	if _, loaded := c.m.Swap(host, applied); !loaded && c.n.Add(1) > maxCeilings {
+		c.m.Clear()
+		c.n.Store(1)
+		c.m.Store(host, applied)
+	}
+	return nil
 }
 
 func parseURL(raw string) (*url.URL, error) {
