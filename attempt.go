@@ -32,9 +32,13 @@ const stateTimeout = 2 * time.Second
 func (a *gatedSender) RoundTrip(req *http.Request) (*http.Response, error) {
 	t := a.t
 	ctx := req.Context()
-	key, err := hostkey.Of(req.URL, t.cfg.HostKey)
-	if err != nil {
-		return nil, unsent(req, err)
+	// Transport.RoundTrip derived the key once for all the attempts.
+	key, ok := retry.KeyFrom(ctx)
+	if !ok {
+		var err error
+		if key, err = hostkey.Of(req.URL, t.cfg.HostKey); err != nil {
+			return nil, unsent(req, err)
+		}
 	}
 	// The clock is read for the events only when someone observes them;
 	// sent is read always (the block detector keeps it).

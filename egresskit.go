@@ -302,7 +302,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		p = &pending{}
 		req = req.WithContext(context.WithValue(ctx, pendingKey{}, p))
 	}
-	resp, err := t.retry.RoundTrip(req)
+	resp, err := t.retry.RoundTripKey(req, key) // gatedSender reads key back
 	if p != nil {
 		p.flush(ctx, t.observers)
 	}

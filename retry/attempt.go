@@ -27,6 +27,17 @@ func AttemptFrom(ctx context.Context) int {
 	return 0
 }
 
+// KeyFrom returns the key given to RoundTripKey for the request whose
+// attempt's context is ctx, and whether there is one: a layer below the
+// retry layer reads the per-host key its caller derived once per request
+// instead of deriving it again for every attempt.
+func KeyFrom(ctx context.Context) (string, bool) {
+	if c, ok := ctx.Value(callKey{}).(*call); ok && c.keyed {
+		return c.key, true
+	}
+	return "", false
+}
+
 // call is the state of one RoundTrip. go-retryablehttp's hooks receive
 // no request, so the hooks are bound to a call, and attemptSender and
 // HoldAttemptTimer find it in the request context (its one key). All of it is used by the goroutine
@@ -38,6 +49,9 @@ type call struct {
 	context.Context
 
 	p *Policy
+
+	key   string // the caller's key for the request (KeyFrom)
+	keyed bool   // key was given (RoundTripKey)
 
 	getBody  func() (io.ReadCloser, error) // the caller's GetBody; nil without a body
 	url      *url.URL                      // the caller's URL when it has userinfo, else nil

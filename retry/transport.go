@@ -110,8 +110,19 @@ func New(next http.RoundTripper, p Policy) *Transport {
 // the error matches context.DeadlineExceeded; when an attempt is cut by
 // AttemptTimeout and no retry is left, it matches classify.ErrAttemptTimeout.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	return t.roundTrip(req, "", false)
+}
+
+// RoundTripKey is RoundTrip for a request whose caller already derived a
+// key for it (egresskit's per-host key): the layers below find it in every
+// attempt's context with KeyFrom.
+func (t *Transport) RoundTripKey(req *http.Request, key string) (*http.Response, error) {
+	return t.roundTrip(req, key, true)
+}
+
+func (t *Transport) roundTrip(req *http.Request, key string, keyed bool) (*http.Response, error) {
 	if t == nil || t.hc == nil {
-		return New(nil, Policy{}).RoundTrip(req)
+		return New(nil, Policy{}).roundTrip(req, key, keyed)
 	}
 	if err := validate(req); err != nil {
 		if req != nil && req.Body != nil {
@@ -129,7 +140,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		ctx, cancel = context.WithTimeout(ctx, t.p.Deadline)
 	}
 
-	c := &call{p: &t.p}
+	c := &call{p: &t.p, key: key, keyed: keyed}
 	hasBody := req.Body != nil && req.Body != http.NoBody
 	if hasBody {
 		c.getBody = req.GetBody
