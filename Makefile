@@ -56,8 +56,8 @@ corpus:
 # to MUTATION.md. About 15 minutes on 2 cores; not part of test.
 # The root package's real-time tests (a real nginx for a minute, Redis for
 # 8 s) are left out of the mutant runs; make test runs them.
-MUTATION_MAX    ?= *=40,hoststate=9,egress=30
-MUTATION_BUDGET ?= 17m
+MUTATION_MAX    ?= *=45,hoststate=9,egress=35
+MUTATION_BUDGET ?= 16m
 MUTATION_SKIP   ?= .=^(TestConvergesOnNginx|TestLongRetryAfterOneRequestRedis)$$
 mutation:
 	$(GO) run ./internal/mutate -max '$(MUTATION_MAX)' -budget $(MUTATION_BUDGET) -skip '$(MUTATION_SKIP)' -out MUTATION.md
