@@ -191,3 +191,53 @@ func TestRateLimitFieldBothReaders(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusRange: Retry-After is read on 4xx and 5xx answers only; a
+// status past 599 is an unexpected one.
+func TestStatusRange(t *testing.T) {
+	c := classify.New(classify.Config{})
+	for _, tt := range []struct {
+		status int
+		wait   time.Duration
+		reason string
+	}{
+		{599, 5 * time.Second, "retry-after"},
+		{600, 0, "unexpected status"},
+	} {
+		r, _ := classifyBody(t, c, tt.status, http.Header{"Retry-After": {"5"}}, nil)
+		if r.RetryAfter != tt.wait || r.Reason != tt.reason {
+			t.Errorf("Classify(%d, Retry-After: 5) = %v %q %v; want wait %v, reason %q", tt.status, r.Outcome, r.Reason, r.RetryAfter, tt.wait, tt.reason)
+		}
+	}
+}
+
+// TestRateLimitDictionaryAndList: the dictionary form and the policy list
+// compete like policies: the longest reset wins, either way round.
+func TestRateLimitDictionaryAndList(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tt := range []struct {
+		fields []string
+		want   time.Duration
+	}{
+		{[]string{`"day";r=0;t=60`, `limit=10, remaining=0, reset=5`}, time.Minute},
+		{[]string{`"burst";r=0;t=5`, `limit=10, remaining=0, reset=60`}, time.Minute},
+		{[]string{`limit=10, remaining=0, reset=7`}, 7 * time.Second},
+	} {
+		got, ok := classify.ParseRetryAfter(http.Header{"Ratelimit": tt.fields}, now)
+		if !ok || got != tt.want {
+			t.Errorf("ParseRetryAfter(RateLimit: %q) = %v, %v; want %v", tt.fields, got, ok, tt.want)
+		}
+	}
+}
+
+// TestUntypedJSONBody: a body without Content-Type that starts with '{' or
+// '[' is read as JSON, so JSON-only markers apply to it.
+func TestUntypedJSONBody(t *testing.T) {
+	pxJSON := `{"appId":"PXabc","blockScript":"/abc/captcha/captcha.js?a=c"}`
+	for _, body := range []string{pxJSON, "[" + pxJSON + "]", "\n\t" + pxJSON} {
+		r, _ := classifyBody(t, classify.New(classify.Config{}), 403, http.Header{}, []byte(body))
+		if r.Outcome != classify.Refused {
+			t.Errorf("untyped 403 %.20q… = %v %v, want Refused by the PerimeterX JSON marker", body, r.Outcome, r.Markers)
+		}
+	}
+}

@@ -77,6 +77,7 @@ func main() {
 	var reports []*report
 	var jobs []job
 	current := map[string]bool{} // every mutant's key, for stale equivalent.txt lines
+	loaded := map[string]bool{}  // every file of the packages under mutation
 	for _, rel := range strings.Split(*pkgs, ",") {
 		rel = strings.TrimSpace(rel)
 		p, err := loadPackage(root, rel)
@@ -85,6 +86,9 @@ func main() {
 		}
 		for _, s := range p.sites {
 			current[s.key()] = true
+		}
+		for name := range p.files {
+			loaded[filepath.ToSlash(filepath.Join(rel, name))] = true
 		}
 		rep := &report{pkg: p, sites: len(p.sites)}
 		reports = append(reports, rep)
@@ -149,7 +153,8 @@ func main() {
 
 	var stale []string
 	for k := range equivalent {
-		if !current[k] {
+		file, _, _ := strings.Cut(k, " | ")
+		if loaded[file] && !current[k] {
 			stale = append(stale, k)
 		}
 	}
