@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os/exec"
 	"runtime"
 	"slices"
 	"strings"
@@ -64,8 +65,12 @@ func render(reports []*report, seed uint64, l limits, skip map[string]string, st
 	fmt.Fprintf(&b, "# Mutation score\n\n")
 	fmt.Fprintf(&b, "Written by `make mutation` (`go run ./internal/mutate`); see the command's doc for the\n"+
 		"mutations and how they are scored. Not run by `make test`.\n\n")
-	fmt.Fprintf(&b, "Run of %s on %s/%s, %d CPUs, %s: %s in all. Sample per package: %s (seed %d).\n\n",
-		time.Now().UTC().Format("2006-01-02 15:04 MST"), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(),
+	commit := "unknown commit"
+	if out, err := exec.Command("git", "rev-parse", "--short=12", "HEAD").Output(); err == nil {
+		commit = "commit " + strings.TrimSpace(string(out))
+	}
+	fmt.Fprintf(&b, "Run of %s at %s on %s/%s, %d CPUs, %s: %s in all. Sample per package: %s (seed %d).\n\n",
+		commit, time.Now().UTC().Format("2006-01-02 15:04 MST"), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(),
 		runtime.Version(), took.Round(time.Second), l, seed)
 	fmt.Fprintf(&b, "Score = killed / (killed + survived + not covered). Not viable (does not compile), equivalent\n"+
 		"(listed in internal/mutate/equivalent.txt, with the reason) and not run (budget spent) are not scored.\n\n")
