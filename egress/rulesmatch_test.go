@@ -53,3 +53,27 @@ func TestProxyErrorText(t *testing.T) {
 		t.Errorf("Error() = %q, want it to start with %q", got, want)
 	}
 }
+
+// TestNoEligibleNamesLabels: a rule no endpoint can satisfy is refused
+// with the labels it requires, comma-separated.
+func TestNoEligibleNamesLabels(t *testing.T) {
+	eps := []egress.Endpoint{{ID: "us", Proxy: "direct", Labels: map[string]string{"region": "us", "tier": "a"}}}
+	_, err := egress.NewRules([]egress.Rule{{Name: "eu", Hosts: []string{"example.com"}, Labels: map[string]string{"region": "eu", "tier": "a"}}}, eps)
+	if !errors.Is(err, egress.ErrNoEligible) || !strings.Contains(err.Error(), "region=eu,tier=a") {
+		t.Errorf("NewRules with no eligible endpoint = %v, want ErrNoEligible naming region=eu,tier=a", err)
+	}
+}
+
+// TestHealthThresholdsMayMeet: DegradedBelow may equal QuarantineBelow
+// (no degraded band), and may not be below it.
+func TestHealthThresholdsMayMeet(t *testing.T) {
+	ep := []egress.Endpoint{{ID: "a", Proxy: "direct"}}
+	p, err := egress.New(egress.Config{Endpoints: ep, Health: egress.HealthConfig{QuarantineBelow: 0.3, DegradedBelow: 0.3}})
+	if err != nil {
+		t.Fatalf("New with DegradedBelow == QuarantineBelow: %v", err)
+	}
+	p.Close()
+	if _, err := egress.New(egress.Config{Endpoints: ep, Health: egress.HealthConfig{QuarantineBelow: 0.3, DegradedBelow: 0.2}}); !errors.Is(err, egress.ErrBadSetting) {
+		t.Errorf("New with DegradedBelow < QuarantineBelow = %v, want ErrBadSetting", err)
+	}
+}
