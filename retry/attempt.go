@@ -22,17 +22,18 @@ type callKey struct{}
 // Transport. Layers below the retry layer use it to label what they see.
 func AttemptFrom(ctx context.Context) int {
 	if c, ok := ctx.Value(callKey{}).(*call); ok {
-		return c.attempts
+		return int(c.attempts)
 	}
 	return 0
 }
 
 // KeyFrom returns the key given to RoundTripKey for the request whose
-// attempt's context is ctx, and whether there is one: a layer below the
+// attempt's context is ctx, and whether there is one (an empty key is
+// none): a layer below the
 // retry layer reads the per-host key its caller derived once per request
 // instead of deriving it again for every attempt.
 func KeyFrom(ctx context.Context) (string, bool) {
-	if c, ok := ctx.Value(callKey{}).(*call); ok && c.keyed {
+	if c, ok := ctx.Value(callKey{}).(*call); ok && c.key != "" {
 		return c.key, true
 	}
 	return "", false
@@ -50,13 +51,12 @@ type call struct {
 
 	p *Policy
 
-	key   string // the caller's key for the request (KeyFrom)
-	keyed bool   // key was given (RoundTripKey)
+	key string // the caller's key for the request (KeyFrom); "" for none
 
 	getBody  func() (io.ReadCloser, error) // the caller's GetBody; nil without a body
 	url      *url.URL                      // the caller's URL when it has userinfo, else nil
-	left     int                           // retries left
-	attempts int                           // attempts started
+	left     int32                         // retries left
+	attempts int32                         // attempts started
 	timer    *attemptTimer                 // the current attempt's timer; nil without AttemptTimeout
 	wait     time.Duration                 // the wait checkRetry chose for the next retry
 	next     io.ReadCloser                 // the body for the next retry, from getBody
@@ -123,7 +123,7 @@ func (c *call) checkRetry(ctx context.Context, resp *http.Response, err error) (
 	if !r.Retryable() {
 		return false, nil
 	}
-	wait := c.p.backoff(c.attempts)
+	wait := c.p.backoff(int(c.attempts))
 	if ra := r.RetryAfter; ra > 0 {
 		if ra > c.p.MaxDelay {
 			return false, nil // a wait the policy will not make: hand back the response

@@ -33,7 +33,7 @@ func (k *keyLog) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // TestKeyFromEveryAttempt: the key given to RoundTripKey is found in the
 // context of every attempt of the request, the retries included, and of
-// no attempt of a request sent with RoundTrip.
+// no attempt of a request sent with RoundTrip or with an empty key.
 func TestKeyFromEveryAttempt(t *testing.T) {
 	var n atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -55,7 +55,7 @@ func TestKeyFromEveryAttempt(t *testing.T) {
 		{"RoundTripKey", func(rt *retry.Transport, r *http.Request) (*http.Response, error) {
 			return rt.RoundTripKey(r, "h.test:8080")
 		}, "h.test:8080"},
-		{"RoundTripKey empty", func(rt *retry.Transport, r *http.Request) (*http.Response, error) { return rt.RoundTripKey(r, "") }, ""},
+		{"RoundTripKey empty", func(rt *retry.Transport, r *http.Request) (*http.Response, error) { return rt.RoundTripKey(r, "") }, "-"},
 		{"RoundTrip", (*retry.Transport).RoundTrip, "-"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -27,6 +27,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
 	"strings"
@@ -110,19 +111,19 @@ func New(next http.RoundTripper, p Policy) *Transport {
 // the error matches context.DeadlineExceeded; when an attempt is cut by
 // AttemptTimeout and no retry is left, it matches classify.ErrAttemptTimeout.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
-	return t.roundTrip(req, "", false)
+	return t.roundTrip(req, "")
 }
 
 // RoundTripKey is RoundTrip for a request whose caller already derived a
 // key for it (egresskit's per-host key): the layers below find it in every
-// attempt's context with KeyFrom.
+// attempt's context with KeyFrom. An empty key is none.
 func (t *Transport) RoundTripKey(req *http.Request, key string) (*http.Response, error) {
-	return t.roundTrip(req, key, true)
+	return t.roundTrip(req, key)
 }
 
-func (t *Transport) roundTrip(req *http.Request, key string, keyed bool) (*http.Response, error) {
+func (t *Transport) roundTrip(req *http.Request, key string) (*http.Response, error) {
 	if t == nil || t.hc == nil {
-		return New(nil, Policy{}).roundTrip(req, key, keyed)
+		return New(nil, Policy{}).roundTrip(req, key)
 	}
 	if err := validate(req); err != nil {
 		if req != nil && req.Body != nil {
@@ -140,13 +141,13 @@ func (t *Transport) roundTrip(req *http.Request, key string, keyed bool) (*http.
 		ctx, cancel = context.WithTimeout(ctx, t.p.Deadline)
 	}
 
-	c := &call{p: &t.p, key: key, keyed: keyed}
+	c := &call{p: &t.p, key: key}
 	hasBody := req.Body != nil && req.Body != http.NoBody
 	if hasBody {
 		c.getBody = req.GetBody
 	}
 	if (!hasBody || req.GetBody != nil) && (t.p.RetryNonIdempotent || idempotent(req)) {
-		c.left = t.p.MaxRetries
+		c.left = int32(min(t.p.MaxRetries, math.MaxInt32))
 	}
 
 	c.Context = ctx
