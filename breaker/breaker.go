@@ -213,7 +213,13 @@ type entry struct {
 // pass the Ticket to Done once the attempt's outcome is known (a Canceled
 // result when it is not sent after all).
 func (s *Set) Allow(host string) (Ticket, error) {
-	now := time.Now()
+	return s.AllowAt(host, time.Now())
+}
+
+// AllowAt is Allow with the time already read: now must come from
+// time.Now, the breakers' clock, so that a caller that also needs the time
+// of the attempt (hoststate.Memory, for its pacing) reads the clock once.
+func (s *Set) AllowAt(host string, now time.Time) (Ticket, error) {
 	sh := s.hosts.Shard(host)
 	var buf [2]StateChange
 	sh.Lock()
@@ -252,7 +258,12 @@ type Effect struct {
 // the ticket. Otherwise a ticket from an older generation, a zero ticket, or
 // a host whose state was evicted changes nothing.
 func (s *Set) Done(host string, t Ticket, r classify.Result) Effect {
-	now := time.Now()
+	return s.DoneAt(host, t, r, time.Now())
+}
+
+// DoneAt is Done with the time already read: now must come from time.Now,
+// as for AllowAt.
+func (s *Set) DoneAt(host string, t Ticket, r classify.Result, now time.Time) Effect {
 	sh := s.hosts.Shard(host)
 	var buf [2]StateChange
 	sh.Lock()

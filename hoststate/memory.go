@@ -2,6 +2,7 @@ package hoststate
 
 import (
 	"context"
+	"time"
 
 	"github.com/egresskit/egresskit/breaker"
 	"github.com/egresskit/egresskit/classify"
@@ -33,13 +34,16 @@ func DefaultConfig() Config {
 type Memory struct {
 	breakers *breaker.Set
 	limits   *ratelimit.Set
+	// oneClock is set when pacing reads time.Now too (no Limit.Now):
+	// Admit and Record then read the clock once for both sets.
+	oneClock bool
 }
 
 var _ Store = (*Memory)(nil)
 
 // NewMemory returns an in-memory Store configured by cfg.
 func NewMemory(cfg Config) *Memory {
-	return &Memory{breakers: breaker.New(cfg.Breaker), limits: ratelimit.New(cfg.Limit)}
+	return &Memory{breakers: breaker.New(cfg.Breaker), limits: ratelimit.New(cfg.Limit), oneClock: cfg.Limit.Now == nil}
 }
 
 // neutral releases an admission that was not used.
@@ -51,13 +55,19 @@ var neutral = classify.Result{Outcome: classify.Canceled, Reason: "not sent"}
 // ctx.Err() when ctx is already done. When the reservation fails, the
 // breaker admission is released as neutral.
 func (m *Memory) Admit(ctx context.Context, host string) (Admission, error) {
-	t, err := m.breakers.Allow(host)
+	now := time.Now()
+	t, err := m.breakers.AllowAt(host, now)
 	if err != nil {
 		return Admission{}, err
 	}
-	res, err := m.limits.Reserve(ctx, host)
+	var res ratelimit.Reservation
+	if m.oneClock {
+		res, err = m.limits.ReserveAt(ctx, host, now)
+	} else {
+		res, err = m.limits.Reserve(ctx, host)
+	}
 	if err != nil {
-		m.breakers.Done(host, t, neutral)
+		m.breakers.DoneAt(host, t, neutral, now)
 		return Admission{}, err
 	}
 	return Admission{Wait: res.Wait, Probe: t.Probe, Generation: t.Generation, Epoch: res.Epoch}, nil
@@ -68,12 +78,18 @@ func (m *Memory) Admit(ctx context.Context, host string) (Admission, error) {
 // failure only when the limiter reports its rate at the floor, else as
 // neutral (see Store). It never fails.
 func (m *Memory) Record(_ context.Context, host string, a Admission, r classify.Result) (Effect, error) {
-	floored := m.limits.Observe(host, r)
+	now := time.Now()
+	var floored bool
+	if m.oneClock {
+		floored = m.limits.ObserveAt(host, r, now)
+	} else {
+		floored = m.limits.Observe(host, r)
+	}
 	br := r
 	if r.Outcome == classify.Throttled && !floored {
 		br = throttledNeutral
 	}
-	b := m.breakers.Done(host, breaker.Ticket{Generation: a.Generation, Probe: a.Probe}, br)
+	b := m.breakers.DoneAt(host, breaker.Ticket{Generation: a.Generation, Probe: a.Probe}, br, now)
 	return Effect{Halted: b.Halted, From: b.From, To: b.To}, nil
 }
 

@@ -337,10 +337,17 @@ func cubic(base, target, step float64, n, k, p int) float64 {
 // (errors.Is context.DeadlineExceeded) when the wait would pass ctx's
 // deadline; in both cases it takes no token.
 func (s *Set) Reserve(ctx context.Context, host string) (Reservation, error) {
+	return s.ReserveAt(ctx, host, s.cfg.Now())
+}
+
+// ReserveAt is Reserve with the time already read: now must come from the
+// Set's clock (Config.Now), so that a caller that also needs the time of
+// the attempt (hoststate.Memory, for its breakers, when Config.Now is
+// time.Now) reads the clock once.
+func (s *Set) ReserveAt(ctx context.Context, host string, now time.Time) (Reservation, error) {
 	if err := ctx.Err(); err != nil {
 		return Reservation{}, err
 	}
-	now := s.cfg.Now()
 	sh := s.hosts.Shard(host)
 	sh.Lock()
 	defer sh.Unlock()
@@ -385,7 +392,12 @@ func interval(perMinute float64, max time.Duration) time.Duration {
 // down: Throttled, with the rate already at its floor (Floor, or a lower
 // configured rate or ceiling).
 func (s *Set) Observe(host string, r classify.Result) (floored bool) {
-	now := s.cfg.Now()
+	return s.ObserveAt(host, r, s.cfg.Now())
+}
+
+// ObserveAt is Observe with the time already read: now must come from the
+// Set's clock (Config.Now), as for ReserveAt.
+func (s *Set) ObserveAt(host string, r classify.Result, now time.Time) (floored bool) {
 	sh := s.hosts.Shard(host)
 	sh.Lock()
 	defer sh.Unlock()
