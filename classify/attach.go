@@ -1,0 +1,87 @@
+package classify
+
+import (
+	"context"
+	"net/http"
+)
+
+// Of returns the Result of an attempt made through a Transport (or passed
+// to Classify): the one carried by an error wrapping *Error, else the one
+// attached to resp (see Classify). When neither carries one, Of classifies
+// (resp, err) with the default Classifier without reading the body, so
+// body markers and the agent token cannot match.
+//
+// A response's Result lives in one place: the context of the request that
+// Classify sets as resp.Request. It survives anything that wraps or
+// replaces resp.Body (http.Client does when it has a Timeout). A layer that
+// replaces resp.Request itself keeps the Result only if the new request has
+// the same context (as req.Clone(resp.Request.Context()) does).
+func Of(resp *http.Response, err error) Result {
+	if err != nil {
+		if ce, ok := errorsAsError(err); ok {
+			return ce.Result
+		}
+		//lint:ignore SA1012 a nil context means "the request's context is unknown"
+		return defaultClassifier.classifyError(nil, err)
+	}
+	if resp == nil {
+		return noResponse
+	}
+	if o := outcomeOf(resp); o != nil {
+		return o.r
+	}
+	//lint:ignore SA1012 a nil context means "the request's context is unknown"
+	return defaultClassifier.decide(nil, resp, nil, kindOther, nil, false)
+}
+
+// outcome is the home of a response's Result: the context of the request
+// the classifier sets as resp.Request. It is found by its type, so only the
+// response it was attached to carries it; a context derived from it does
+// not.
+type outcome struct {
+	context.Context // the attempt request's context
+	r               Result
+}
+
+// peekedOutcome allocates an outcome with the body and peek state of an
+// inspected response together.
+type peekedOutcome struct {
+	outcome
+	body
+	peek
+}
+
+// Attach makes r the Result of resp (what Of reports), replacing the one
+// Classify attached. It is for a layer that reclassifies a response on
+// evidence Classify cannot see, such as a host-level block detector; resp
+// must not be nil. Like Classify, it sets resp.Request to a shallow copy
+// whose context carries r.
+func Attach(resp *http.Response, r Result) {
+	attach(resp, nil, &outcome{r: r})
+}
+
+// outcomeOf returns the outcome attached to resp, or nil.
+func outcomeOf(resp *http.Response) *outcome {
+	if resp.Request == nil {
+		return nil
+	}
+	o, _ := resp.Request.Context().(*outcome)
+	return o
+}
+
+// attach makes o the context of a copy of req that becomes resp.Request. A
+// nil req stands for resp.Request, and an empty request when that is nil.
+func attach(resp *http.Response, req *http.Request, o *outcome) {
+	if req == nil {
+		req = resp.Request
+		if req == nil {
+			req = new(http.Request)
+		}
+	}
+	parent := req.Context()
+	if prev, ok := parent.(*outcome); ok {
+		parent = prev.Context // a reclassification replaces the Result
+	}
+	o.Context = parent
+	resp.Request = req.WithContext(o)
+}

@@ -1,0 +1,134 @@
+package classify
+
+import (
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// DefaultPeekSize is the number of body bytes inspected when
+// Config.PeekSize is 0.
+const DefaultPeekSize = 4096
+
+// DefaultOKPeekSize is the number of body bytes of a 2xx answer inspected
+// when Config.OKPeekSize is 0.
+const DefaultOKPeekSize = 1024
+
+// DefaultPeekTimeout is how long the body head is waited for when
+// Config.PeekTimeout is 0.
+const DefaultPeekTimeout = time.Second
+
+// maxPeekSize caps Config.PeekSize.
+const maxPeekSize = 1 << 20
+
+// Config configures a Classifier. The zero value is ready to use.
+type Config struct {
+	// AgentToken is the crawler's product token, as in its User-Agent and
+	// robots.txt group. A 401 or 403 whose body head contains it (ASCII
+	// case-insensitive) is Refused: the site is talking about us. Empty
+	// disables the check.
+	AgentToken string
+	// Markers are added to DefaultMarkers.
+	Markers []Marker
+	// PeekSize is how many bytes at the start of a body are inspected.
+	// 0 means DefaultPeekSize (4096); a negative value disables body
+	// inspection; values above 1 MiB are capped at 1 MiB.
+	PeekSize int
+	// OKPeekSize is how many bytes of a 2xx answer's body are inspected,
+	// at most PeekSize. A challenge or block page served with a success
+	// status says so in its first bytes (DefaultMarkers states how many
+	// each family needs), so an ordinary page is read and searched no
+	// further than that. Markers whose Statuses name a 2xx status (AWS
+	// WAF's 202) read PeekSize bytes of answers with that status. 0 means
+	// DefaultOKPeekSize (1024); a negative value means PeekSize.
+	OKPeekSize int
+	// PeekTimeout bounds how long the body head is waited for once the
+	// response headers are in: when it passes before PeekSize bytes or the
+	// end of the body arrived, the response is classified on the head that
+	// had arrived and its Result says so (PeekCut); the caller still
+	// receives every byte. 0 means DefaultPeekTimeout (1s); a negative
+	// value means no time bound (the request's context still bounds it).
+	PeekTimeout time.Duration
+	// Now returns the current time; HTTP-date and Unix-time waits are
+	// measured from it. Nil means time.Now.
+	Now func() time.Time
+}
+
+// A Classifier turns one attempt's response or error into a Result. It is
+// safe for concurrent use.
+type Classifier struct {
+	headers   []matcher  // markers without a body condition, in table order
+	bodies    []matcher  // markers with a body condition, in table order
+	ac        *automaton // every needle of bodies, the token and secondaryRateLimit
+	needles   int        // how many needles ac finds
+	token     int        // needle id of the agent token; noNeedle when none
+	secondary int        // needle id of secondaryRateLimit
+	bodyAny   bool       // some body marker applies to every status
+	jsonAny   bool       // some body marker applies to JSON bodies
+	peekSize  int
+	okPeek    int   // bytes of a 2xx body inspected, at most peekSize
+	fullOK    []int // 2xx statuses named by a marker: PeekSize bytes read
+	// peekTimeout bounds the wait for the body head; <= 0: no bound.
+	peekTimeout time.Duration
+	now         func() time.Time
+	heads       sync.Pool // *[]byte of peekSize: peeked heads handed to bodies
+	decoded     sync.Pool // *[]byte of peekSize: decoded heads of gzip and deflate bodies
+	timers      sync.Pool // *time.Timer: stopped peek budget timers
+}
+
+// defaultClassifier serves Of and nil Classifiers; it is never modified.
+var defaultClassifier = New(Config{})
+
+// New returns a Classifier for cfg. Markers with neither Header nor Body
+// are ignored.
+func New(cfg Config) *Classifier {
+	c := &Classifier{
+		peekSize:    cfg.PeekSize,
+		peekTimeout: cfg.PeekTimeout,
+		now:         cfg.Now,
+	}
+	var ns needles
+	for _, m := range compile(append(DefaultMarkers(), cfg.Markers...), &ns) {
+		if m.body == noNeedle {
+			c.headers = append(c.headers, m)
+			continue
+		}
+		c.bodies = append(c.bodies, m)
+		c.bodyAny = c.bodyAny || len(m.statuses) == 0
+		for _, st := range m.statuses {
+			if st >= 200 && st < 300 && !slices.Contains(c.fullOK, st) {
+				c.fullOK = append(c.fullOK, st)
+			}
+		}
+		c.jsonAny = c.jsonAny || m.json
+	}
+	c.token = ns.id(strings.TrimSpace(cfg.AgentToken))
+	c.secondary = ns.id(secondaryRateLimit)
+	c.ac = newAutomaton(ns.list)
+	c.needles = len(ns.list)
+	switch {
+	case c.peekSize == 0:
+		c.peekSize = DefaultPeekSize
+	case c.peekSize > maxPeekSize:
+		c.peekSize = maxPeekSize
+	}
+	switch {
+	case cfg.OKPeekSize == 0:
+		c.okPeek = min(DefaultOKPeekSize, c.peekSize)
+	case cfg.OKPeekSize < 0:
+		c.okPeek = c.peekSize
+	default:
+		c.okPeek = min(cfg.OKPeekSize, c.peekSize)
+	}
+	if c.now == nil {
+		c.now = time.Now
+	}
+	if c.peekTimeout == 0 {
+		c.peekTimeout = DefaultPeekTimeout
+	}
+	size := max(c.peekSize, 0)
+	c.heads.New = func() any { b := make([]byte, size); return &b }
+	c.decoded.New = func() any { b := make([]byte, size); return &b }
+	return c
+}
