@@ -2,6 +2,7 @@ package classify_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"math"
@@ -239,5 +240,71 @@ func TestUntypedJSONBody(t *testing.T) {
 		if r.Outcome != classify.Refused {
 			t.Errorf("untyped 403 %.20q… = %v %v, want Refused by the PerimeterX JSON marker", body, r.Outcome, r.Markers)
 		}
+	}
+}
+
+// TestHeaderMarkerValues: a header marker matches only when its header is
+// present and holds its value, ignoring ASCII case (the letters A and Z
+// included).
+func TestHeaderMarkerValues(t *testing.T) {
+	for _, tt := range []struct {
+		value  string            // the marker's value
+		header map[string]string // the response's headers
+		want   classify.Outcome
+	}{
+		{"block", map[string]string{"X-Acme-Shield": "BLOCK"}, classify.Refused},
+		{"block", map[string]string{"X-Acme-Shield": "allow"}, classify.OK},
+		{"block", map[string]string{"X-Other": "block"}, classify.OK},
+		{"ZAP", map[string]string{"X-Acme-Shield": "zap"}, classify.Refused},
+		{"zap", map[string]string{"X-Acme-Shield": "ZAP"}, classify.Refused},
+	} {
+		c := classify.New(classify.Config{Markers: []classify.Marker{{Name: "acme", Header: "x-acme-shield", Value: tt.value}}})
+		h := http.Header{}
+		for k, v := range tt.header {
+			h.Set(k, v)
+		}
+		r, _ := classifyBody(t, c, 200, h, nil)
+		if r.Outcome != tt.want {
+			t.Errorf("marker value %q, headers %v: %v %v, want %v", tt.value, tt.header, r.Outcome, r.Markers, tt.want)
+		}
+	}
+}
+
+// TestResetAtEpochThreshold: a reset of exactly 1e9 is still a delay in
+// seconds (capped), not a Unix time in 2001.
+func TestResetAtEpochThreshold(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	h := http.Header{"X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Reset": {"1000000000"}}
+	if got, ok := classify.ParseRetryAfter(h, now); !ok || got != classify.MaxRetryAfter {
+		t.Errorf("ParseRetryAfter(reset 1e9) = %v, %v; want %v (capped delay)", got, ok, classify.MaxRetryAfter)
+	}
+}
+
+// TestAgentNamedOnlyInText: a 403 naming the agent refuses the crawler in a
+// page or text, not in an image or other binary body.
+func TestAgentNamedOnlyInText(t *testing.T) {
+	c := classify.New(classify.Config{AgentToken: "TestBot"})
+	for _, tt := range []struct {
+		ctype string
+		want  classify.Outcome
+	}{
+		{"text/plain", classify.Refused},
+		{"image/png", classify.Permanent},
+	} {
+		r, _ := classifyBody(t, c, 403, http.Header{"Content-Type": {tt.ctype}}, []byte("TestBot is not welcome"))
+		if r.Outcome != tt.want {
+			t.Errorf("403 %s naming the agent = %v %q, want %v", tt.ctype, r.Outcome, r.Reason, tt.want)
+		}
+	}
+}
+
+// TestAttemptTimeoutIsDeadline: ErrAttemptTimeout is a deadline, for
+// callers that test errors.Is(err, context.DeadlineExceeded).
+func TestAttemptTimeoutIsDeadline(t *testing.T) {
+	if !errors.Is(classify.ErrAttemptTimeout, context.DeadlineExceeded) {
+		t.Error("errors.Is(ErrAttemptTimeout, context.DeadlineExceeded) = false")
+	}
+	if errors.Is(classify.ErrAttemptTimeout, context.Canceled) {
+		t.Error("errors.Is(ErrAttemptTimeout, context.Canceled) = true")
 	}
 }
