@@ -20,16 +20,7 @@ import (
 var binary string
 
 func TestMain(m *testing.M) {
-	var remove func()
-	var err error
-	binary, remove, err = testprog.BuildBinary(".", "egressaudit")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	remove()
-	os.Exit(code)
+	os.Exit(testprog.MainWithBinary(m, ".", "egressaudit", &binary))
 }
 
 type result struct {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/egresskit/egresskit"
+	"github.com/egresskit/egresskit/internal/testprog"
 )
 
 // TestEndToEndStdinNeverEnds is `sleep 30 | preflight -timeout 1s -`: a
@@ -78,7 +79,7 @@ func TestEndToEndBadHeaderValue(t *testing.T) {
 }
 
 func TestEndToEndUnreadableInputs(t *testing.T) {
-	site := newSite(t)
+	site := testprog.ProbeSite(t)
 	dir := t.TempDir()
 	bom := filepath.Join(dir, "bom.txt")
 	if err := os.WriteFile(bom, []byte("\xef\xbb\xbf"+site+"/ok/1\r\n"+site+"/ok/2\r\n"), 0o600); err != nil {

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"math"
 	"net"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,15 +21,7 @@ import (
 var binary string
 
 func TestMain(m *testing.M) {
-	var remove func()
-	var err error
-	binary, remove, err = testprog.BuildBinary(".", "preflight")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	remove()
+	code := testprog.MainWithBinary(m, ".", "preflight", &binary)
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
 			fmt.Fprintln(os.Stderr, "goleak:", err)
@@ -39,29 +29,6 @@ func TestMain(m *testing.M) {
 		}
 	}
 	os.Exit(code)
-}
-
-// site answers /ok/... with 200, /throttle/... with 429 and Retry-After: 7,
-// /missing/... with 404 and /challenge/... with a challenge page.
-func newSite(t *testing.T) string {
-	t.Helper()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch strings.Split(strings.TrimPrefix(r.URL.Path, "/"), "/")[0] {
-		case "ok":
-			fmt.Fprintln(w, "hello")
-		case "throttle":
-			w.Header().Set("Retry-After", "7")
-			w.WriteHeader(http.StatusTooManyRequests)
-		case "challenge":
-			w.Header().Set("Content-Type", "text/html")
-			w.WriteHeader(http.StatusForbidden)
-			fmt.Fprint(w, `<html><script>window._cf_chl_opt={};</script></html>`)
-		default:
-			http.NotFound(w, r)
-		}
-	}))
-	t.Cleanup(srv.Close)
-	return srv.URL
 }
 
 // deadProxy returns a proxy URL with credentials on a port nothing
@@ -151,11 +118,11 @@ func checkStableJSON(t *testing.T, doc string) map[string]any {
 }
 
 func TestEndToEndJSON(t *testing.T) {
-	site := newSite(t)
+	site := testprog.ProbeSite(t)
 	dead := deadProxy(t)
 	// The 429 comes from a host of its own, which only rate-limits: it is
 	// not a blocking host.
-	other := newSite(t)
+	other := testprog.ProbeSite(t)
 	r := runBinary(t, "", "-timeout", "5s",
 		site+"/ok/1", other+"/throttle/2", site+"/ok/3")
 	m := checkStableJSON(t, r.stdout)
@@ -192,7 +159,7 @@ func TestEndToEndJSON(t *testing.T) {
 }
 
 func TestEndToEndExitCodes(t *testing.T) {
-	site := newSite(t)
+	site := testprog.ProbeSite(t)
 	eight := []string{}
 	for i := range 8 {
 		eight = append(eight, fmt.Sprintf("%s/ok/%d", site, i))
@@ -240,7 +207,7 @@ func TestEndToEndExitCodes(t *testing.T) {
 }
 
 func TestEndToEndTargetFile(t *testing.T) {
-	site := newSite(t)
+	site := testprog.ProbeSite(t)
 	dir := t.TempDir()
 	write := func(name, content string) string {
 		p := filepath.Join(dir, name)
@@ -292,7 +259,7 @@ func TestEndToEndTargetFile(t *testing.T) {
 }
 
 func TestRunInProcess(t *testing.T) {
-	site := newSite(t)
+	site := testprog.ProbeSite(t)
 	var out, errb bytes.Buffer
 	code := run(context.Background(), []string{"-format", "text", "-matrix", "-proxy", "direct", site + "/ok/1"},
 		strings.NewReader(""), &out, &errb, false)

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"unsafe"
+
+	"github.com/egresskit/egresskit/internal/testprog"
 )
 
 // openPTY returns a new pseudo-terminal pair.
@@ -43,7 +45,7 @@ func openPTY(t *testing.T) (master, slave *os.File) {
 // TestEndToEndTerminal runs the binary with stderr on a terminal: the
 // progress and the summary go there, and stdout stays one JSON document.
 func TestEndToEndTerminal(t *testing.T) {
-	site := newSite(t)
+	site := testprog.ProbeSite(t)
 	dead := deadProxy(t)
 	master, slave := openPTY(t)
 	defer master.Close()

@@ -6,13 +6,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/egresskit/egresskit/internal/testprog"
 )
 
 // TestEndToEndRules runs a matrix under an egress rules file: the ruled
 // host is probed only through its eligible (dead) proxy and reported as
 // lacking a healthy eligible endpoint; the unruled host goes through both.
 func TestEndToEndRules(t *testing.T) {
-	site := newSite(t)
+	site := testprog.ProbeSite(t)
 	local := strings.Replace(site, "127.0.0.1", "localhost", 1)
 	dir := t.TempDir()
 	proxies := filepath.Join(dir, "proxies.txt")

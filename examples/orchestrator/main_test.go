@@ -5,9 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,39 +20,7 @@ import (
 var preflight string
 
 func TestMain(m *testing.M) {
-	var remove func()
-	var err error
-	preflight, remove, err = testprog.BuildBinary("../../cmd/preflight", "preflight")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	remove()
-	os.Exit(code)
-}
-
-// newHost answers /ok/... with 200, /throttle/... with 429 and
-// Retry-After: 7, /challenge/... with a challenge page, robots.txt with 404.
-func newHost(t *testing.T) string {
-	t.Helper()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch strings.Split(strings.TrimPrefix(r.URL.Path, "/"), "/")[0] {
-		case "ok":
-			io.WriteString(w, "hello")
-		case "throttle":
-			w.Header().Set("Retry-After", "7")
-			w.WriteHeader(http.StatusTooManyRequests)
-		case "challenge":
-			w.Header().Set("Content-Type", "text/html")
-			w.WriteHeader(http.StatusForbidden)
-			io.WriteString(w, `<html><script>window._cf_chl_opt={};</script></html>`)
-		default:
-			http.NotFound(w, r)
-		}
-	}))
-	t.Cleanup(srv.Close)
-	return srv.URL
+	os.Exit(testprog.MainWithBinary(m, "../../cmd/preflight", "preflight", &preflight))
 }
 
 func urls(base, kind string, n int) []string {
@@ -82,7 +47,7 @@ func runPreflight(t *testing.T, args ...string) (int, []byte) {
 }
 
 func TestDecisionOnRealPreflightRuns(t *testing.T) {
-	a, b := newHost(t), newHost(t)
+	a, b := testprog.ProbeSite(t), testprog.ProbeSite(t)
 	hostB := strings.TrimPrefix(b, "http://")
 	base := []string{"-timeout", "10s", "-workers", "20"}
 	tests := []struct {

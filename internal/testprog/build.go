@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"testing"
 )
 
 // BuildBinary builds the main package pkg (as `go build` takes it: "." or
@@ -48,4 +49,19 @@ func goTool() string {
 func fileExists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
+}
+
+// MainWithBinary builds pkg as name (see BuildBinary), stores its path in
+// *bin, runs the tests and removes the binary. It returns m.Run's code, or
+// 1 when the build fails, for TestMain to pass to os.Exit after any checks
+// of its own.
+func MainWithBinary(m *testing.M, pkg, name string, bin *string) int {
+	path, remove, err := BuildBinary(pkg, name)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	*bin = path
+	defer remove()
+	return m.Run()
 }
