@@ -198,7 +198,7 @@ func (c *Classifier) decide(ctx context.Context, resp *http.Response, head []byt
 		} else {
 			found = make([]int32, c.needles)
 		}
-		c.ac.scan(head, found)
+		c.scan(status, head, found)
 	}
 	var names [4]string
 	matched := names[:0]
@@ -249,6 +249,12 @@ func (c *Classifier) decide(ctx context.Context, resp *http.Response, head []byt
 		c.statusRules(resp.Header, &r)
 	}
 	return r
+}
+
+// scan records in found (zero, one element per needle) the end of the
+// first occurrence of every needle in head that can matter for status.
+func (c *Classifier) scan(status int, head []byte, found []int32) {
+	c.ac.scan(head, found)
 }
 
 // statusRules applies the status and rate-limit rules to r.Status.
