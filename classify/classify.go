@@ -253,7 +253,18 @@ func (c *Classifier) decide(ctx context.Context, resp *http.Response, head []byt
 
 // scan records in found (zero, one element per needle) the end of the
 // first occurrence of every needle in head that can matter for status.
+// For a status that no body marker names, other than 401 and 403 (a 200,
+// a 404), only markers that apply to every status can match: when the
+// skip search finds none of their needles in head, none of them matches
+// and found stays zero; otherwise the automaton finds every needle, as for
+// any other status.
 func (c *Classifier) scan(status int, head []byte, found []int32) {
+	if c.skip != nil && !slices.Contains(c.fullScan, status) {
+		if !c.skip.scan(head, found) {
+			return
+		}
+		clear(found)
+	}
 	c.ac.scan(head, found)
 }
 

@@ -66,6 +66,8 @@ type Classifier struct {
 	secondary int        // needle id of secondaryRateLimit
 	bodyAny   bool       // some body marker applies to every status
 	jsonAny   bool       // some body marker applies to JSON bodies
+	skip      *skipScan  // for statuses not in fullScan (see compileSkip); may be nil
+	fullScan  []int      // 401, 403 and the statuses body markers name
 	peekSize  int
 	okPeek    int   // bytes of a 2xx body inspected, at most peekSize
 	fullOK    []int // 2xx statuses named by a marker: PeekSize bytes read
@@ -106,6 +108,7 @@ func New(cfg Config) *Classifier {
 	c.token = ns.id(strings.TrimSpace(cfg.AgentToken))
 	c.secondary = ns.id(secondaryRateLimit)
 	c.ac = newAutomaton(ns.list)
+	c.skip, c.fullScan = c.compileSkip(ns.list)
 	c.needles = len(ns.list)
 	switch {
 	case c.peekSize == 0:
@@ -131,4 +134,36 @@ func New(cfg Config) *Classifier {
 	c.heads.New = func() any { b := make([]byte, size); return &b }
 	c.decoded.New = func() any { b := make([]byte, size); return &b }
 	return c
+}
+
+// compileSkip builds the search scan uses for a status no body marker
+// names: a marker that applies to every status matches only when both of
+// its needles occur, so it is enough to look for one of them, the longer
+// (its Body on a tie), and to run the automaton only when one is found.
+// It returns nil when those needles are too short for a skipScan.
+func (c *Classifier) compileSkip(list []string) (*skipScan, []int) {
+	full := []int{401, 403}
+	var ids []int
+	for _, m := range c.bodies {
+		for _, st := range m.statuses {
+			if !slices.Contains(full, st) {
+				full = append(full, st)
+			}
+		}
+		if len(m.statuses) > 0 {
+			continue
+		}
+		id := m.body
+		if m.also != noNeedle && len(list[m.also]) > len(list[id]) {
+			id = m.also
+		}
+		if !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+	}
+	gates := make([]string, len(ids))
+	for i, id := range ids {
+		gates[i] = list[id]
+	}
+	return newSkipScan(gates, ids), full
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -38,6 +39,8 @@ func naiveEnds(needles []string, hay []byte) []int32 {
 	return ends
 }
 
+// checkAutomaton checks the automaton over needles, and the skip search
+// over those of them long enough for it, against naiveEnds.
 func checkAutomaton(t *testing.T, needles []string, hay []byte) {
 	t.Helper()
 	a := newAutomaton(needles)
@@ -49,19 +52,56 @@ func checkAutomaton(t *testing.T, needles []string, hay []byte) {
 			t.Fatalf("needle %q in %q: automaton ends at %d, bytes.Index at %d", needles[i], hay, got[i], want[i])
 		}
 	}
+	var long []string
+	var ids []int
+	for i, n := range needles {
+		if len(n) >= minSkipWindow {
+			long = append(long, lowerASCII(n))
+			ids = append(ids, i)
+		}
+	}
+	if k := newSkipScan(long, ids); k != nil {
+		checkSkip(t, k, needles, hay, want)
+	}
 }
 
-// FuzzAutomaton checks that the automaton finds exactly what one
-// bytes.Index per needle finds in the lower-cased bytes, at the same first
-// occurrence, for the default needles and for needles of the fuzzer's own
-// (separated by NUL), overlapping, nested or differing only in case; in
-// the hay as given and repeated past 2 KiB, which scan cuts into lanes.
+// checkSkip checks that k finds in hay exactly the needles (of the whole
+// set needles, whose naiveEnds are want) given to it, at their first
+// occurrence, and reports whether it found any.
+func checkSkip(t *testing.T, k *skipScan, needles []string, hay []byte, want []int32) {
+	t.Helper()
+	got := make([]int32, len(needles))
+	any := k.scan(hay, got)
+	wantAny := false
+	for i := range needles {
+		w := int32(0)
+		if slices.Contains(k.ids, i) {
+			w = want[i]
+		}
+		wantAny = wantAny || w > 0
+		if got[i] != w {
+			t.Fatalf("needle %q in %q (%d bytes): skip search ends at %d, bytes.Index at %d", needles[i], hay, len(hay), got[i], w)
+		}
+	}
+	if any != wantAny {
+		t.Fatalf("skip search over %q reports %v, want %v", hay, any, wantAny)
+	}
+}
+
+// FuzzAutomaton checks that the automaton, and the skip search over the
+// needles long enough for it, find exactly what one bytes.Index per needle
+// finds in the lower-cased bytes, at the same first occurrence, for the
+// default needles and for needles of the fuzzer's own (separated by NUL),
+// overlapping, nested or differing only in case; in the hay as given and
+// repeated past 2 KiB, which both cut into lanes.
 func FuzzAutomaton(f *testing.F) {
 	f.Add([]byte("<TITLE>Just A Moment...</TITLE>"), "just a moment...\x00MOMENT\x00t a m")
 	f.Add([]byte("\xff\xc0ZZ@[`{AZaz"), "az\x00@[\x00\xc0z")
 	f.Add(bytes.Repeat([]byte("_x"), 200), "_y\x00x_x_x_y\x00_x_x_")
 	f.Add([]byte("aaaaaaaaab"), "aab\x00aaab\x00ab\x00b\x00aaaaaaaaaaa")
 	f.Add([]byte("ushers"), "he\x00she\x00his\x00hers")
+	f.Add([]byte("PX-CAPTCHA-captcha-delivery.com"), "px-captcha-c\x00captcha-del\x00y.com")
+	f.Add([]byte("abcabcabcabcabcd"), "abcabcabcd\x00bcabca\x00cabcabcd")
 	f.Fuzz(func(t *testing.T, hay []byte, custom string) {
 		needles := append(defaultNeedles(), strings.Split(custom, "\x00")...)
 		checkAutomaton(t, needles, hay)
