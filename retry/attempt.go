@@ -60,6 +60,11 @@ type call struct {
 	timer    *attemptTimer                 // the current attempt's timer; nil without AttemptTimeout
 	wait     time.Duration                 // the wait checkRetry chose for the next retry
 	next     io.ReadCloser                 // the body for the next retry, from getBody
+
+	// req is the request the engine sends: the caller's, shallow-copied,
+	// with the call as its context and what the engine must not see
+	// removed (see Transport.RoundTrip).
+	req http.Request
 }
 
 // Value returns the call itself for callKey, and otherwise what the

@@ -151,7 +151,11 @@ func (t *Transport) roundTrip(req *http.Request, key string) (*http.Response, er
 	}
 
 	c.Context = ctx
-	out := req.WithContext(c)
+	// The attempts' request lives in the call: one allocation for both.
+	// WithContext's own copy does not escape (it is copied at once), so it
+	// costs no allocation.
+	c.req = *req.WithContext(c)
+	out := &c.req
 	// Hidden from the engine's http.Client, which would otherwise call it
 	// for a 307/308 it is not going to follow; attemptSender restores it for
 	// the layers below (http.Transport rewinds with it on a dead
