@@ -229,6 +229,12 @@ func (s *Set) AllowAt(host string, now time.Time) (Ticket, error) {
 	var err error
 	if !e.halted.IsZero() {
 		err = &HaltError{Host: host, Since: e.halted}
+	} else if e.state == Closed && e.done != nil {
+		// A closed circuit admits every attempt, and its done callback is
+		// that of the generation: gobreaker's Allow would only count the
+		// request (a count no decision of a closed circuit reads, cleared
+		// with the generation) and make one more callback like e.done.
+		t = Ticket{Generation: e.gen}
 	} else if done, aerr := e.cb.Allow(); aerr == nil {
 		e.done = done
 		t = Ticket{Generation: e.gen, Probe: e.state == HalfOpen}
