@@ -27,6 +27,7 @@ import (
 	"container/list"
 	"fmt"
 	"hash/maphash"
+	"iter"
 	"maps"
 	"net/url"
 	"slices"
@@ -88,15 +89,47 @@ func (e *Evidence) String() string { return e.Reason }
 type answer struct {
 	refusal bool
 	status  int
-	url     uint64 // hash of path and query
+	url     uint64 // hash of path and query; only of a refusal-like answer
 	at      time.Time
 }
 
 // hostRecord is the record of one host.
 type hostRecord struct {
-	host   string
-	run    run      // refusal-like answers since the last success
-	window []answer // the last Window answers, oldest first
+	host string
+	run  run // refusal-like answers since the last success
+	// window holds the last Window answers, a ring once full: the oldest
+	// is at window[head]. refusals counts its refusal-like answers.
+	window   []answer
+	head     int
+	refusals int
+}
+
+// push adds a to the window, dropping the oldest answer of a full window
+// of size n.
+func (rec *hostRecord) push(a answer, n int) {
+	if a.refusal {
+		rec.refusals++
+	}
+	if len(rec.window) < n {
+		rec.window = append(rec.window, a)
+		return
+	}
+	if rec.window[rec.head].refusal {
+		rec.refusals--
+	}
+	rec.window[rec.head] = a
+	rec.head = (rec.head + 1) % len(rec.window)
+}
+
+// answers yields the window's answers, oldest first.
+func (rec *hostRecord) answers() iter.Seq[*answer] {
+	return func(yield func(*answer) bool) {
+		for i := range rec.window {
+			if !yield(&rec.window[(rec.head+i)%len(rec.window)]) {
+				return
+			}
+		}
+	}
 }
 
 // run summarises the refusal-like answers since the last success: what the
@@ -181,7 +214,7 @@ func (w *Watch) Observe(host string, u *url.URL, r classify.Result, now time.Tim
 	}
 	a := answer{refusal: r.Outcome == classify.Permanent && slices.Contains(w.cfg.Statuses, r.Status), status: r.Status, at: now}
 	success := r.Outcome == classify.OK
-	if u != nil {
+	if a.refusal && u != nil { // only refusals' URLs are counted
 		var h maphash.Hash
 		h.SetSeed(w.seed)
 		h.WriteString(u.EscapedPath())
@@ -199,14 +232,10 @@ func (w *Watch) Observe(host string, u *url.URL, r classify.Result, now time.Tim
 	case success:
 		rec.run.reset()
 	}
-	if len(rec.window) == w.cfg.Window {
-		copy(rec.window, rec.window[1:])
-		rec.window = rec.window[:len(rec.window)-1]
-	}
-	rec.window = append(rec.window, a)
+	rec.push(a, w.cfg.Window)
 
 	if ev := w.judge(rec); ev != nil {
-		rec.run, rec.window = run{}, nil
+		rec.run, rec.window, rec.head, rec.refusals = run{}, nil, 0, 0
 		return ev
 	}
 	return nil
@@ -224,17 +253,12 @@ func (w *Watch) judge(rec *hostRecord) *Evidence {
 	if w.cfg.Share > 1 || len(rec.window) < w.cfg.Window {
 		return nil
 	}
-	refusals := 0
-	for _, a := range rec.window {
-		if a.refusal {
-			refusals++
-		}
-	}
+	refusals := rec.refusals
 	if float64(refusals) < w.cfg.Share*float64(len(rec.window)) {
 		return nil
 	}
 	clear(w.seen)
-	for _, a := range rec.window {
+	for a := range rec.answers() {
 		if a.refusal {
 			w.seen[a.url] = struct{}{}
 		}
@@ -244,7 +268,7 @@ func (w *Watch) judge(rec *hostRecord) *Evidence {
 		return nil
 	}
 	ev := &Evidence{Rule: "shift", Answers: len(rec.window), Refusals: refusals, URLs: urls, Statuses: map[int]int{}}
-	for _, a := range rec.window {
+	for a := range rec.answers() {
 		if !a.refusal {
 			continue
 		}
