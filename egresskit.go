@@ -273,7 +273,8 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, unsent(req, err)
 	}
 	ctx := req.Context()
-	ua := req.Header.Get("User-Agent")
+	own := req.Header.Get("User-Agent")
+	ua := own
 	if ua == "" {
 		ua = t.ua
 	}
@@ -293,7 +294,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, unsent(req, err)
 		}
 	}
-	if ua != req.Header.Get("User-Agent") {
+	if ua != own {
 		req = req.Clone(ctx)
 		req.Header.Set("User-Agent", ua)
 	}
