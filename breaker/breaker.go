@@ -1,11 +1,15 @@
 // Package breaker keeps one circuit breaker per host, and the host halts.
 //
-// A Set holds a gobreaker TwoStepCircuitBreaker per host key (see package
-// hostkey). Before an attempt the chain calls Allow: a halted host is
-// refused with *HaltError, an open circuit with *OpenError, and otherwise the
-// attempt is admitted with a Ticket. After the attempt the chain passes the
-// ticket and the attempt's classify.Result to Done, which reports the
-// Effect:
+// A Set holds a circuit breaker per host key (see package hostkey): the
+// state machine of gobreaker's TwoStepCircuitBreaker (consecutive-failure
+// trip, open timeout, half-open probes), kept in the host's entry and run
+// under its shard's lock, so that an attempt costs no allocation and no
+// lock or clock read of its own; a test drives both through the same runs
+// and checks that they agree. Before an attempt the chain calls Allow: a
+// halted host is refused with *HaltError, an open circuit with *OpenError,
+// and otherwise the attempt is admitted with a Ticket. After the attempt
+// the chain passes the ticket and the attempt's classify.Result to Done,
+// which reports the Effect:
 //
 //   - OK counts as a success: it resets the consecutive-failure count, and in
 //     the half-open state HalfOpenProbes consecutive successes close the
@@ -22,9 +26,8 @@
 //     frees its half-open slot for the next attempt.
 //
 // Outcomes of attempts admitted before the circuit last changed state are
-// ignored, as in gobreaker. A Refused outcome also halts the host, in the
-// same step: Allow then refuses it with *HaltError until Resume. Halt
-// halts a host by hand.
+// ignored. A Refused outcome also halts the host, in the same step: Allow
+// then refuses it with *HaltError until Resume. Halt halts a host by hand.
 //
 // State is kept small (a few hundred bytes per host) and a host idle for
 // IdleTTL is forgotten, except that an open circuit is kept until its open
@@ -32,17 +35,15 @@
 // lazily, a shard at a time, on the calls that touch the shard, and on
 // demand with Evict; the Set starts no goroutine.
 //
-// The breakers take time from time.Now (gobreaker offers no clock); test
-// timing with testing/synctest.
+// The breakers take time from time.Now, read by Allow and Done or given to
+// AllowAt and DoneAt; test timing with testing/synctest.
 package breaker
 
 import (
-	"errors"
 	"time"
 
 	"github.com/egresskit/egresskit/classify"
 	"github.com/egresskit/egresskit/internal/hostmap"
-	"github.com/sony/gobreaker/v2"
 )
 
 // State is the state of a host's circuit.
@@ -149,61 +150,29 @@ type Counts struct {
 	Closed, HalfOpen, Open, Halted int
 }
 
-// The errors passed to gobreaker's done callback.
-var (
-	errFailure = errors.New("breaker: host failure")
-	errNeutral = errors.New("breaker: neutral outcome")
-)
-
-// outcomeErr maps a classification to the error gobreaker counts.
-func outcomeErr(r classify.Result) error {
-	switch {
-	case r.Outcome == classify.OK:
-		return nil
-	case r.HostFailure():
-		return errFailure
-	default: // Permanent, Canceled, and any unknown outcome
-		return errNeutral
-	}
-}
-
 // Set holds the circuit breakers and halts of many hosts. It is safe for
 // concurrent use.
 type Set struct {
-	cfg      Config
-	settings gobreaker.Settings // template; Name is set per host
-	hosts    *hostmap.Map[entry, shardState]
+	cfg       Config
+	threshold uint32 // FailureThreshold
+	probes    uint32 // HalfOpenProbes
+	hosts     *hostmap.Map[entry, shardState]
 }
 
 // New returns a Set configured by cfg.
 func New(cfg Config) *Set {
 	s := &Set{cfg: cfg.withDefaults()}
-	threshold := uint32(min(s.cfg.FailureThreshold, 1<<31))
-	s.settings = gobreaker.Settings{
-		MaxRequests: uint32(min(s.cfg.HalfOpenProbes, 1<<31)),
-		Timeout:     s.cfg.OpenTimeout,
-		ReadyToTrip: func(c gobreaker.Counts) bool {
-			return c.ConsecutiveFailures >= threshold
-		},
-		OnStateChange: s.changed,
-		IsSuccessful:  func(err error) bool { return err == nil },
-		IsExcluded:    func(err error) bool { return err == errNeutral },
-	}
+	s.threshold = uint32(min(s.cfg.FailureThreshold, 1<<31))
+	s.probes = uint32(min(s.cfg.HalfOpenProbes, 1<<31))
 	s.hosts = newHosts(s.cfg.IdleTTL)
 	return s
 }
 
 // entry is one host's state; its fields are guarded by its shard's lock.
 type entry struct {
-	cb *gobreaker.TwoStepCircuitBreaker[struct{}]
-	// done completes an attempt admitted in generation gen (gobreaker's
-	// callbacks of one generation are interchangeable); nil after a change.
-	done      func(error)
-	gen       uint64
-	state     State // mirrors cb, updated by changed
-	openUntil time.Time
-	halted    time.Time // zero: not halted
-	used      time.Time
+	circuit
+	halted time.Time // zero: not halted
+	used   time.Time
 }
 
 // Allow decides whether one attempt to host may be sent. It returns a
@@ -229,19 +198,8 @@ func (s *Set) AllowAt(host string, now time.Time) (Ticket, error) {
 	var err error
 	if !e.halted.IsZero() {
 		err = &HaltError{Host: host, Since: e.halted}
-	} else if e.state == Closed && e.done != nil {
-		// A closed circuit admits every attempt, and its done callback is
-		// that of the generation: gobreaker's Allow would only count the
-		// request (a count no decision of a closed circuit reads, cleared
-		// with the generation) and make one more callback like e.done.
-		t = Ticket{Generation: e.gen}
-	} else if done, aerr := e.cb.Allow(); aerr == nil {
-		e.done = done
-		t = Ticket{Generation: e.gen, Probe: e.state == HalfOpen}
-	} else if e.state == Open {
-		err = &OpenError{Host: host, Until: e.openUntil}
 	} else {
-		err = &OpenError{Host: host}
+		t, err = s.allow(sh, host, e, now)
 	}
 	s.hosts.MaybeSweep(sh, now)
 	changes := take(sh, buf[:0])
@@ -282,12 +240,10 @@ func (s *Set) DoneAt(host string, t Ticket, r classify.Result, now time.Time) Ef
 		e = s.entry(sh, host, now)
 	}
 	e.used = now
-	if e.state == Open {
-		e.cb.State() // notice a lapsed open period
-	}
+	s.lapse(sh, host, e, now)
 	eff := Effect{From: e.state}
-	if t.Generation == e.gen && e.done != nil {
-		e.done(outcomeErr(r))
+	if t.Generation == e.gen {
+		s.done(sh, host, e, r, now)
 	}
 	eff.To = e.state
 	if r.Outcome == classify.Refused && e.halted.IsZero() {
@@ -309,10 +265,11 @@ func (s *Set) Status(host string) Status {
 		sh.Unlock()
 		return Status{Host: host}
 	}
+	s.lapse(sh, host, e, time.Now())
 	st := Status{
 		Host:                host,
-		State:               State(e.cb.State()),
-		ConsecutiveFailures: int(e.cb.Counts().ConsecutiveFailures),
+		State:               e.state,
+		ConsecutiveFailures: int(e.failures),
 		Halted:              !e.halted.IsZero(),
 		HaltedSince:         e.halted,
 	}
@@ -331,12 +288,14 @@ func (s *Set) Counts() Counts {
 	var c Counts
 	for sh := range s.hosts.Shards() {
 		sh.Lock()
-		for _, e := range sh.All() {
+		now := time.Now()
+		for host, e := range sh.All() {
 			switch {
 			case !e.halted.IsZero():
 				c.Halted++
 			default:
-				switch State(e.cb.State()) {
+				s.lapse(sh, host, e, now)
+				switch e.state {
 				case Closed:
 					c.Closed++
 				case HalfOpen:
@@ -351,28 +310,6 @@ func (s *Set) Counts() Counts {
 		s.deliver(changes)
 	}
 	return c
-}
-
-// changed is gobreaker's OnStateChange. gobreaker calls it under its own
-// lock, and the Set only calls gobreaker with the shard locked, so it
-// updates the entry directly and queues the change for delivery after the
-// shard is unlocked.
-func (s *Set) changed(host string, from, to gobreaker.State) {
-	sh := s.hosts.Shard(host)
-	e := sh.Get(host)
-	if e == nil {
-		return
-	}
-	now := time.Now()
-	sh.Local.gen++
-	e.gen, e.state, e.done = sh.Local.gen, State(to), nil
-	e.openUntil = time.Time{}
-	if e.state == Open {
-		e.openUntil = now.Add(s.cfg.OpenTimeout)
-	}
-	if s.cfg.OnStateChange != nil {
-		sh.Local.pending = append(sh.Local.pending, StateChange{Host: host, From: State(from), To: State(to), At: now})
-	}
 }
 
 // deliver calls the hook with changes; no lock is held.

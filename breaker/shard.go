@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/egresskit/egresskit/internal/hostmap"
-	"github.com/sony/gobreaker/v2"
 )
 
 // shard is one part of a Set's hosts: the entries and the breaker's own
@@ -34,10 +33,8 @@ func (s *Set) entry(sh *shard, host string, now time.Time) *entry {
 	if e := sh.Get(host); e != nil {
 		return e
 	}
-	st := s.settings
-	st.Name = host
 	sh.Local.gen++
-	e := &entry{cb: gobreaker.NewTwoStepCircuitBreaker[struct{}](st), gen: sh.Local.gen, used: now}
+	e := &entry{circuit: circuit{gen: sh.Local.gen}, used: now}
 	sh.Put(host, e)
 	return e
 }

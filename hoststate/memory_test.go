@@ -187,24 +187,31 @@ func touchAndEvict(t testing.TB, n int) (live, retained float64) {
 	return float64(held-before) / float64(n), max(float64(retainedBytes), 0) / float64(n)
 }
 
+// BenchmarkAdmitRecord is one attempt's cost in the store: an Admit and
+// the Record of an OK, to one host again and again (a crawl of one site,
+// its state in cache), and round 1000 hosts.
 func BenchmarkAdmitRecord(b *testing.B) {
-	m := hoststate.NewMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 1e12}})
-	hosts := make([]string, 1000)
-	for i := range hosts {
-		hosts[i] = fmt.Sprintf("h%d.example", i)
-	}
-	ctx := context.Background()
-	ok := classify.Result{Outcome: classify.OK}
-	b.ReportAllocs()
-	i := 0
-	for b.Loop() {
-		h := hosts[i%len(hosts)]
-		i++
-		a, err := m.Admit(ctx, h)
-		if err != nil {
-			b.Fatal(err)
-		}
-		m.Record(ctx, h, a, ok)
+	for _, n := range []int{1, 1000} {
+		b.Run(fmt.Sprintf("hosts=%d", n), func(b *testing.B) {
+			m := hoststate.NewMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 1e12}})
+			hosts := make([]string, n)
+			for i := range hosts {
+				hosts[i] = fmt.Sprintf("h%d.example", i)
+			}
+			ctx := context.Background()
+			ok := classify.Result{Outcome: classify.OK}
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				h := hosts[i%len(hosts)]
+				i++
+				a, err := m.Admit(ctx, h)
+				if err != nil {
+					b.Fatal(err)
+				}
+				m.Record(ctx, h, a, ok)
+			}
+		})
 	}
 }
 
