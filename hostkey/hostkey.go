@@ -89,10 +89,15 @@ func Of(u *url.URL, mode Mode) (string, error) {
 	if mode > ByDomain {
 		return "", fmt.Errorf("%w: unknown mode %d", ErrInvalidHost, mode)
 	}
-	if mode == ByHost && canonicalName(u.Host) {
-		return u.Host, nil // already a key: no allocation on the hot path
+	if key, ok := fast(u.Host, mode); ok {
+		return key, nil // already a key, or a part of one: no allocation
 	}
-	host, port, literal, err := split(u.Host)
+	return slow(u.Host, mode)
+}
+
+// slow is Of for any hostport: it parses, normalises and rebuilds the key.
+func slow(hostport string, mode Mode) (string, error) {
+	host, port, literal, err := split(hostport)
 	if err != nil {
 		return "", err
 	}
@@ -208,23 +213,148 @@ func validZone(zone string) bool {
 	return true
 }
 
-// canonicalName reports whether hostport is a host name without port that
-// is already in its key form: lower-case letters, digits, '-' and '.', at
+// fast returns the key of hostport without allocating when hostport is
+// already in key form, as a canonical host makes it: a lower-case name of
+// ASCII letters, digits, '-', '_' and '.' (no A-label, which only the IDNA
+// check can validate), a dotted-quad IPv4 address without leading zeros, or
+// a bracketed IPv6 address as netip.Addr.String writes it (no zone), each
+// optionally followed by a port in 1..65535 other than 80 and 443 without
+// leading zeros. Under ByDomain a name's key is the tail of hostport from
+// its registrable domain on. It reports false for anything else, which
+// slow then handles; for every input on which fast succeeds, slow returns
+// the same key (FuzzOf checks it).
+func fast(hostport string, mode Mode) (string, bool) {
+	host, port := hostport, ""
+	if hostport[0] == '[' {
+		end := strings.IndexByte(hostport, ']')
+		if end < 0 {
+			return "", false
+		}
+		host, port = hostport[1:end], hostport[end+1:]
+		if port != "" {
+			if port[0] != ':' || !canonicalPort(port[1:]) {
+				return "", false
+			}
+		}
+		return hostport, canonicalIPv6(host) // IP addresses are kept whole
+	}
+	if i := strings.LastIndexByte(hostport, ':'); i >= 0 {
+		host, port = hostport[:i], hostport[i+1:]
+		if !canonicalPort(port) {
+			return "", false
+		}
+	}
+	if canonicalIPv4(host) {
+		return hostport, true
+	}
+	if !canonicalName(host) {
+		return "", false
+	}
+	if mode == ByDomain {
+		// The registrable domain is a suffix of host, so the key is a
+		// suffix of hostport.
+		return hostport[len(host)-len(registrable(host)):], true
+	}
+	return hostport, true
+}
+
+// canonicalPort reports whether port is as split writes it: decimal
+// without leading zeros, in 1..65535, not a default port.
+func canonicalPort(port string) bool {
+	if len(port) == 0 || len(port) > 5 || port[0] == '0' {
+		return false
+	}
+	n := 0
+	for i := 0; i < len(port); i++ {
+		c := port[i]
+		if c < '0' || c > '9' {
+			return false
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n <= 65535 && n != 80 && n != 443
+}
+
+// canonicalIPv4 reports whether host is an IPv4 address as
+// netip.Addr.String writes it: four decimal octets without leading zeros.
+func canonicalIPv4(host string) bool {
+	octets := 0
+	for len(host) > 0 && octets < 4 {
+		i := 0
+		n := 0
+		for i < len(host) && i < 3 && '0' <= host[i] && host[i] <= '9' {
+			n = n*10 + int(host[i]-'0')
+			i++
+		}
+		if i == 0 || n > 255 || (i > 1 && host[0] == '0') {
+			return false
+		}
+		octets++
+		host = host[i:]
+		if octets < 4 {
+			if len(host) == 0 || host[0] != '.' {
+				return false
+			}
+			host = host[1:]
+		}
+	}
+	return octets == 4 && host == ""
+}
+
+// canonicalIPv6 reports whether host is an IPv6 address without zone as
+// netip.Addr.String writes it.
+func canonicalIPv6(host string) bool {
+	if strings.IndexByte(host, ':') < 0 {
+		return false // an IPv4 address in brackets loses them
+	}
+	for i := 0; i < len(host); i++ {
+		switch c := host[i]; {
+		case '0' <= c && c <= '9', 'a' <= c && c <= 'f', c == ':', c == '.':
+		default:
+			return false // upper case, a zone, or not an address
+		}
+	}
+	a, err := netip.ParseAddr(host)
+	if err != nil {
+		return false
+	}
+	var buf [len("ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255")]byte
+	return string(a.AppendTo(buf[:0])) == host
+}
+
+// canonicalName reports whether host (without port) is a host name that is
+// already in its key form: lower-case letters, digits, '-', '_' and '.', at
 // least one letter, no A-label, and valid label and name lengths.
-func canonicalName(hostport string) bool {
+func canonicalName(host string) bool {
 	letter := false
-	for i := 0; i < len(hostport); i++ {
-		switch c := hostport[i]; {
+	for i := 0; i < len(host); i++ {
+		switch c := host[i]; {
 		case 'a' <= c && c <= 'z':
 			letter = true
-		case '0' <= c && c <= '9', c == '-', c == '.':
+		case '0' <= c && c <= '9', c == '-', c == '.', c == '_':
 		default:
 			return false
 		}
 	}
-	return letter && hostport[len(hostport)-1] != '.' &&
-		!strings.HasPrefix(hostport, "xn--") && !strings.Contains(hostport, ".xn--") &&
-		check(hostport) == nil
+	return letter && host[len(host)-1] != '.' &&
+		!strings.HasPrefix(host, "xn--") && !strings.Contains(host, ".xn--") &&
+		check(host) == nil
+}
+
+// registrable returns the registrable domain of a canonical name, as
+// publicsuffix.EffectiveTLDPlusOne does, or the whole name where that
+// fails (a public suffix, a single label): without the error, which
+// allocates.
+func registrable(host string) string {
+	suffix, _ := publicsuffix.PublicSuffix(host)
+	if len(host) <= len(suffix) {
+		return host
+	}
+	i := len(host) - len(suffix) - 1
+	if host[i] != '.' {
+		return host
+	}
+	return host[1+strings.LastIndexByte(host[:i], '.'):]
 }
 
 // mayBeIP reports whether host could parse as an IP address: IPv4 is digits

@@ -122,14 +122,68 @@ func TestModeString(t *testing.T) {
 	}
 }
 
-// FuzzOf checks that Of never panics and that a key is canonical: it is
+// canonical are hosts already in key form, with the key each mode gives.
+var canonical = []struct{ host, byHost, byDomain string }{
+	{"example.com", "example.com", "example.com"},
+	{"www.example.com", "www.example.com", "example.com"},
+	{"www.example.com:8080", "www.example.com:8080", "example.com:8080"},
+	{"a.b.example.co.uk:8443", "a.b.example.co.uk:8443", "example.co.uk:8443"},
+	{"my_host.example.com", "my_host.example.com", "example.com"},
+	{"foo.github.io", "foo.github.io", "foo.github.io"},
+	{"co.uk", "co.uk", "co.uk"},
+	{"localhost:3000", "localhost:3000", "localhost:3000"},
+	{"127.0.0.1", "127.0.0.1", "127.0.0.1"},
+	{"127.0.0.1:41234", "127.0.0.1:41234", "127.0.0.1:41234"},
+	{"10.0.255.0:65535", "10.0.255.0:65535", "10.0.255.0:65535"},
+	{"[::1]", "[::1]", "[::1]"},
+	{"[::1]:8080", "[::1]:8080", "[::1]:8080"},
+	{"[2001:db8::1]:1", "[2001:db8::1]:1", "[2001:db8::1]:1"},
+	{"[::ffff:1.2.3.4]", "[::ffff:1.2.3.4]", "[::ffff:1.2.3.4]"},
+}
+
+// TestOfCanonical checks that a host already in key form gives its key
+// without allocating: always by host, and by domain for IP addresses. A
+// name's registrable domain costs one allocation, in
+// publicsuffix.PublicSuffix (the error of its check for an IP address).
+func TestOfCanonical(t *testing.T) {
+	for _, c := range canonical {
+		u := &url.URL{Scheme: "http", Host: c.host}
+		for mode, want := range map[Mode]string{ByHost: c.byHost, ByDomain: c.byDomain} {
+			if got, err := Of(u, mode); err != nil || got != want {
+				t.Errorf("Of(%q, %v) = %q, %v, want %q, nil", c.host, mode, got, err, want)
+			}
+			allowed := 0.0
+			if mode == ByDomain && !canonicalIPv4(hostOnly(c.host)) && c.host[0] != '[' {
+				allowed = 1
+			}
+			if n := testing.AllocsPerRun(100, func() { Of(u, mode) }); n > allowed {
+				t.Errorf("Of(%q, %v) allocates %v times, want %v", c.host, mode, n, allowed)
+			}
+		}
+	}
+}
+
+// hostOnly is hostport without an unbracketed port.
+func hostOnly(hostport string) string {
+	if i := strings.LastIndexByte(hostport, ':'); i >= 0 && hostport[0] != '[' {
+		return hostport[:i]
+	}
+	return hostport
+}
+
+// FuzzOf checks that Of never panics, that a key is canonical (it is
 // lower-case ASCII without a trailing dot, and keying it again returns it
-// unchanged.
+// unchanged), and that the allocation-free path for hosts already in key
+// form gives the key the full normalisation gives.
 func FuzzOf(f *testing.F) {
 	for _, s := range []string{
 		"example.com", "Example.COM.", "a.b.example.co.uk:8080", "[::1]:443",
 		"127.0.0.1", "bücher.de", ":80", "", "[fe80::1%en0]", "xn--bcher-kva.de",
 		"a..b", "ｅｘａｍｐｌｅ.com", "\xff", "[", "host:99999",
+		"127.0.0.1:8080", "01.2.3.4", "1.2.3", "1.2.3.4.5", "256.1.1.1", "[1.2.3.4]",
+		"[::FFFF:1.2.3.4]", "[0:0::1]:8080", "example.com:080", "example.com:80",
+		"example.com:65535", "example.com:", "my_host.example.com", "localhost:3000",
+		"foo.github.io:8443", "www.example.co.uk", "a.co.uk:1", "[2001:db8::1]:65536",
 	} {
 		f.Add(s, false)
 		f.Add(s, true)
@@ -140,6 +194,13 @@ func FuzzOf(f *testing.F) {
 			mode = ByDomain
 		}
 		key, err := Of(&url.URL{Scheme: "https", Host: host}, mode)
+		if host != "" {
+			if k, ok := fast(host, mode); ok {
+				if sk, serr := slow(host, mode); serr != nil || sk != k {
+					t.Fatalf("fast(%q, %v) = %q, but slow = %q, %v", host, mode, k, sk, serr)
+				}
+			}
+		}
 		if err != nil {
 			if !errors.Is(err, ErrEmptyHost) && !errors.Is(err, ErrInvalidHost) {
 				t.Fatalf("Of(%q) error %v is neither ErrEmptyHost nor ErrInvalidHost", host, err)
@@ -160,15 +221,20 @@ func FuzzOf(f *testing.F) {
 }
 
 func BenchmarkOf(b *testing.B) {
-	for _, in := range []string{"https://www.example.com/a", "https://WWW.Bücher.de:8443/"} {
-		u, _ := url.Parse(in)
-		b.Run(u.Host, func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := Of(u, ByDomain); err != nil {
-					b.Fatal(err)
+	for _, mode := range []Mode{ByHost, ByDomain} {
+		for _, in := range []string{
+			"https://www.example.com/a", "https://www.example.com:8443/", "https://WWW.Bücher.de:8443/",
+			"http://127.0.0.1:41234/", "http://[::1]:8080/",
+		} {
+			u, _ := url.Parse(in)
+			b.Run("mode="+mode.String()+"/host="+u.Host, func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := Of(u, mode); err != nil {
+						b.Fatal(err)
+					}
 				}
-			}
-		})
+			})
+		}
 	}
 }
