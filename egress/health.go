@@ -254,6 +254,19 @@ func (h *health) success(now time.Time, a attempt, c *HealthConfig) {
 	}
 }
 
+// steady reports whether a success of attempt a leaves the endpoint as it
+// is, whatever the time: a plain attempt of an endpoint outside quarantine,
+// at full score, whose successes are worth a full point (connection setup
+// not slow). success then only clears the run of failures, and the time of
+// the score does not matter, since a full score does not fade.
+func (h *health) steady(a attempt, c *HealthConfig) bool {
+	return a == plainAttempt && !h.quarantined && h.score >= 1 && h.quality(c) >= 1
+}
+
+// steadySuccess is success for an attempt that steady allows: it needs no
+// clock.
+func (h *health) steadySuccess() { h.fails = 0 }
+
 // failure records an egress failure. Outside a quarantine it lowers the
 // score and quarantines the endpoint when the failure is hard (refused
 // credentials, an untrusted certificate), below QuarantineBelow, or after

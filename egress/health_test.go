@@ -2,6 +2,7 @@ package egress
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 	"time"
 )
@@ -242,5 +243,48 @@ func TestHealthConfigRejects(t *testing.T) {
 		if _, err := c.withDefaults(); err == nil {
 			t.Errorf("withDefaults(%+v) = nil error, want one", c)
 		}
+	}
+}
+
+// TestHealthSteadySuccess checks, over states reached by random runs of
+// events, that wherever steady allows it, steadySuccess leaves the health
+// exactly as success does, but for the time of a full score, which nothing
+// reads.
+func TestHealthSteadySuccess(t *testing.T) {
+	c := defaultHealth(t)
+	rng := rand.New(rand.NewPCG(1, 2))
+	attempts := []attempt{plainAttempt, probeAttempt, trialAttempt}
+	steadyStates := 0
+	for run := range 200 {
+		h := newHealth()
+		now := time.Unix(1000, 0)
+		for step := range 40 {
+			a := attempts[rng.IntN(len(attempts))]
+			if h.steady(a, &c) {
+				steadyStates++
+				want, got := h, h
+				want.success(now, a, &c)
+				got.steadySuccess()
+				got.at = want.at
+				if got != want {
+					t.Fatalf("run %d step %d: steadySuccess gives %+v, success gives %+v", run, step, got, want)
+				}
+			}
+			switch rng.IntN(8) {
+			case 0, 1, 2:
+				h.success(now, a, &c)
+			case 3:
+				h.failure(now, a, rng.IntN(4) == 0, &c)
+			case 4:
+				h.neutral(a)
+			case 5:
+				h.sampleSetup(time.Duration(rng.IntN(4))*time.Second, &c)
+			case 6, 7:
+				now = now.Add(time.Duration(rng.IntN(2*3600)) * time.Second)
+			}
+		}
+	}
+	if steadyStates < 500 {
+		t.Errorf("only %d steady states visited", steadyStates)
 	}
 }

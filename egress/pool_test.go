@@ -316,3 +316,28 @@ func TestReadmissionTrial(t *testing.T) {
 		t.Errorf("after the trial: %+v, want healthy", st)
 	}
 }
+
+// TestHealthyPoolReadsNoClock checks that requests through an endpoint in
+// full health read no clock (Config.Now): neither to select it nor to
+// record their success.
+func TestHealthyPoolReadsNoClock(t *testing.T) {
+	target := newTarget(t, http.StatusOK, false)
+	var reads atomic.Int64
+	pool := newPool(t, egress.Config{
+		Endpoints: []egress.Endpoint{{ID: "only", Proxy: "direct"}},
+		Now:       func() time.Time { reads.Add(1); return time.Now() },
+	})
+	ctx := guard(t)
+	if r := fetch(ctx, pool, target.URL); r.err != nil { // dials
+		t.Fatal(r.err)
+	}
+	before := reads.Load()
+	for range 5 {
+		if r := fetch(ctx, pool, target.URL); r.err != nil || r.status != http.StatusOK {
+			t.Fatalf("fetch = %d, %v", r.status, r.err)
+		}
+	}
+	if n := reads.Load() - before; n != 0 {
+		t.Errorf("5 requests through a healthy endpoint read the clock %d times, want 0", n)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"sync/atomic"
+	"time"
 )
 
 // RoundTrip sends req through the endpoint chosen for req.URL's host. It
@@ -166,16 +167,36 @@ func (p *Pool) send(e *endpoint, req *http.Request, probe attempt) (*http.Respon
 	return resp, nil
 }
 
-// record feeds one success or neutral outcome into e's health.
+// record feeds one success or neutral outcome into e's health. The clock
+// is read only when the outcome changes time-dependent state: not for a
+// neutral outcome, nor for a plain success of an endpoint in full health
+// (see health.steady), which is every request of a healthy pool.
 func (p *Pool) record(e *endpoint, o outcome, probe attempt) {
-	now := p.now()
 	c := &p.set.health
-	p.mu.Lock()
-	switch o {
-	case outcomeSuccess:
-		e.h.success(now, probe, c)
-	default:
+	if o != outcomeSuccess {
+		p.mu.Lock()
 		e.h.neutral(probe)
+		p.noteHealthLocked(e)
+		p.mu.Unlock()
+		return
+	}
+	var now time.Time
+	timed := p.blemished.Load() > 0
+	if timed {
+		now = p.now()
+	}
+	p.mu.Lock()
+	if !timed && !e.h.steady(probe, c) {
+		// The success moves the score: read the clock after all, which
+		// must not be read with mu held.
+		p.mu.Unlock()
+		now, timed = p.now(), true
+		p.mu.Lock()
+	}
+	if timed {
+		e.h.success(now, probe, c)
+	} else {
+		e.h.steadySuccess()
 	}
 	p.noteHealthLocked(e)
 	p.mu.Unlock()
