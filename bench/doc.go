@@ -5,7 +5,9 @@
 //   - impl=bare: a bare http.Client over the base transport;
 //   - impl=chain: the full egresskit chain with in-memory host state
 //     (classify, retry, breaker, limiter at a rate that never binds, no
-//     observer; over loopback, one direct egress endpoint);
+//     observer; over loopback, one direct egress endpoint configured like
+//     the bare client's transport, so without the pool's default 30s
+//     response-header timeout, which the bare client does not have either);
 //   - impl=redis: the same chain with its host state in Redis;
 //   - impl=retryablehttp: go-retryablehttp's RoundTripper alone;
 //   - impl=failsafe: failsafe-go's failsafehttp RoundTripper with a retry
