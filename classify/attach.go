@@ -11,6 +11,12 @@ import (
 // (resp, err) with the default Classifier without reading the body, so
 // body markers and the agent token cannot match.
 //
+// A 2xx answer that a Transport returned before reading its body has a
+// pending Result (see Classify): Of settles it, reading the body's head
+// with the time budget of PeekTimeout, unless the caller's read (or an
+// earlier Of) did so already. A layer that must not wait reads it with
+// OnSettle.
+//
 // A response's Result lives in one place: the context of the request that
 // Classify sets as resp.Request. It survives anything that wraps or
 // replaces resp.Body (http.Client does when it has a Timeout). A layer that
@@ -28,6 +34,9 @@ func Of(resp *http.Response, err error) Result {
 		return noResponse
 	}
 	if o := outcomeOf(resp); o != nil {
+		if o.lz != nil {
+			return o.lz.result()
+		}
 		return o.r
 	}
 	//lint:ignore SA1012 a nil context means "the request's context is unknown"
@@ -41,6 +50,9 @@ func Of(resp *http.Response, err error) Result {
 type outcome struct {
 	context.Context // the attempt request's context
 	r               Result
+	// lz holds the Result instead of r when it is settled as the body is
+	// read (see lazy); nil otherwise.
+	lz *lazy
 }
 
 // peekedOutcome allocates an outcome with the body and peek state of an
@@ -55,8 +67,16 @@ type peekedOutcome struct {
 // Classify attached. It is for a layer that reclassifies a response on
 // evidence Classify cannot see, such as a host-level block detector; resp
 // must not be nil. Like Classify, it sets resp.Request to a shallow copy
-// whose context carries r.
+// whose context carries r; but when resp's Result is one that a Transport
+// settles as the body is read (see OnSettle), r replaces it in place,
+// leaving resp.Request as it is, and settles it if it was pending: the body
+// is then handed out unjudged, and the OnSettle hooks run with r, on the
+// goroutine calling Attach.
 func Attach(resp *http.Response, r Result) {
+	if o := outcomeOf(resp); o != nil && o.lz != nil {
+		o.lz.attach(r)
+		return
+	}
 	attach(resp, nil, &outcome{r: r})
 }
 

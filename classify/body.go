@@ -19,6 +19,7 @@ import (
 type body struct {
 	rc io.ReadCloser // the original body
 	p  *peek         // the peeked head
+	lz *lazy         // non-nil when the head is read and judged on the first Read (see lazy)
 }
 
 // peek is the state of an inspected body. The head is read by a goroutine
@@ -29,17 +30,15 @@ type body struct {
 // body unblocks it.
 type peek struct {
 	pool *sync.Pool // where buf goes back
-	// rcClosed is set before the body is published when the peek closed
-	// rc because the request's context ended; read-only afterwards.
-	rcClosed bool
 
-	mu      sync.Mutex    // guards the fields below
-	buf     *[]byte       // pooled buffer backing head; nil once released
-	head    []byte        // peeked bytes not yet handed out
-	err     error         // how the peek ended (io.EOF or a read error); nil: rc has more
-	closed  bool          // Close was called
-	stop    bool          // the peek was cut: fill ends after its current read
-	pending chan struct{} // non-nil while fill runs; closed when it ends
+	mu       sync.Mutex    // guards the fields below, and those of a lazy body's state
+	rcClosed bool          // the peek closed rc because the request's context ended
+	buf      *[]byte       // pooled buffer backing head; nil once released
+	head     []byte        // peeked bytes not yet handed out
+	err      error         // how the peek ended (io.EOF or a read error); nil: rc has more
+	closed   bool          // Close was called
+	stop     bool          // the peek was cut: fill ends after its current read
+	pending  chan struct{} // non-nil while fill runs; closed when it ends
 }
 
 var (
@@ -50,6 +49,9 @@ var (
 // Read hands out the peeked head, waiting for a read the peek left in
 // flight, then reads the original body.
 func (b *body) Read(p []byte) (int, error) {
+	if lz := b.lz; lz != nil && !lz.done.Load() {
+		lz.readHead()
+	}
 	pk := b.p
 	for {
 		pk.mu.Lock()
@@ -94,6 +96,9 @@ func (pk *peek) settled() {
 // WriteTo writes the peeked head and then copies the rest of the original
 // body to w, so io.Copy keeps any fast path the body or w has.
 func (b *body) WriteTo(w io.Writer) (int64, error) {
+	if lz := b.lz; lz != nil && !lz.done.Load() {
+		lz.readHead()
+	}
 	var n int64
 	pk := b.p
 	pk.settled()
@@ -135,20 +140,31 @@ func (b *body) WriteTo(w io.Writer) (int64, error) {
 }
 
 // Close releases the peek buffer (at once, or when a read left in flight by
-// the peek returns) and closes the original body.
+// the peek returns) and closes the original body. A lazy body whose head
+// was never read is settled on its status and headers (see lazy.close).
 func (b *body) Close() error {
 	pk := b.p
 	pk.mu.Lock()
+	var (
+		r Result
+		h hooks
+	)
+	if b.lz != nil {
+		r, h = b.lz.closeLocked()
+	}
 	pk.head = nil
 	pk.closed = true
 	if pk.pending == nil {
 		pk.releaseLocked()
 	}
+	rcClosed := pk.rcClosed
 	pk.mu.Unlock()
-	if pk.rcClosed {
-		return nil
+	var err error
+	if !rcClosed {
+		err = b.rc.Close()
 	}
-	return b.rc.Close()
+	h.run(r)
+	return err
 }
 
 // releaseLocked returns the peek buffer to its pool. pk.mu must be held.
@@ -178,6 +194,19 @@ func (pk *peek) fill(ctx context.Context, rc io.ReadCloser, buf []byte, budget t
 	done := make(chan struct{})
 	pk.pending = done
 	go pk.read(rc, buf, done)
+	cut = pk.wait(ctx, rc, done, budget, timers)
+	pk.mu.Lock()
+	head, err = pk.head, pk.err
+	pk.mu.Unlock()
+	return head, err, cut
+}
+
+// wait waits for the read of the head that closes done, for at most budget
+// (no time bound when budget <= 0) and until ctx (nil: none) ends, and
+// reports whether the budget cut the peek with a read still in flight.
+// When ctx ends first, rc is closed to unblock the read and pk.err becomes
+// ctx's cause.
+func (pk *peek) wait(ctx context.Context, rc io.ReadCloser, done chan struct{}, budget time.Duration, timers *sync.Pool) (cut bool) {
 	var (
 		timeout <-chan time.Time
 		ctxDone <-chan struct{}
@@ -204,9 +233,8 @@ func (pk *peek) fill(ctx context.Context, rc io.ReadCloser, buf []byte, budget t
 		pk.mu.Lock()
 		pk.stop = true
 		cut = pk.pending != nil
-		head, err = pk.head, pk.err
 		pk.mu.Unlock()
-		return head, err, cut
+		return cut
 	case <-ctxDone:
 		pk.mu.Lock()
 		pk.stop = true
@@ -216,7 +244,9 @@ func (pk *peek) fill(ctx context.Context, rc io.ReadCloser, buf []byte, budget t
 			// A body that ignores its context cannot hold the caller: close
 			// it to unblock the read, and report why the rest is gone.
 			rc.Close()
+			pk.mu.Lock()
 			pk.rcClosed = true
+			pk.mu.Unlock()
 			<-done
 			pk.mu.Lock()
 			if pk.err != io.EOF {
@@ -225,10 +255,7 @@ func (pk *peek) fill(ctx context.Context, rc io.ReadCloser, buf []byte, budget t
 			pk.mu.Unlock()
 		}
 	}
-	pk.mu.Lock()
-	head, err = pk.head, pk.err
-	pk.mu.Unlock()
-	return head, err, false
+	return false
 }
 
 // read is fill's goroutine: it reads rc into buf until buf is full, rc

@@ -39,6 +39,26 @@ import (
 // that even a body that ignores its context cannot hold the caller. Peek buffers are pooled
 // and go back to the pool once the head has been read or the body closed.
 //
+// A Transport does not wait for the body of a 2xx answer: when it would
+// read the first OKPeekSize bytes of one whose body is not encoded, it
+// returns the response at once with its Result pending, and the page is
+// judged when the caller reads it. The first Read (or WriteTo) of the body
+// reads those bytes in the caller's goroutine, as far as the caller's own
+// read goes (no PeekTimeout: the caller is waiting for the page anyway),
+// applies the rules below to them, and only then hands out the bytes, all
+// of them, in order; a read error within the head reaches the caller after
+// the bytes before it. A 2xx challenge page is Refused exactly as before,
+// microseconds after RoundTrip returned for a caller that reads its
+// bodies. Of (and Classifier.Head) on a pending response settles it at
+// once with the time-bounded read above, so a caller that asks for the
+// Result before reading gets the same answer; a body closed unread is
+// judged on its status and headers alone (OK, unless a header marker
+// matches), never by its content. OnSettle reads the Result without
+// settling it and runs a function once it is settled. Classify itself
+// returns a Result, so it always reads the head before returning, as
+// above; so does a Transport for other statuses and for gzip- or
+// deflate-encoded bodies.
+//
 // The rules, first match wins:
 //
 //   - an error: see the Canceled, Transient and Permanent rules below;
@@ -100,14 +120,17 @@ func (c *Classifier) Classify(resp *http.Response, err error) Result {
 	if resp == nil {
 		return noResponse
 	}
-	return c.classifyResponse(nil, resp)
+	return c.classifyResponse(nil, resp, false)
 }
 
 var noResponse = Result{Outcome: Transient, Reason: "no response"}
 
 // classifyResponse classifies resp, the response to req (nil: resp.Request),
-// peeking at the body when useful, and attaches the Result to resp.
-func (c *Classifier) classifyResponse(req *http.Request, resp *http.Response) Result {
+// peeking at the body when useful, and attaches the Result to resp. When
+// lazy is set and resp is a 2xx answer whose head would be read (see
+// Classifier.defers), it reads nothing: it attaches a pending Result,
+// settled as the body is read (see lazy), and returns the zero Result.
+func (c *Classifier) classifyResponse(req *http.Request, resp *http.Response, lazy bool) Result {
 	if req == nil {
 		req = resp.Request
 	}
@@ -130,6 +153,9 @@ func (c *Classifier) classifyResponse(req *http.Request, resp *http.Response) Re
 	case ctx != nil && ctx.Err() != nil:
 		o = new(outcome)
 		ctxEnded = true
+	case lazy && c.defers(resp.StatusCode, enc):
+		c.deferResponse(ctx, req, resp, kind)
+		return Result{}
 	default:
 		po := &peekedOutcome{}
 		o = &po.outcome

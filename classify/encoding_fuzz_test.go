@@ -32,9 +32,11 @@ func (c *chunkReader) Read(p []byte) (int, error) {
 
 var fuzzTypes = []string{"text/html; charset=utf-8", "", "application/json", "text/plain", "application/xhtml+xml", "image/png"}
 
-// FuzzSplitAndEncoded checks two properties of classification: a body
+// FuzzSplitAndEncoded checks three properties of classification: a body
 // delivered in arbitrary fragments is classified exactly as the same body
-// delivered whole, and a gzip-encoded body (the caller asked for gzip) is
+// delivered whole; so is a response a Transport returned before reading
+// its body (a 2xx answer, judged as the caller reads it, or when the caller
+// asks Of first); and a gzip-encoded body (the caller asked for gzip) is
 // classified as the plain body whenever the peeked compressed bytes decode
 // to at least the plain head; in every case the caller reads the bytes
 // that were sent.
@@ -72,6 +74,24 @@ func FuzzSplitAndEncoded(f *testing.F) {
 		}
 		if !sameDecision(whole, split) {
 			t.Fatalf("split delivery = %v %q %v, whole = %v %q %v", split.Outcome, split.Reason, split.Markers, whole.Outcome, whole.Reason, whole.Markers)
+		}
+		for _, ofFirst := range []bool{false, true} {
+			resp := lazyResponse(t, c, status, h, &chunkReader{r: bytes.NewReader(body), cuts: cuts})
+			var r classify.Result
+			if ofFirst {
+				r = classify.Of(resp, nil)
+			}
+			got, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil || !bytes.Equal(got, body) {
+				t.Fatalf("transport (Of first %v): read %d bytes, %v; want %d", ofFirst, len(got), err, len(body))
+			}
+			if !ofFirst {
+				r = classify.Of(resp, nil)
+			}
+			if !sameDecision(whole, r) || r.Status != whole.Status {
+				t.Fatalf("transport (Of first %v) = %v %q %v, whole = %v %q %v", ofFirst, r.Outcome, r.Reason, r.Markers, whole.Outcome, whole.Reason, whole.Markers)
+			}
 		}
 
 		var zb bytes.Buffer

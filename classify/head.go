@@ -11,7 +11,10 @@ import (
 // reads it still receives every byte, in order, exactly once.
 //
 // When the classifier peeked at the body, Head returns from what the peek
-// read and waits for nothing. Otherwise it reads the body's head the way a
+// read (and not yet handed out) and waits for nothing. When resp's Result
+// is pending (see OnSettle), Head settles it first, as Of does, and
+// returns from its head; called from an OnSettle hook, it waits for
+// nothing. Otherwise it reads the body's head the way a
 // peek does: at most min(n, PeekSize) bytes, for at most PeekTimeout, and
 // until ctx ends. It returns nil for a response without a body, when n is
 // not positive, and when PeekSize is negative and the body was not peeked.
@@ -22,6 +25,9 @@ func (c *Classifier) Head(ctx context.Context, resp *http.Response, n int) []byt
 	}
 	if resp == nil || resp.Body == nil || resp.Body == http.NoBody || n <= 0 {
 		return nil
+	}
+	if o := outcomeOf(resp); o != nil && o.lz != nil {
+		return o.lz.head(n)
 	}
 	if b, ok := resp.Body.(*body); ok {
 		pk := b.p

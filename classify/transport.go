@@ -61,6 +61,6 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if o := outcomeOf(resp); o != nil && context.Context(o) != ctx {
 		return resp, nil // an inner Transport classified it
 	}
-	c.classifyResponse(req, resp)
+	c.classifyResponse(req, resp, true)
 	return resp, nil
 }

@@ -216,8 +216,9 @@ func TestTransportClassifiesOnce(t *testing.T) {
 	}
 }
 
-// TestTransportTrickleCutByContext: a body that trickles and then stalls
-// holds RoundTrip only until the request's context ends.
+// TestTransportTrickleCutByContext: a refusal whose body trickles and then
+// stalls holds RoundTrip only until the request's context ends. (A 2xx
+// answer does not hold RoundTrip at all: see TestLazyRoundTripDoesNotWait.)
 func TestTransportTrickleCutByContext(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -232,6 +233,7 @@ func TestTransportTrickleCutByContext(t *testing.T) {
 			release := make(chan struct{})
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("Content-Type", "text/html")
+				w.WriteHeader(http.StatusForbidden)
 				io.WriteString(w, "<html><head>")
 				w.(http.Flusher).Flush()
 				select { // stall until the client goes away
@@ -264,8 +266,8 @@ func TestTransportTrickleCutByContext(t *testing.T) {
 				t.Fatalf("RoundTrip = %v, want the response", err)
 			}
 			got := classify.Of(resp, nil)
-			if got.Outcome != tc.want || got.Reason != tc.reason || got.Status != 200 {
-				t.Errorf("Of = %v %q %d, want %v %q 200", got.Outcome, got.Reason, got.Status, tc.want, tc.reason)
+			if got.Outcome != tc.want || got.Reason != tc.reason || got.Status != 403 {
+				t.Errorf("Of = %v %q %d, want %v %q 403", got.Outcome, got.Reason, got.Status, tc.want, tc.reason)
 			}
 			b, err := io.ReadAll(resp.Body)
 			if err == nil || !strings.HasPrefix("<html><head>", string(b)) {
@@ -327,57 +329,71 @@ func TestPeekGuard(t *testing.T) {
 	}
 }
 
-// TestTransportPeekCutByBudget: with no deadline at all, a 200 page whose
-// body stalls after a few bytes is returned once PeekTimeout has passed,
-// while the server is still holding the rest back; it is classified on the
-// bytes that arrived, says so, and the caller then reads the whole page.
-// Closing the body while the peek's last read is in flight leaks nothing.
+// TestTransportPeekCutByBudget: with no deadline at all, a page whose body
+// stalls after a few bytes is classified on the bytes that arrived within
+// PeekTimeout, says so, and the caller then reads the whole page. A
+// refusal status is peeked in RoundTrip, which returns once PeekTimeout
+// has passed, while the server is still holding the rest back; a 2xx
+// answer is returned at once and judged when it is read, so the budget
+// applies only to a caller that asks Of before reading (which settles it
+// with the same time-bounded peek). Closing the body while the peek's last
+// read is in flight leaks nothing.
 func TestTransportPeekCutByBudget(t *testing.T) {
 	const rest = "<body>the rest</body></html>"
-	for _, mode := range []string{"Read", "WriteTo", "Close"} {
-		release := make(chan struct{})
-		var gaveUp atomic.Bool // the server stopped holding back on its own
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", "text/html")
-			io.WriteString(w, "<html><head>")
-			w.(http.Flusher).Flush()
-			select {
-			case <-release:
-			case <-time.After(time.Minute): // an unbounded peek would wait for this
-				gaveUp.Store(true)
-			case <-r.Context().Done():
-				return
+	for _, tc := range []struct {
+		status int
+		want   classify.Outcome
+	}{
+		{403, classify.Permanent},
+		{200, classify.OK},
+	} {
+		for _, mode := range []string{"Read", "WriteTo", "Close"} {
+			release := make(chan struct{})
+			var gaveUp atomic.Bool // the server stopped holding back on its own
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/html")
+				w.WriteHeader(tc.status)
+				io.WriteString(w, "<html><head>")
+				w.(http.Flusher).Flush()
+				select {
+				case <-release:
+				case <-time.After(time.Minute): // an unbounded peek would wait for this
+					gaveUp.Store(true)
+				case <-r.Context().Done():
+					return
+				}
+				io.WriteString(w, rest)
+			}))
+			base := &http.Transport{}
+			c := classify.New(classify.Config{PeekTimeout: 50 * time.Millisecond})
+			req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
+			resp, err := classify.NewTransport(base, c).RoundTrip(req)
+			if err != nil {
+				t.Fatal(err)
 			}
-			io.WriteString(w, rest)
-		}))
-		base := &http.Transport{}
-		c := classify.New(classify.Config{PeekTimeout: 50 * time.Millisecond})
-		req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
-		resp, err := classify.NewTransport(base, c).RoundTrip(req)
-		if gaveUp.Load() {
-			t.Error("RoundTrip waited for the server to send the rest")
-		}
-		close(release)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := classify.Of(resp, nil); got.Outcome != classify.OK || !got.PeekCut {
-			t.Errorf("Of = %v (PeekCut %v), want ok, PeekCut", got.Outcome, got.PeekCut)
-		}
-		switch mode {
-		case "Read":
-			b, err := io.ReadAll(struct{ io.Reader }{resp.Body}) // Read only
-			if err != nil || string(b) != "<html><head>"+rest {
-				t.Errorf("ReadAll = %q, %v; want the whole page", b, err)
+			got := classify.Of(resp, nil) // before the server sends the rest
+			if gaveUp.Load() {
+				t.Errorf("%d: RoundTrip or Of waited for the server to send the rest", tc.status)
 			}
-		case "WriteTo":
-			var b strings.Builder
-			if _, err := io.Copy(&b, resp.Body); err != nil || b.String() != "<html><head>"+rest {
-				t.Errorf("io.Copy = %q, %v; want the whole page", b.String(), err)
+			close(release)
+			if got.Outcome != tc.want || !got.PeekCut {
+				t.Errorf("%d: Of = %v (PeekCut %v), want %v, PeekCut", tc.status, got.Outcome, got.PeekCut, tc.want)
 			}
+			switch mode {
+			case "Read":
+				b, err := io.ReadAll(struct{ io.Reader }{resp.Body}) // Read only
+				if err != nil || string(b) != "<html><head>"+rest {
+					t.Errorf("%d: ReadAll = %q, %v; want the whole page", tc.status, b, err)
+				}
+			case "WriteTo":
+				var b strings.Builder
+				if _, err := io.Copy(&b, resp.Body); err != nil || b.String() != "<html><head>"+rest {
+					t.Errorf("%d: io.Copy = %q, %v; want the whole page", tc.status, b.String(), err)
+				}
+			}
+			resp.Body.Close()
+			base.CloseIdleConnections()
+			srv.Close()
 		}
-		resp.Body.Close()
-		base.CloseIdleConnections()
-		srv.Close()
 	}
 }
