@@ -50,7 +50,7 @@ func (a *gatedSender) RoundTrip(req *http.Request) (*http.Response, error) {
 	adm, err := t.state.Admit(ctx, key)
 	if err != nil {
 		err = notSent(err)
-		a.observe(ctx, req, key, start, 0, 0, classify.Of(nil, err), adm, hoststate.Effect{}, nil, err)
+		a.observe(ctx, req, key, start, 0, 0, classify.Of(nil, err), adm, hoststate.Effect{}, nil, err, false)
 		return nil, unsent(req, err)
 	}
 	if adm.Wait > 0 {
@@ -64,7 +64,7 @@ func (a *gatedSender) RoundTrip(req *http.Request) (*http.Response, error) {
 			if held {
 				t.record(ctx, key, adm, classify.Result{Outcome: classify.Canceled, Reason: r.Reason})
 			}
-			a.observe(ctx, req, key, start, adm.Wait, 0, r, adm, hoststate.Effect{}, nil, err)
+			a.observe(ctx, req, key, start, adm.Wait, 0, r, adm, hoststate.Effect{}, nil, err, false)
 			return nil, unsent(req, err)
 		}
 	}
@@ -86,25 +86,70 @@ func (a *gatedSender) RoundTrip(req *http.Request) (*http.Response, error) {
 	if observed {
 		took = time.Since(sent)
 	}
-	r := classify.Of(resp, err)
-	suspected := t.watch.Observe(key, req.URL, r, sent)
-	if suspected != nil {
-		r, resp = suspectedBlock(r, resp)
+	end := attemptEnd{a: a, ctx: ctx, req: req, key: key, id: id, adm: adm, sent: sent, took: took, choice: choice, resp: resp, err: err}
+	// Only a 2xx answer can have a pending Result (see classify.OnSettle).
+	if err == nil && resp.StatusCode >= 200 && resp.StatusCode <= 299 && end.deferred() {
+		return resp, nil
 	}
-	eff := t.record(ctx, key, adm, r)
+	end.settled(classify.Of(resp, err))
+	return resp, err
+}
+
+// attemptEnd is what an attempt that was sent feeds its Result to, once
+// the Result is settled: at once for an error and for most responses, or,
+// for a 2xx answer whose page the classifier judges as the caller reads it,
+// when it settles, after RoundTrip returned.
+type attemptEnd struct {
+	a      *gatedSender
+	ctx    context.Context
+	req    *http.Request
+	key    string
+	id     *identity
+	adm    hoststate.Admission
+	sent   time.Time
+	took   time.Duration
+	choice *egress.Choice
+	resp   *http.Response
+	err    error
+	late   bool // settled after RoundTrip returned
+}
+
+// deferred reports whether the Result of e.resp is pending, and if so has
+// it fed to a copy of e when it settles. A pending attempt is the
+// request's last (the retry layer does not retry it), so the event of the
+// attempt before it is delivered now, and its own, Final, when it settles.
+func (e attemptEnd) deferred() bool {
+	t := e.a.t
+	if p, ok := e.ctx.Value(pendingKey{}).(*pending); ok {
+		p.advance(e.ctx, t.observers)
+	}
+	late := &e
+	late.late = true
+	_, settled := classify.OnSettle(e.resp, late.settled)
+	return !settled
+}
+
+// settled feeds the attempt's Result r to the block detector, the host's
+// state, the audit log, the escalation hook and the observers.
+func (e *attemptEnd) settled(r classify.Result) {
+	t := e.a.t
+	suspected := t.watch.Observe(e.key, e.req.URL, r, e.sent)
+	if suspected != nil {
+		r, _ = suspectedBlock(r, e.resp)
+	}
+	eff := t.record(e.ctx, e.key, e.adm, r)
 	if eff.Halted {
 		if t.cfg.Audit != nil {
-			t.cfg.Audit.Halt(key, r)
+			t.cfg.Audit.Halt(e.key, r)
 		}
 		if t.cfg.OnEscalate != nil {
-			t.escalate(id.classifier, key, req, resp, r, sent, suspected)
+			t.escalate(e.id.classifier, e.key, e.req, e.resp, r, e.sent, suspected)
 		}
 	}
-	if t.cfg.Audit != nil && choice != nil && choice.Reason == egress.ReasonForced {
-		t.cfg.Audit.ForcedEgress(key, choice.EndpointID, string(choice.Reason))
+	if t.cfg.Audit != nil && e.choice != nil && e.choice.Reason == egress.ReasonForced {
+		t.cfg.Audit.ForcedEgress(e.key, e.choice.EndpointID, string(e.choice.Reason))
 	}
-	a.observe(ctx, req, key, sent, adm.Wait, took, r, adm, eff, choice, err)
-	return resp, err
+	e.a.observe(e.ctx, e.req, e.key, e.sent, e.adm.Wait, e.took, r, e.adm, eff, e.choice, e.err, e.late)
 }
 
 // readmitted is how an admission taken before a pause, or whose slot
@@ -239,18 +284,21 @@ func (t *Transport) escalate(c *classify.Classifier, key string, req *http.Reque
 	}
 	if resp != nil {
 		// What the classifier read, or at most its peek's time budget
-		// more: a stalled body must not hold RoundTrip.
+		// more: a stalled body must not hold RoundTrip. For a 2xx page
+		// judged as it is read, the head that judgement read.
 		e.BodyHead = c.Head(req.Context(), resp, 1024)
 	}
 	t.cfg.OnEscalate(e)
 }
 
 // observe builds the attempt's event when there is an observer. The event
-// of attempt n is delivered when attempt n+1 starts (not final) or when the
-// request returns (final), so Final is exact without guessing the retry
-// decision.
+// of attempt n is delivered when attempt n+1 is sent (not final) or when
+// the request returns (final), so Final is exact without guessing the
+// retry decision. An attempt whose Result settles after the request
+// returned (late) is the request's last: its event is delivered Final when
+// it settles.
 func (a *gatedSender) observe(ctx context.Context, req *http.Request, key string, start time.Time, wait, took time.Duration,
-	r classify.Result, adm hoststate.Admission, eff hoststate.Effect, choice *egress.Choice, err error) {
+	r classify.Result, adm hoststate.Admission, eff hoststate.Effect, choice *egress.Choice, err error, late bool) {
 	t := a.t
 	if len(t.observers) == 0 {
 		return
@@ -285,7 +333,7 @@ func (a *gatedSender) observe(ctx context.Context, req *http.Request, key string
 	if err != nil {
 		e.Err = t.cfg.Redactor.RedactError(err)
 	}
-	if p, ok := ctx.Value(pendingKey{}).(*pending); ok {
+	if p, ok := ctx.Value(pendingKey{}).(*pending); ok && !late {
 		p.push(ctx, t.observers, e)
 		return
 	}
@@ -306,6 +354,18 @@ func (p *pending) push(ctx context.Context, o telemetry.Observers, e *telemetry.
 	p.mu.Lock()
 	prev := p.e
 	p.e = e
+	p.mu.Unlock()
+	if prev != nil {
+		o.Observe(ctx, prev)
+	}
+}
+
+// advance delivers the held event, not final: an attempt after it was
+// sent, whose own event is delivered on its own.
+func (p *pending) advance(ctx context.Context, o telemetry.Observers) {
+	p.mu.Lock()
+	prev := p.e
+	p.e = nil
 	p.mu.Unlock()
 	if prev != nil {
 		o.Observe(ctx, prev)

@@ -29,8 +29,9 @@
 //	refusal          a challenge page, or a 401/403 naming the agent, halts the host until Resume;
 //	                 so do 401/403 answers to 10 distinct URLs with no success between
 //	                 (Config.BlockWatch)
-//	body peek        at most 4 KiB (1 KiB of a 2xx answer) and 1s after the headers, then the
-//	                 response is returned
+//	body peek        a refusal status: at most 4 KiB and 1s after the headers, then the
+//	                 response is returned; a 2xx answer: returned at once, its first KiB
+//	                 judged on the caller's first Read of the body
 //
 // # Errors
 //
@@ -47,6 +48,24 @@
 // A request refused by the host returns the host's real response, for
 // which Halted reports true. RoundTrip closes the request body on every
 // path, sent or not, and never modifies the caller's request.
+//
+// # When a page is judged
+//
+// A refusal status (401, 403, 429, 5xx...) is judged before RoundTrip
+// returns, on at most PeekSize bytes of its body read within PeekTimeout.
+// A 2xx answer is returned as soon as its headers are in, with its Result
+// pending: its page is judged when the caller first reads the body (the
+// first OKPeekSize bytes, read inside that Read; see classify.Classify).
+// So a challenge served with 200 halts its host, reaches OnEscalate and
+// yields its attempt's final telemetry.Event when the caller reads the
+// page's head — microseconds after RoundTrip returned, for a crawler that
+// reads its bodies — on the goroutine that reads it. Halted and
+// classify.Of asked before reading judge it at once, reading the head
+// within PeekTimeout. A body closed unread is never judged by its
+// content: its attempt counts as the status says (OK), and the host is
+// not halted by it. Until a 2xx body is read or closed, its attempt is
+// not yet recorded in the host's state: close every body, as net/http
+// asks.
 package egresskit
 
 import (
@@ -168,8 +187,10 @@ type Config struct {
 
 	// OnEscalate is called once when a host is halted because it refused
 	// us, so that a human can look at it. It is called outside any lock, on
-	// the request's goroutine; it should hand the escalation off quickly.
-	// Resume the host with Transport.Resume.
+	// the request's goroutine, or, for a 2xx page judged as it is read
+	// (see the package documentation), on the goroutine that reads its
+	// body (or calls Halted, classify.Of or Close first); it should hand
+	// the escalation off quickly. Resume the host with Transport.Resume.
 	OnEscalate func(Escalation)
 
 	// BlockWatch configures the host-level block detector: a host whose
@@ -193,8 +214,9 @@ type Escalation struct {
 	Time    time.Time // when the refusal was received
 	// BodyHead is the first KiB of the refusal's body, or as much of it
 	// as the classifier's peek read (at most Classify.PeekSize bytes,
-	// waited for at most Classify.PeekTimeout); the caller's response
-	// still holds the whole body. Empty when peeking is off.
+	// waited for at most Classify.PeekTimeout; of a 2xx page, the bytes
+	// its judgement read); the caller's response still holds the whole
+	// body. Empty when peeking is off.
 	BodyHead []byte
 	// Suspected is set when the host was halted by the block detector
 	// (Reason "suspected block") rather than by a page: what it saw.
@@ -353,7 +375,9 @@ func (t *Transport) HostKey(rawURL string) (string, error) {
 // Halted reports whether resp is a refusal that halted (or found halted)
 // its host: its classification (classify.Of) is classify.Refused. It reads
 // the Result the chain attached to resp, so it holds whatever wraps
-// resp.Body (http.Client does when it has a Timeout).
+// resp.Body (http.Client does when it has a Timeout). Asked about a 2xx
+// answer whose body was not read yet, it judges the page first, reading
+// its head within Classify.PeekTimeout (see the package documentation).
 func Halted(resp *http.Response) bool {
 	return resp != nil && classify.Of(resp, nil).Outcome == classify.Refused
 }

@@ -116,7 +116,8 @@ func prepareRetry(r *http.Request) error {
 }
 
 // checkRetry decides for the call. It retries when the request may
-// be retried, retries are left, classify.Of says the attempt is retryable,
+// be retried, retries are left, classify.Of says the attempt is retryable
+// (a pending Result, read with classify.OnSettle, is not),
 // the wait fits under MaxDelay and before the deadline, and the body can
 // be replayed. Before saying yes it drains and closes the response. It
 // never returns an error, so the engine returns the real response or error.
@@ -124,8 +125,19 @@ func (c *call) checkRetry(ctx context.Context, resp *http.Response, err error) (
 	if c.left <= 0 || ctx.Err() != nil {
 		return false, nil
 	}
-	r := classify.Of(resp, unwrapClient(err))
-	if !r.Retryable() {
+	// A pending Result (a 2xx answer judged as its body is read) is not
+	// forced: it settles OK or Refused, neither retried, or fails as the
+	// caller reads the body, too late for a retry.
+	var (
+		r       classify.Result
+		settled = true
+	)
+	if err != nil {
+		r = classify.Of(nil, unwrapClient(err))
+	} else {
+		r, settled = classify.OnSettle(resp, nil)
+	}
+	if !settled || !r.Retryable() {
 		return false, nil
 	}
 	wait := c.p.backoff(int(c.attempts))
