@@ -87,11 +87,21 @@ func (a *gatedSender) RoundTrip(req *http.Request) (*http.Response, error) {
 		took = time.Since(sent)
 	}
 	end := attemptEnd{a: a, ctx: ctx, req: req, key: key, id: id, adm: adm, sent: sent, took: took, choice: choice, resp: resp, err: err}
-	// Only a 2xx answer can have a pending Result (see classify.OnSettle).
-	if err == nil && resp.StatusCode >= 200 && resp.StatusCode <= 299 && end.deferred() {
-		return resp, nil
+	var r classify.Result
+	if err != nil {
+		r = classify.Of(nil, err)
+	} else {
+		var settled bool
+		// A pending Result (a 2xx page judged as it is read) stays
+		// pending until the caller reads the body: no one else holds resp
+		// yet, so it is still pending when the hook is added.
+		if r, settled = classify.OnSettle(resp, nil); !settled {
+			if r, settled = end.deferred(); !settled {
+				return resp, nil
+			}
+		}
 	}
-	end.settled(classify.Of(resp, err))
+	end.settled(r)
 	return resp, err
 }
 
@@ -114,19 +124,19 @@ type attemptEnd struct {
 	late   bool // settled after RoundTrip returned
 }
 
-// deferred reports whether the Result of e.resp is pending, and if so has
-// it fed to a copy of e when it settles. A pending attempt is the
-// request's last (the retry layer does not retry it), so the event of the
-// attempt before it is delivered now, and its own, Final, when it settles.
-func (e attemptEnd) deferred() bool {
+// deferred has the pending Result of e.resp fed to a copy of e when it
+// settles, and reports false; or returns the Result and true if it was
+// settled meanwhile. A pending attempt is the request's last (the retry
+// layer does not retry it), so the event of the attempt before it is
+// delivered now, and its own, Final, when it settles.
+func (e attemptEnd) deferred() (classify.Result, bool) {
 	t := e.a.t
 	if p, ok := e.ctx.Value(pendingKey{}).(*pending); ok {
 		p.advance(e.ctx, t.observers)
 	}
 	late := &e
 	late.late = true
-	_, settled := classify.OnSettle(e.resp, late.settled)
-	return !settled
+	return classify.OnSettle(e.resp, late.settled)
 }
 
 // settled feeds the attempt's Result r to the block detector, the host's
