@@ -12,7 +12,9 @@
 // # Spans
 //
 // "egresskit.request" (client kind) covers one RoundTrip of the chain, from
-// the call until the response headers are in (or the error), and carries
+// the call until the response headers are in (or the error); for a 2xx
+// page, which the chain judges as the caller reads its body, until that
+// judgement (the first read of the body, or its Close). It carries
 // the method, the redacted URL, the host key, the final status, outcome and
 // number of attempts. Each attempt becomes an "egresskit.attempt" child
 // span, from the attempt's start to the end of its round trip, pacing wait

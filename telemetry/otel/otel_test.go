@@ -112,20 +112,40 @@ func key(t *testing.T, raw string) string {
 
 // TestRequestSpanWithAttemptSpans: a request that fails twice with 503 and
 // then succeeds is one request span with three attempt spans as children,
-// each with its attributes.
+// each with its attributes. An HTML page, which the chain judges as the
+// caller reads it, ends its attempt span and the request span then.
 func TestRequestSpanWithAttemptSpans(t *testing.T) {
+	for _, page := range []struct{ contentType, body string }{
+		{"text/plain", "ok"},
+		{"text/html", "<html><body>ok</body></html>"},
+	} {
+		t.Run(page.contentType, func(t *testing.T) { testRequestSpan(t, page.contentType, page.body) })
+	}
+}
+
+func testRequestSpan(t *testing.T, contentType, body string) {
 	var n atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if n.Add(1) <= 2 {
 			http.Error(w, "busy", http.StatusServiceUnavailable)
 			return
 		}
-		io.WriteString(w, "ok")
+		w.Header().Set("Content-Type", contentType)
+		io.WriteString(w, body)
 	}))
 	defer srv.Close()
 	r := newRig(t)
-	if status := r.get(t, srv.URL+"/page?api_key=s3cr3t-value"); status != 200 {
-		t.Fatalf("status %d, want 200", status)
+	resp, err := r.client.Get(srv.URL + "/page?api_key=s3cr3t-value")
+	if err != nil {
+		t.Fatalf("GET: %v", err)
+	}
+	ended := len(r.spans.GetSpans()) // the spans ended before the body is read
+	if got, _ := io.ReadAll(resp.Body); resp.StatusCode != 200 || string(got) != body {
+		t.Fatalf("response %d %q, want 200 %q", resp.StatusCode, got, body)
+	}
+	resp.Body.Close()
+	if want := map[string]int{"text/plain": 4, "text/html": 2}[contentType]; ended != want {
+		t.Errorf("%d spans ended before the body was read, want %d", ended, want)
 	}
 
 	stubs := r.spans.GetSpans()

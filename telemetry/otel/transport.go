@@ -61,10 +61,22 @@ func (rt *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			attribute.String("http.request.method", req.Method),
 			attribute.String("url.full", rt.t.cfg.Redactor.RedactURL(req.URL)),
 		))
-	defer sp.End()
 	ctx = context.WithValue(ctx, requestKey{}, rs)
 	resp, err := rt.next.RoundTrip(req.WithContext(ctx))
+	if err == nil && resp != nil {
+		// A 2xx page judged as it is read: the span ends when it is.
+		if _, settled := classify.OnSettle(resp, func(r classify.Result) { rt.end(sp, rs, resp, nil, r) }); !settled {
+			return resp, nil
+		}
+	}
+	rt.end(sp, rs, resp, err, classify.Of(resp, err))
+	return resp, err
+}
 
+// end sets the request span's final attributes and ends it; r is the
+// Result of the request's last attempt, read when no final event came.
+func (rt *transport) end(sp trace.Span, rs *requestState, resp *http.Response, err error, r classify.Result) {
+	defer sp.End()
 	rs.mu.Lock()
 	attempts, outcome, host := rs.attempts, rs.outcome, rs.host
 	rs.mu.Unlock()
@@ -72,7 +84,7 @@ func (rt *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		sp.SetAttributes(attribute.String("egresskit.host", host))
 	}
 	if outcome == "" { // no final event (no observer hook): classify what came back
-		outcome = classify.Of(resp, err).Outcome.String()
+		outcome = r.Outcome.String()
 	}
 	sp.SetAttributes(attribute.Int("egresskit.attempts", attempts), attribute.String("egresskit.outcome", outcome))
 	if resp != nil {
@@ -87,7 +99,6 @@ func (rt *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	case outcome != classify.OK.String():
 		sp.SetStatus(codes.Error, outcome)
 	}
-	return resp, err
 }
 
 // CloseIdleConnections closes the idle connections of next when it has
