@@ -224,7 +224,9 @@ func (c *Classifier) decide(ctx context.Context, resp *http.Response, head []byt
 		} else {
 			found = make([]int32, c.needles)
 		}
-		c.scan(status, head, found)
+		if !c.scan(status, head, found) {
+			found = nil // nothing to match: skip the markers' loop
+		}
 	}
 	var names [4]string
 	matched := names[:0]
@@ -278,20 +280,22 @@ func (c *Classifier) decide(ctx context.Context, resp *http.Response, head []byt
 }
 
 // scan records in found (zero, one element per needle) the end of the
-// first occurrence of every needle in head that can matter for status.
+// first occurrence of every needle in head that can matter for status. It
+// returns false when it knows that none occurs (found is then zero).
+//
 // For a status that no body marker names, other than 401 and 403 (a 200,
 // a 404), only markers that apply to every status can match: when the
-// skip search finds none of their needles in head, none of them matches
-// and found stays zero; otherwise the automaton finds every needle, as for
-// any other status.
-func (c *Classifier) scan(status int, head []byte, found []int32) {
+// skip search finds none of their needles in head, none of them matches;
+// otherwise the automaton finds every needle, as for any other status.
+func (c *Classifier) scan(status int, head []byte, found []int32) bool {
 	if c.skip != nil && !slices.Contains(c.fullScan, status) {
 		if !c.skip.scan(head, found) {
-			return
+			return false
 		}
 		clear(found)
 	}
 	c.ac.scan(head, found)
+	return true
 }
 
 // statusRules applies the status and rate-limit rules to r.Status.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 )
 
@@ -100,8 +101,8 @@ func TestSkipScanPlanted(t *testing.T) {
 }
 
 // FuzzScanDecides checks that Classifier.scan, which skips the automaton
-// for most statuses when the skip search finds nothing, leaves every
-// decision as the automaton alone would: each body marker that applies to
+// for most statuses when the skip search finds nothing (and then reports
+// so, found zero), leaves every decision as the automaton alone would: each body marker that applies to
 // the status matches on both or on neither, and for 401 and 403 the agent
 // token and the secondary rate limit are found on both or neither.
 func FuzzScanDecides(f *testing.F) {
@@ -117,8 +118,11 @@ func FuzzScanDecides(f *testing.F) {
 	f.Fuzz(func(t *testing.T, status int, head []byte) {
 		fast := make([]int32, c.needles)
 		full := make([]int32, c.needles)
-		c.scan(status, head, fast)
+		hit := c.scan(status, head, fast)
 		c.ac.scan(head, full)
+		if !hit && slices.ContainsFunc(fast, func(e int32) bool { return e > 0 }) {
+			t.Errorf("status %d, %q: scan reports nothing found but records %v", status, head, fast)
+		}
 		for i := range c.bodies {
 			m := &c.bodies[i]
 			if m.appliesTo(status) && m.matchBody(fast) != m.matchBody(full) {
