@@ -28,9 +28,9 @@ type circuit struct {
 	openUntil time.Time // when an open circuit turns half-open
 	failures  uint32    // consecutive failures
 	successes uint32    // consecutive successes
-	// requests are the attempts admitted in this generation, neutral the
-	// neutral outcomes recorded: requests - neutral probes are in flight
-	// or done when half-open.
+	// requests counts the attempts admitted in this generation, neutral
+	// the neutral outcomes recorded in it: a half-open circuit has used
+	// requests - neutral (at least 0) of its probe slots.
 	requests, neutral uint32
 }
 
