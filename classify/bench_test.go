@@ -2,6 +2,7 @@ package classify_test
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -89,6 +90,35 @@ func BenchmarkParseRetryAfter(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				classify.ParseRetryAfter(bc.h, now)
+			}
+		})
+	}
+}
+
+// BenchmarkTransport measures a Transport over an in-memory answer whose
+// 4 KiB HTML body the caller reads to the end and closes: a 200 page,
+// judged on its first KiB inside the caller's first Read, against a 403,
+// peeked in RoundTrip by a goroutine bounded by PeekTimeout.
+func BenchmarkTransport(b *testing.B) {
+	page := []byte(plainPage + strings.Repeat("<p>lorem ipsum</p>", (4096-len(plainPage))/18))
+	for _, status := range []int{200, 403} {
+		b.Run(fmt.Sprintf("html-4KiB/%d", status), func(b *testing.B) {
+			h := hdr("Content-Type", "text/html")
+			next := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				return &http.Response{StatusCode: status, Header: h, ContentLength: int64(len(page)),
+					Body: io.NopCloser(bytes.NewReader(page)), Request: r}, nil
+			})
+			tr := classify.NewTransport(next, classify.New(classify.Config{AgentToken: agent}))
+			req, _ := http.NewRequest(http.MethodGet, "http://127.0.0.1/p", nil)
+			b.SetBytes(int64(len(page)))
+			b.ReportAllocs()
+			for b.Loop() {
+				resp, err := tr.RoundTrip(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
 			}
 		})
 	}

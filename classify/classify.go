@@ -43,11 +43,14 @@ import (
 // read the first OKPeekSize bytes of one whose body is not encoded, it
 // returns the response at once with its Result pending, and the page is
 // judged when the caller reads it. The first Read (or WriteTo) of the body
-// reads those bytes in the caller's goroutine, as far as the caller's own
-// read goes (no PeekTimeout: the caller is waiting for the page anyway),
+// reads those bytes in the caller's goroutine, waiting for them as long as
+// the body lets a read wait (no PeekTimeout: the caller is waiting for the
+// page anyway; the request's context and the body's own deadlines apply),
 // applies the rules below to them, and only then hands out the bytes, all
 // of them, in order; a read error within the head reaches the caller after
-// the bytes before it. A 2xx challenge page is Refused exactly as before,
+// the bytes before it. That first Read therefore returns once the head
+// or the end of the body has arrived, not with the first bytes of a page
+// that trickles in. A 2xx challenge page is Refused exactly as before,
 // microseconds after RoundTrip returned for a caller that reads its
 // bodies. Of (and Classifier.Head) on a pending response settles it at
 // once with the time-bounded read above, so a caller that asks for the

@@ -127,6 +127,7 @@ func (lz *lazy) settle(cut bool) {
 	if len(head) == 0 {
 		head = nil
 		if pk.pending == nil {
+			pk.head = nil
 			pk.releaseLocked()
 		}
 	}
