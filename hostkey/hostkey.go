@@ -82,6 +82,12 @@ var profile = idna.New(
 // has only a port, and one wrapping ErrInvalidHost when the host is not a
 // valid DNS name or IP literal, the port is not in 1..65535, or mode is
 // unknown.
+//
+// Of does not allocate when u.Host is already a key: a lower-case ASCII
+// name without A-labels, or an IP address as netip.Addr.String writes it
+// (bracketed for IPv6, without zone), with no port or a non-default one
+// written canonically. Under ByDomain such a name still costs the one
+// allocation of the Public Suffix List lookup.
 func Of(u *url.URL, mode Mode) (string, error) {
 	if u == nil || u.Host == "" {
 		return "", ErrEmptyHost

@@ -139,7 +139,20 @@ var canonical = []struct{ host, byHost, byDomain string }{
 	{"[::1]:8080", "[::1]:8080", "[::1]:8080"},
 	{"[2001:db8::1]:1", "[2001:db8::1]:1", "[2001:db8::1]:1"},
 	{"[::ffff:1.2.3.4]", "[::ffff:1.2.3.4]", "[::ffff:1.2.3.4]"},
+	{"192.168.0.9:9090", "192.168.0.9:9090", "192.168.0.9:9090"},
+	{"[2001:db8::a0f9]:19", "[2001:db8::a0f9]:19", "[2001:db8::a0f9]:19"},
+	{"r3---sn-abc.googlevideo.com", "r3---sn-abc.googlevideo.com", "googlevideo.com"},
+	{"zz9.example0.org:9", "zz9.example0.org:9", "example0.org:9"},
+	{label63 + ".example", label63 + ".example", label63 + ".example"},
+	{name253, name253, name253[len(name253)-len("abcdefghi.com"):]},
 }
+
+// label63 is a label of the greatest length, name253 a name of the
+// greatest length.
+var (
+	label63 = strings.Repeat("a", 63)
+	name253 = strings.Repeat("abcdefghi.", 25) + "com"
+)
 
 // TestOfCanonical checks that a host already in key form gives its key
 // without allocating: always by host, and by domain for IP addresses. A
@@ -184,6 +197,7 @@ func FuzzOf(f *testing.F) {
 		"[::FFFF:1.2.3.4]", "[0:0::1]:8080", "example.com:080", "example.com:80",
 		"example.com:65535", "example.com:", "my_host.example.com", "localhost:3000",
 		"foo.github.io:8443", "www.example.co.uk", "a.co.uk:1", "[2001:db8::1]:65536",
+		"[1:2]", "[1:2]:8080", "[::1::2]", "[::1]:", "[::1]x", "Example.com:8080", "a-b.c_d.example",
 	} {
 		f.Add(s, false)
 		f.Add(s, true)
