@@ -72,11 +72,17 @@ func TestSkipScanPlanted(t *testing.T) {
 	if len(needles) != c.needles {
 		t.Fatalf("defaultNeedles has %d needles, the Classifier %d", len(needles), c.needles)
 	}
+	// bytes.Index for the skip search's needles only (an empty needle
+	// is never found).
+	searched := make([]string, len(needles))
+	for _, id := range k.ids {
+		searched[id] = needles[id]
+	}
 	head := benchHead(t, "goquery/gowiki.html")
 	hay := make([]byte, 0, len(head))
 	check := func(h []byte) {
 		t.Helper()
-		checkSkip(t, k, needles, h, naiveEnds(needles, h))
+		checkSkip(t, k, needles, h, naiveEnds(searched, h))
 	}
 	for _, n := range k.needles {
 		up := bytes.ToUpper([]byte(n))
