@@ -56,7 +56,8 @@ import (
 // once with the time-bounded read above, so a caller that asks for the
 // Result before reading gets the same answer; a body closed unread is
 // judged on its status and headers alone (OK, unless a header marker
-// matches), never by its content. OnSettle reads the Result without
+// matches), never by its content, and so is one first read (or asked
+// about) after the request's context ended: the host answered in time. OnSettle reads the Result without
 // settling it and runs a function once it is settled. Classify itself
 // returns a Result, so it always reads the head before returning, as
 // above; so does a Transport for other statuses and for gzip- or

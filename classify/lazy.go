@@ -15,7 +15,8 @@ import (
 // reading: a wait there is its own), and judged by the same rules as an
 // eager peek. Of, Head and Attach settle it earlier: Of and Head with the
 // time-bounded peek of an eager response, Attach with the Result given.
-// Close before any read settles it on the status and headers alone.
+// Close before any read settles it on the status and headers alone; so
+// does a first read (or Of) after the request's context ended.
 //
 // Whoever settles runs the hooks registered with OnSettle, on its own
 // goroutine, holding no lock, before the body hands out a byte.
@@ -106,11 +107,26 @@ func (lz *lazy) readHead() {
 			<-done
 		}
 	default:
+		if lz.ctx != nil && lz.ctx.Err() != nil {
+			lz.settleUnreadLocked() // unlocks
+			return
+		}
 		buf, done := lz.startLocked()
 		pk.mu.Unlock()
 		pk.read(lz.b.rc, buf, done)
 	}
 	lz.settle(false)
+}
+
+// settleUnreadLocked settles, on its status and headers alone, a Result
+// whose head no read has begun while the request's context has ended: the
+// answer came in time, and a caller that reads it late (or asks Of late)
+// is not the host's failure. b.p.mu must be held; it is released before
+// the hooks run.
+func (lz *lazy) settleUnreadLocked() {
+	r, h := lz.closeLocked()
+	lz.b.p.mu.Unlock()
+	h.run(r)
 }
 
 // settle judges the head read so far, unless the Result is settled
@@ -154,7 +170,8 @@ func (lz *lazy) settle(cut bool) {
 
 // closeLocked settles a Result that no read has begun to judge on the
 // status and headers alone, as Close does; b.p.mu must be held. It returns
-// the Result and the hooks to run once the lock is released.
+// the Result and the hooks to run once the lock is released (none, and the
+// zero Result, when a read had begun or the Result was settled).
 func (lz *lazy) closeLocked() (Result, hooks) {
 	if lz.state != lazyUnread {
 		return Result{}, hooks{}
@@ -207,12 +224,8 @@ func (lz *lazy) result() Result {
 		pk.mu.Unlock()
 	default:
 		if lz.ctx != nil && lz.ctx.Err() != nil {
-			// As an eager peek: nothing is read once the context ended.
-			r := lz.c.decide(lz.ctx, lz.resp, nil, lz.kind, nil, true)
-			h := lz.finishLocked(r)
-			pk.mu.Unlock()
-			h.run(r)
-			return r
+			lz.settleUnreadLocked() // unlocks
+			return lz.settledResult()
 		}
 		var buf []byte
 		buf, done = lz.startLocked()
@@ -224,10 +237,15 @@ func (lz *lazy) result() Result {
 		cut = pk.wait(lz.ctx, lz.b.rc, done, lz.c.peekTimeout, &lz.c.timers)
 	}
 	lz.settle(cut)
+	return lz.settledResult()
+}
+
+// settledResult returns the Result once settled.
+func (lz *lazy) settledResult() Result {
+	pk := lz.b.p
 	pk.mu.Lock()
-	r := lz.r
-	pk.mu.Unlock()
-	return r
+	defer pk.mu.Unlock()
+	return lz.r
 }
 
 // onSettle is OnSettle for a lazy Result.

@@ -2,6 +2,7 @@ package classify_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -279,6 +280,45 @@ func TestLazyConcurrentOf(t *testing.T) {
 		}
 		if h := <-hooked; r.Outcome != classify.Refused || h.Outcome != classify.Refused || len(hooked) != 0 {
 			t.Fatalf("Of = %v, hook %v (%d more); want Refused, once", r.Outcome, h.Outcome, len(hooked))
+		}
+	}
+}
+
+// TestLazyLateCaller: a 2xx answer whose body is first read, or whose
+// Result is first asked for, after the request's context ended is judged
+// on its status and headers alone (the host answered in time; the lateness
+// is the caller's): OK, even for a challenge page, and the read fails with
+// the context's error rather than handing out a page nobody judged.
+func TestLazyLateCaller(t *testing.T) {
+	page := sucuriChallenge(t)
+	for _, ofFirst := range []bool{false, true} {
+		ctx, cancel := context.WithCancel(context.Background())
+		pr, pw := io.Pipe()
+		next := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			go func() {
+				<-r.Context().Done()
+				pw.CloseWithError(context.Cause(r.Context())) // as net/http does
+			}()
+			return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"text/html"}}, ContentLength: -1, Body: pr, Request: r}, nil
+		})
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://127.0.0.1/x", nil)
+		resp, err := classify.NewTransport(next, nil).RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var hooked classify.Result
+		classify.OnSettle(resp, func(r classify.Result) { hooked = r })
+		cancel()
+		if ofFirst {
+			classify.Of(resp, nil)
+		}
+		go pw.Write(page) // too late: never read
+		if _, err := io.ReadAll(resp.Body); !errors.Is(err, context.Canceled) {
+			t.Errorf("Of first %v: ReadAll error = %v, want context.Canceled", ofFirst, err)
+		}
+		resp.Body.Close()
+		if r := classify.Of(resp, nil); r.Outcome != classify.OK || hooked.Outcome != classify.OK || r.Reason != "status 200" {
+			t.Errorf("Of first %v: Of = %v %q, hook %v; want ok on the status", ofFirst, r.Outcome, r.Reason, hooked.Outcome)
 		}
 	}
 }
