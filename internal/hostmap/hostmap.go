@@ -62,6 +62,11 @@ type Shard[E, L any] struct {
 	m         map[string]*E
 	peak      int // largest len(m) since m was last rebuilt
 	lastSweep time.Time
+	// last is the entry of lastHost that Get or Put saw last, or nil: a
+	// host asked for again and again (one site crawled) is found without
+	// a map lookup.
+	lastHost string
+	last     *E
 	// Local is the owner's own state of this shard, guarded by the shard's
 	// lock like the entries.
 	Local L
@@ -91,7 +96,16 @@ func (sh *Shard[E, L]) Lock() { sh.mu.Lock() }
 func (sh *Shard[E, L]) Unlock() { sh.mu.Unlock() }
 
 // Get returns host's entry, or nil if the shard holds none.
-func (sh *Shard[E, L]) Get(host string) *E { return sh.m[host] }
+func (sh *Shard[E, L]) Get(host string) *E {
+	if sh.last != nil && host == sh.lastHost {
+		return sh.last
+	}
+	e := sh.m[host]
+	if e != nil {
+		sh.lastHost, sh.last = host, e
+	}
+	return e
+}
 
 // Put sets host's entry to e.
 func (sh *Shard[E, L]) Put(host string, e *E) {
@@ -100,6 +114,7 @@ func (sh *Shard[E, L]) Put(host string, e *E) {
 	}
 	sh.m[host] = e
 	sh.peak = max(sh.peak, len(sh.m))
+	sh.lastHost, sh.last = host, e
 }
 
 // All yields the shard's hosts and their entries, in no particular order.
@@ -163,6 +178,9 @@ func (m *Map[E, L]) sweep(sh *Shard[E, L], now time.Time) int {
 		}
 		delete(sh.m, host)
 		n++
+		if e == sh.last {
+			sh.lastHost, sh.last = "", nil
+		}
 	}
 	if sh.peak >= minRebuild && len(sh.m) <= sh.peak/4 {
 		rebuilt := make(map[string]*E, len(sh.m))

@@ -206,3 +206,33 @@ func TestLocalAndAll(t *testing.T) {
 		t.Errorf("All() yielded %d hosts, Local sums to %d; want %d each", got, local, len(want))
 	}
 }
+
+// BenchmarkGet is a locked lookup of a host's entry: the same host again
+// and again (one site crawled), and hosts in turn round a shard.
+func BenchmarkGet(b *testing.B) {
+	for _, n := range []int{1, 100} {
+		b.Run(fmt.Sprintf("hosts=%d", n), func(b *testing.B) {
+			m := New[int, struct{}](Config[int]{})
+			hosts := make([]string, n)
+			for i := range hosts {
+				hosts[i] = fmt.Sprintf("h%d.example", i)
+				sh := m.Shard(hosts[i])
+				sh.Lock()
+				sh.Put(hosts[i], new(int))
+				sh.Unlock()
+			}
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				h := hosts[i%n]
+				i++
+				sh := m.Shard(h)
+				sh.Lock()
+				if sh.Get(h) == nil {
+					b.Fatal("no entry")
+				}
+				sh.Unlock()
+			}
+		})
+	}
+}
