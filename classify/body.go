@@ -27,7 +27,9 @@ type body struct {
 // still blocked; that read's bytes then join the head when it returns, and
 // the body hands them out before reading rc again. The goroutine makes at
 // most one more read once the peek is cut and ends by itself; Close of the
-// body unblocks it.
+// body unblocks it. The head of a lazy body is read by the caller's first
+// Read instead, with the same loop (read), unless Of reads it first (see
+// lazy).
 type peek struct {
 	pool *sync.Pool // where buf goes back
 
@@ -141,7 +143,8 @@ func (b *body) WriteTo(w io.Writer) (int64, error) {
 
 // Close releases the peek buffer (at once, or when a read left in flight by
 // the peek returns) and closes the original body. A lazy body whose head
-// was never read is settled on its status and headers (see lazy.close).
+// was never read is settled on its status and headers (see
+// lazy.closeLocked).
 func (b *body) Close() error {
 	pk := b.p
 	pk.mu.Lock()
