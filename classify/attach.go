@@ -53,6 +53,9 @@ type outcome struct {
 	// lz holds the Result instead of r when it is settled as the body is
 	// read (see lazy); nil otherwise.
 	lz *lazy
+	// req is resp.Request: a shallow copy of the attempt's request whose
+	// context is the outcome, allocated with it.
+	req http.Request
 }
 
 // peekedOutcome allocates an outcome with the body and peek state of an
@@ -103,5 +106,9 @@ func attach(resp *http.Response, req *http.Request, o *outcome) {
 		parent = prev.Context // a reclassification replaces the Result
 	}
 	o.Context = parent
-	resp.Request = req.WithContext(o)
+	// WithContext is the only way to set a request's context; it is
+	// inlined here, so the copy it makes stays on the stack and the one
+	// that outlives attach is o.req, allocated with the outcome.
+	o.req = *req.WithContext(o)
+	resp.Request = &o.req
 }
