@@ -14,6 +14,7 @@ import (
 	"github.com/egresskit/egresskit/egress"
 	"github.com/egresskit/egresskit/hostkey"
 	"github.com/egresskit/egresskit/hoststate"
+	"github.com/egresskit/egresskit/internal/firstsend"
 	"github.com/egresskit/egresskit/retry"
 	"github.com/egresskit/egresskit/telemetry"
 )
@@ -25,20 +26,53 @@ type gatedSender struct {
 	t *Transport
 }
 
+// noResume is the resume function of a timer that is not held.
+func noResume() {}
+
 // stateTimeout bounds a Record made after the caller's context ended, so
 // that the outcome of a sent attempt is never lost to a cancellation.
 const stateTimeout = 2 * time.Second
 
+var _ firstsend.Sender = (*gatedSender)(nil)
+
+// RoundTrip sends an attempt whose context is the retry layer's.
 func (a *gatedSender) RoundTrip(req *http.Request) (*http.Response, error) {
-	t := a.t
-	ctx := req.Context()
 	// Transport.RoundTrip derived the key once for all the attempts.
-	key, ok := retry.KeyFrom(ctx)
+	key, ok := retry.KeyFrom(req.Context())
 	if !ok {
 		var err error
-		if key, err = hostkey.Of(req.URL, t.cfg.HostKey); err != nil {
+		if key, err = hostkey.Of(req.URL, a.t.cfg.HostKey); err != nil {
 			return nil, unsent(req, err)
 		}
+	}
+	return a.send(req, key, false)
+}
+
+// SendFirst sends a request's first attempt, which the retry layer hands
+// over with the caller's request as it is when the attempt needs no
+// context of its own (no attempt timeout): the key Transport.RoundTrip
+// derived comes with it, and the attempt is the first, with no attempt
+// timer to hold.
+func (a *gatedSender) SendFirst(at firstsend.Attempt) (*http.Response, error) {
+	key := at.Key
+	if key == "" {
+		var err error
+		if key, err = hostkey.Of(at.Req.URL, a.t.cfg.HostKey); err != nil {
+			return nil, unsent(at.Req, err)
+		}
+	}
+	return a.send(at.Req, key, true)
+}
+
+// send sends the attempt req to the host whose key is key. first is set
+// for a first attempt whose context is the caller's (SendFirst); else the
+// context is the retry layer's attempt context.
+func (a *gatedSender) send(req *http.Request, key string, first bool) (*http.Response, error) {
+	t := a.t
+	ctx := req.Context()
+	attempt := 1
+	if !first {
+		attempt = max(retry.AttemptFrom(ctx), 1)
 	}
 	// The clock is read for the events only when someone observes them;
 	// sent is read always (the block detector keeps it).
@@ -50,11 +84,14 @@ func (a *gatedSender) RoundTrip(req *http.Request) (*http.Response, error) {
 	adm, err := t.state.Admit(ctx, key)
 	if err != nil {
 		err = notSent(err)
-		a.observe(ctx, req, key, start, 0, 0, classify.Of(nil, err), adm, hoststate.Effect{}, nil, err, false)
+		a.observe(ctx, req, key, attempt, start, 0, 0, classify.Of(nil, err), adm, hoststate.Effect{}, nil, err, false)
 		return nil, unsent(req, err)
 	}
 	if adm.Wait > 0 {
-		resume := retry.HoldAttemptTimer(ctx)
+		resume := noResume
+		if !first {
+			resume = retry.HoldAttemptTimer(ctx)
+		}
 		var held bool
 		adm, held, err = t.settle(ctx, key, adm)
 		resume()
@@ -64,7 +101,7 @@ func (a *gatedSender) RoundTrip(req *http.Request) (*http.Response, error) {
 			if held {
 				t.record(ctx, key, adm, classify.Result{Outcome: classify.Canceled, Reason: r.Reason})
 			}
-			a.observe(ctx, req, key, start, adm.Wait, 0, r, adm, hoststate.Effect{}, nil, err, false)
+			a.observe(ctx, req, key, attempt, start, adm.Wait, 0, r, adm, hoststate.Effect{}, nil, err, false)
 			return nil, unsent(req, err)
 		}
 	}
@@ -86,7 +123,7 @@ func (a *gatedSender) RoundTrip(req *http.Request) (*http.Response, error) {
 	if observed {
 		took = time.Since(sent)
 	}
-	end := attemptEnd{a: a, ctx: ctx, req: req, key: key, id: id, adm: adm, sent: sent, took: took, choice: choice, resp: resp, err: err}
+	end := attemptEnd{a: a, ctx: ctx, req: req, key: key, attempt: attempt, id: id, adm: adm, sent: sent, took: took, choice: choice, resp: resp, err: err}
 	var r classify.Result
 	if err != nil {
 		r = classify.Of(nil, err)
@@ -110,18 +147,19 @@ func (a *gatedSender) RoundTrip(req *http.Request) (*http.Response, error) {
 // for a 2xx answer whose page the classifier judges as the caller reads it,
 // when it settles, after RoundTrip returned.
 type attemptEnd struct {
-	a      *gatedSender
-	ctx    context.Context
-	req    *http.Request
-	key    string
-	id     *identity
-	adm    hoststate.Admission
-	sent   time.Time
-	took   time.Duration
-	choice *egress.Choice
-	resp   *http.Response
-	err    error
-	late   bool // settled after RoundTrip returned
+	a       *gatedSender
+	ctx     context.Context
+	req     *http.Request
+	key     string
+	attempt int // 1-based
+	id      *identity
+	adm     hoststate.Admission
+	sent    time.Time
+	took    time.Duration
+	choice  *egress.Choice
+	resp    *http.Response
+	err     error
+	late    bool // settled after RoundTrip returned
 }
 
 // deferred has the pending Result of e.resp fed to a copy of e when it
@@ -159,7 +197,7 @@ func (e *attemptEnd) settled(r classify.Result) {
 	if t.cfg.Audit != nil && e.choice != nil && e.choice.Reason == egress.ReasonForced {
 		t.cfg.Audit.ForcedEgress(e.key, e.choice.EndpointID, string(e.choice.Reason))
 	}
-	e.a.observe(e.ctx, e.req, e.key, e.sent, e.adm.Wait, e.took, r, e.adm, eff, e.choice, e.err, e.late)
+	e.a.observe(e.ctx, e.req, e.key, e.attempt, e.sent, e.adm.Wait, e.took, r, e.adm, eff, e.choice, e.err, e.late)
 }
 
 // readmitted is how an admission taken before a pause, or whose slot
@@ -307,7 +345,7 @@ func (t *Transport) escalate(c *classify.Classifier, key string, req *http.Reque
 // retry decision. An attempt whose Result settles after the request
 // returned (late) is the request's last: its event is delivered Final when
 // it settles.
-func (a *gatedSender) observe(ctx context.Context, req *http.Request, key string, start time.Time, wait, took time.Duration,
+func (a *gatedSender) observe(ctx context.Context, req *http.Request, key string, attempt int, start time.Time, wait, took time.Duration,
 	r classify.Result, adm hoststate.Admission, eff hoststate.Effect, choice *egress.Choice, err error, late bool) {
 	t := a.t
 	if len(t.observers) == 0 {
@@ -318,15 +356,12 @@ func (a *gatedSender) observe(ctx context.Context, req *http.Request, key string
 		Host:     key,
 		Method:   req.Method,
 		URL:      t.cfg.Redactor.RedactURL(req.URL),
-		Attempt:  retry.AttemptFrom(ctx),
+		Attempt:  attempt,
 		Status:   r.Status,
 		Outcome:  r.Outcome,
 		Markers:  r.Markers,
 		Wait:     wait,
 		Duration: took,
-	}
-	if e.Attempt < 1 {
-		e.Attempt = 1
 	}
 	e.Retries = e.Attempt - 1
 	switch {

@@ -176,6 +176,10 @@ func discard(resp *http.Response) {
 	resp.Body = http.NoBody
 }
 
+// errNoResponse is returned for an attempt whose RoundTripper returned no
+// response and no error.
+var errNoResponse = errors.New("retry: round tripper returned no response and no error")
+
 // errNoCall is returned if attemptSender is reached without a call: a bug.
 var errNoCall = errors.New("retry: attempt outside a call")
 
@@ -225,7 +229,7 @@ func (a *attemptSender) RoundTrip(r *http.Request) (*http.Response, error) {
 			cancel()
 		}
 		if err == nil {
-			err = errors.New("retry: round tripper returned no response and no error")
+			err = errNoResponse
 		}
 		return nil, err
 	}

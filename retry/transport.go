@@ -33,6 +33,7 @@ import (
 	"strings"
 
 	"github.com/egresskit/egresskit/classify"
+	"github.com/egresskit/egresskit/internal/firstsend"
 	"github.com/hashicorp/go-retryablehttp"
 )
 
@@ -55,12 +56,17 @@ var (
 //
 // Each attempt's request context carries the attempt number (AttemptFrom)
 // and, with Policy.AttemptTimeout, its own deadline, which lasts until the
-// attempt's response body is closed.
+// attempt's response body is closed. The one exception is egresskit's own
+// chain, whose layer under this Transport is told the attempt and its key
+// directly: there a first attempt that needs no deadline of its own goes
+// out with the caller's request as it is, sparing a copy of the request
+// per request.
 type Transport struct {
 	next   http.RoundTripper
-	p      Policy         // normalized
-	first  *attemptSender // sends first attempts; the engine's client sends retries through it too
-	hc     *http.Client   // the engine's client; its Transport is first
+	p      Policy           // normalized
+	first  *attemptSender   // sends first attempts; the engine's client sends retries through it too
+	direct firstsend.Sender // next, when it takes first attempts without an attempt context; else nil
+	hc     *http.Client     // the engine's client; its Transport is first
 	engine *retryablehttp.Client
 }
 
@@ -74,6 +80,7 @@ func New(next http.RoundTripper, p Policy) *Transport {
 	}
 	t := &Transport{next: next, p: p.normalized()}
 	t.first = &attemptSender{next: next, timeout: t.p.AttemptTimeout}
+	t.direct, _ = next.(firstsend.Sender)
 	t.hc = &http.Client{
 		// attemptSender has no CloseIdleConnections method, so the engine's
 		// calls to HTTPClient.CloseIdleConnections after a failure never
@@ -141,42 +148,27 @@ func (t *Transport) roundTrip(req *http.Request, key string) (*http.Response, er
 		ctx, cancel = context.WithTimeout(ctx, t.p.Deadline)
 	}
 
-	c := &call{p: &t.p, key: key}
+	// The call stays on the stack while the first attempt needs no
+	// context of its own (see sendDirect); it moves to the heap with the
+	// attempts' request otherwise.
+	first := call{p: &t.p, key: key}
 	hasBody := req.Body != nil && req.Body != http.NoBody
 	if hasBody {
-		c.getBody = req.GetBody
+		first.getBody = req.GetBody
 	}
 	if (!hasBody || req.GetBody != nil) && (t.p.RetryNonIdempotent || idempotent(req)) {
-		c.left = int32(min(t.p.MaxRetries, math.MaxInt32))
+		first.left = int32(min(t.p.MaxRetries, math.MaxInt32))
 	}
 
-	c.Context = ctx
-	// The attempts' request lives in the call: one allocation for both.
-	// WithContext's own copy does not escape (it is copied at once), so it
-	// costs no allocation.
-	c.req = *req.WithContext(c)
-	out := &c.req
-	// Hidden from the engine's http.Client, which would otherwise call it
-	// for a 307/308 it is not going to follow; attemptSender restores it for
-	// the layers below (http.Transport rewinds with it on a dead
-	// keep-alive connection).
-	out.GetBody = nil
-	// A server-side request forwarded as is: http.Client refuses it,
-	// http.Transport does not.
-	out.RequestURI = ""
-	if req.URL.User != nil {
-		// http.Client would turn userinfo into an Authorization header
-		// the caller did not set; attemptSender restores the caller's URL.
-		u := *req.URL
-		u.User = nil
-		out.URL = &u
-		c.url = req.URL
-	}
-
-	resp, err := t.do(c, out)
-	if c.next != nil { // a replay body obtained for a retry that did not happen
-		c.next.Close()
-		c.next = nil
+	var (
+		resp *http.Response
+		err  error
+	)
+	if t.direct != nil && cancel == nil && t.p.AttemptTimeout <= 0 &&
+		req.Header != nil && req.URL.User == nil && req.RequestURI == "" {
+		resp, err = t.sendDirect(&first, req)
+	} else {
+		resp, err = t.do(t.newCall(&first, ctx, req), nil)
 	}
 
 	err = unwrapClient(err)
@@ -201,17 +193,62 @@ func (t *Transport) roundTrip(req *http.Request, key string) (*http.Response, er
 	return resp, nil
 }
 
-// do makes the attempts of the call c, whose request is out: the first
-// directly, then, if checkRetry asks for a retry, the rest in the engine.
-// The engine's outcome for a first attempt it made itself would be the
-// same: between attempts it ends the request if the context has ended,
-// copies the request, runs PrepareRetry (whose error ends the request with
-// the last response), and its loop then continues as from a first attempt,
-// which changes nothing: the call counts the attempts and the retries left.
-func (t *Transport) do(c *call, out *http.Request) (*http.Response, error) {
-	resp, err := t.sendFirst(out)
-	if ok, _ := c.checkRetry(c, resp, err); !ok {
-		return resp, err
+// newCall returns the call of the request req, whose attempts' context is
+// ctx, with the state of first: the attempts' request is req,
+// shallow-copied, with the call as its context and what the engine's
+// http.Client must not see removed.
+func (t *Transport) newCall(first *call, ctx context.Context, req *http.Request) *call {
+	c := new(call)
+	*c = *first
+	c.Context = ctx
+	// The attempts' request lives in the call: one allocation for both.
+	// WithContext's own copy does not escape (it is copied at once), so it
+	// costs no allocation.
+	c.req = *req.WithContext(c)
+	out := &c.req
+	// Hidden from the engine's http.Client, which would otherwise call it
+	// for a 307/308 it is not going to follow; attemptSender restores it for
+	// the layers below (http.Transport rewinds with it on a dead
+	// keep-alive connection).
+	out.GetBody = nil
+	// A server-side request forwarded as is: http.Client refuses it,
+	// http.Transport does not.
+	out.RequestURI = ""
+	if req.URL.User != nil {
+		// http.Client would turn userinfo into an Authorization header
+		// the caller did not set; attemptSender restores the caller's URL.
+		u := *req.URL
+		u.User = nil
+		out.URL = &u
+		c.url = req.URL
+	}
+	return c
+}
+
+// do makes the attempts of the call c: the first directly, unless it was
+// made already (c.attempts is then 1, resp1 its response, and checkRetry
+// said yes to it), then, if
+// checkRetry asks for a retry, the rest in the engine. The engine's
+// outcome for a first attempt it made itself would be the same: between
+// attempts it ends the request if the context has ended, copies the
+// request, runs PrepareRetry (whose error ends the request with the last
+// response), and its loop then continues as from a first attempt, which
+// changes nothing: the call counts the attempts and the retries left.
+func (t *Transport) do(c *call, resp1 *http.Response) (resp *http.Response, err error) {
+	defer func() {
+		if c.next != nil { // a replay body obtained for a retry that did not happen
+			c.next.Close()
+			c.next = nil
+		}
+	}()
+	out := &c.req
+	if c.attempts == 0 {
+		resp, err = t.sendFirst(out)
+		if ok, _ := c.checkRetry(c, resp, err); !ok {
+			return resp, err
+		}
+	} else {
+		resp = resp1 // checkRetry said yes already
 	}
 	if err := c.Err(); err != nil {
 		return nil, err
@@ -223,6 +260,24 @@ func (t *Transport) do(c *call, out *http.Request) (*http.Response, error) {
 		return resp, perr
 	}
 	return t.engine.Do(&retryablehttp.Request{Request: &next})
+}
+
+// sendDirect makes the first attempt of req through t.direct, with the
+// caller's request as it is, and decides on it with first, a call on the
+// caller's stack whose context is req's; only a retry moves the call to
+// the heap and goes on in do. Its preconditions (RoundTrip checks them):
+// no Deadline or AttemptTimeout (the attempt's context is req's), a
+// non-nil Header, no userinfo in the URL and no RequestURI, so that the
+// request is what the engine's http.Client would send.
+func (t *Transport) sendDirect(first *call, req *http.Request) (*http.Response, error) {
+	first.attempts = 1
+	resp, err := t.direct.SendFirst(firstsend.Attempt{Req: req, Key: first.key})
+	resp, err = t.firstOutcome(req, resp, err)
+	ok, _ := first.checkRetry(req.Context(), resp, err)
+	if !ok {
+		return resp, err
+	}
+	return t.do(t.newCall(first, req.Context(), req), resp)
 }
 
 // sendFirst sends the first attempt of out through the attemptSender with
@@ -239,7 +294,20 @@ func (t *Transport) sendFirst(out *http.Request) (*http.Response, error) {
 		out.Header = make(http.Header)
 	}
 	resp, err := t.first.RoundTrip(out)
+	return t.firstOutcome(out, resp, err)
+}
+
+// firstOutcome turns what the layers below returned for the first attempt
+// of out into what the engine's http.Client would have returned (see
+// sendFirst).
+func (t *Transport) firstOutcome(out *http.Request, resp *http.Response, err error) (*http.Response, error) {
+	if err == nil && resp == nil { // as attemptSender reports it
+		err = errNoResponse
+	}
 	if err != nil {
+		if resp != nil && resp.Body != nil {
+			resp.Body.Close()
+		}
 		if tlsErr, ok := err.(tls.RecordHeaderError); ok && string(tlsErr.RecordHeader[:]) == "HTTP/" {
 			err = http.ErrSchemeMismatch
 		}
