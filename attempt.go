@@ -172,9 +172,47 @@ func (e attemptEnd) deferred() (classify.Result, bool) {
 	if p, ok := e.ctx.Value(pendingKey{}).(*pending); ok {
 		p.advance(e.ctx, t.observers)
 	}
-	late := &e
-	late.late = true
-	return classify.OnSettle(e.resp, late.settled)
+	late := lateEnds.Get().(*lateEnd)
+	late.e = e
+	late.e.late = true
+	r, settled := classify.OnSettle(e.resp, late.hook)
+	if settled { // the hook is not kept
+		late.release()
+	}
+	return r, settled
+}
+
+// lateEnd is the copy of an attemptEnd that a pending Result is fed to
+// when it settles. They are pooled, each with its hook bound once, so that
+// a 2xx page judged as it is read costs no allocation for its hook: the
+// hook runs once (classify.OnSettle), and the lateEnd is reused after.
+type lateEnd struct {
+	e    attemptEnd
+	hook func(classify.Result) // settle, bound to this lateEnd
+}
+
+// lateEnds holds the lateEnds not in use. New is set by init: a
+// lateEnd's hook puts it back.
+var lateEnds sync.Pool
+
+func init() {
+	lateEnds.New = func() any {
+		l := new(lateEnd)
+		l.hook = l.settle
+		return l
+	}
+}
+
+func (l *lateEnd) settle(r classify.Result) {
+	l.e.settled(r)
+	l.release()
+}
+
+// release forgets the attempt, whose response and request must not be
+// kept alive by the pool, and returns l to the pool.
+func (l *lateEnd) release() {
+	l.e = attemptEnd{}
+	lateEnds.Put(l)
 }
 
 // settled feeds the attempt's Result r to the block detector, the host's
