@@ -52,7 +52,7 @@ type outcome struct {
 	r               Result
 	// lz holds the Result instead of r when it is settled as the body is
 	// read (see lazy); nil otherwise.
-	lz *lazy
+	lz *lazyOutcome
 	// req is resp.Request: a shallow copy of the attempt's request whose
 	// context is the outcome, allocated with it.
 	req http.Request

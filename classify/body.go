@@ -19,7 +19,7 @@ import (
 type body struct {
 	rc io.ReadCloser // the original body
 	p  *peek         // the peeked head
-	lz *lazy         // non-nil when the head is read and judged on the first Read (see lazy)
+	lz *lazyOutcome  // non-nil when the head is read and judged on the first Read (see lazy)
 }
 
 // peek is the state of an inspected body. The head is read by a goroutine
@@ -29,18 +29,30 @@ type body struct {
 // most one more read once the peek is cut and ends by itself; Close of the
 // body unblocks it. The head of a lazy body is read by the caller's first
 // Read instead, with the same loop (read), unless Of reads it first (see
-// lazy).
+// lazy); no goroutine and no channel then, unless another goroutine waits
+// for that read.
 type peek struct {
 	pool *sync.Pool // where buf goes back
 
 	mu       sync.Mutex    // guards the fields below, and those of a lazy body's state
-	rcClosed bool          // the peek closed rc because the request's context ended
 	buf      *[]byte       // pooled buffer backing head; nil once released
 	head     []byte        // peeked bytes not yet handed out
 	err      error         // how the peek ended (io.EOF or a read error); nil: rc has more
+	ended    chan struct{} // nil, or closed when the read in flight ends (see endedLocked)
+	reading  bool          // a read of the head is in flight (read runs)
+	rcClosed bool          // the peek closed rc because the request's context ended
 	closed   bool          // Close was called
-	stop     bool          // the peek was cut: fill ends after its current read
-	pending  chan struct{} // non-nil while fill runs; closed when it ends
+	stop     bool          // the peek was cut: read ends after its current read
+}
+
+// endedLocked returns a channel that is closed when the read of the head
+// in flight ends, making it for the first goroutine to wait. pk.mu must be
+// held and pk.reading set.
+func (pk *peek) endedLocked() chan struct{} {
+	if pk.ended == nil {
+		pk.ended = make(chan struct{})
+	}
+	return pk.ended
 }
 
 var (
@@ -61,14 +73,15 @@ func (b *body) Read(p []byte) (int, error) {
 			n := copy(p, pk.head)
 			pk.head = pk.head[n:]
 			var err error
-			if len(pk.head) == 0 && pk.pending == nil {
+			if len(pk.head) == 0 && !pk.reading {
 				pk.releaseLocked()
 				err = pk.err
 			}
 			pk.mu.Unlock()
 			return n, err
 		}
-		if ch := pk.pending; ch != nil {
+		if pk.reading {
+			ch := pk.endedLocked()
 			pk.mu.Unlock()
 			<-ch
 			continue
@@ -84,15 +97,14 @@ func (b *body) Read(p []byte) (int, error) {
 
 // settled waits until no read of the peek is in flight.
 func (pk *peek) settled() {
-	for {
-		pk.mu.Lock()
-		ch := pk.pending
+	pk.mu.Lock()
+	if !pk.reading {
 		pk.mu.Unlock()
-		if ch == nil {
-			return
-		}
-		<-ch
+		return
 	}
+	ch := pk.endedLocked()
+	pk.mu.Unlock()
+	<-ch
 }
 
 // WriteTo writes the peeked head and then copies the rest of the original
@@ -157,7 +169,7 @@ func (b *body) Close() error {
 	}
 	pk.head = nil
 	pk.closed = true
-	if pk.pending == nil {
+	if !pk.reading {
 		pk.releaseLocked()
 	}
 	rcClosed := pk.rcClosed
@@ -194,9 +206,9 @@ var errBadRead = errors.New("classify: body reader returned an invalid count")
 // buf must be (*pk.buf)[:len]; pk must not be published yet.
 func (pk *peek) fill(ctx context.Context, rc io.ReadCloser, buf []byte, budget time.Duration, timers *sync.Pool) (head []byte, err error, cut bool) {
 	pk.head = buf[:0]
-	done := make(chan struct{})
-	pk.pending = done
-	go pk.read(rc, buf, done)
+	pk.reading = true
+	done := pk.endedLocked() // pk is not published: no lock needed
+	go pk.read(rc, buf)
 	cut = pk.wait(ctx, rc, done, budget, timers)
 	pk.mu.Lock()
 	head, err = pk.head, pk.err
@@ -235,13 +247,13 @@ func (pk *peek) wait(ctx context.Context, rc io.ReadCloser, done chan struct{}, 
 	case <-timeout:
 		pk.mu.Lock()
 		pk.stop = true
-		cut = pk.pending != nil
+		cut = pk.reading
 		pk.mu.Unlock()
 		return cut
 	case <-ctxDone:
 		pk.mu.Lock()
 		pk.stop = true
-		running := pk.pending != nil
+		running := pk.reading
 		pk.mu.Unlock()
 		if running {
 			// A body that ignores its context cannot hold the caller: close
@@ -261,9 +273,11 @@ func (pk *peek) wait(ctx context.Context, rc io.ReadCloser, done chan struct{}, 
 	return false
 }
 
-// read is fill's goroutine: it reads rc into buf until buf is full, rc
-// ends or fails, or the peek is cut, appending to pk.head after each read.
-func (pk *peek) read(rc io.Reader, buf []byte, done chan struct{}) {
+// read reads rc into buf until buf is full, rc ends or fails, or the peek
+// is cut, appending to pk.head after each read; then it clears pk.reading,
+// which must be set, and closes pk.ended if a goroutine waits. It is fill's
+// goroutine, and the first Read of a lazy body.
+func (pk *peek) read(rc io.Reader, buf []byte) {
 	n, empty := 0, 0
 	for {
 		m, err := rc.Read(buf[n:])
@@ -286,12 +300,15 @@ func (pk *peek) read(rc io.Reader, buf []byte, done chan struct{}) {
 			pk.err = err
 		}
 		if err != nil || n == len(buf) || pk.stop {
-			pk.pending = nil
+			pk.reading = false
+			ended := pk.ended
 			if pk.closed {
 				pk.releaseLocked()
 			}
 			pk.mu.Unlock()
-			close(done)
+			if ended != nil {
+				close(ended)
+			}
 			return
 		}
 		pk.mu.Unlock()

@@ -158,7 +158,7 @@ func (c *Classifier) classifyResponse(req *http.Request, resp *http.Response, la
 		o = new(outcome)
 		ctxEnded = true
 	case lazy && c.defers(resp.StatusCode, enc):
-		c.deferResponse(ctx, req, resp, kind)
+		c.deferResponse(req, resp, kind)
 		return Result{}
 	default:
 		po := &peekedOutcome{}

@@ -1,7 +1,6 @@
 package classify
 
 import (
-	"context"
 	"io"
 	"net/http"
 	"slices"
@@ -21,32 +20,29 @@ import (
 // Whoever settles runs the hooks registered with OnSettle, on its own
 // goroutine, holding no lock, before the body hands out a byte.
 type lazy struct {
-	c    *Classifier
-	resp *http.Response  // status and header
-	ctx  context.Context // the request's context; nil when unknown
-	kind bodyKind        // from the Content-Type; kindUnknown is sniffed from the head
-	n    int             // how many bytes of the head are judged
-	b    *body           // the body whose peek holds the head
+	c     *Classifier
+	resp  *http.Response // status and header
+	kind  bodyKind       // from the Content-Type; kindUnknown is sniffed from the head
+	state lazyState      // guarded by peek.mu; declared here so that a lazyOutcome fits its size class
+	done  atomic.Bool    // state == lazySettled; lets Read skip the lock
 
-	done atomic.Bool // state == lazySettled; lets Read skip the lock
-
-	// Guarded by b.p.mu.
-	state lazyState
-	r     Result         // the Result once settled
-	fn    func(Result)   // the first hook not yet run
-	fns   []func(Result) // further hooks
+	// Guarded by peek.mu. The Result, once settled, is outcome.r.
+	fn  func(Result)   // the first hook not yet run
+	fns []func(Result) // further hooks
 }
 
 type lazyState uint8
 
 const (
 	lazyUnread  lazyState = iota // no read of the head has started
-	lazyReading                  // a read of the head is in flight (b.p.pending)
-	lazySettled                  // r is final
+	lazyReading                  // a read of the head is in flight (peek.reading) or done, not yet judged
+	lazySettled                  // outcome.r is final
 )
 
 // lazyOutcome allocates the outcome, body, peek and lazy state of a
-// pending response together.
+// pending response together. Its head is read into peek (n bytes: the
+// Classifier's OKPeekSize), its Result kept in outcome.r, and the
+// request's context is outcome.Context.
 type lazyOutcome struct {
 	outcome
 	body
@@ -63,86 +59,89 @@ func (c *Classifier) defers(status int, enc encoding) bool {
 }
 
 // deferResponse installs the lazy body and the pending outcome of resp, the
-// response to req (a request to attach to; see attach), whose context is
-// ctx.
-func (c *Classifier) deferResponse(ctx context.Context, req *http.Request, resp *http.Response, kind bodyKind) {
+// response to req (a request to attach to; see attach).
+func (c *Classifier) deferResponse(req *http.Request, resp *http.Response, kind bodyKind) {
 	lo := &lazyOutcome{}
-	lo.body.rc, lo.body.p, lo.body.lz = resp.Body, &lo.peek, &lo.lazy
+	lo.body.rc, lo.body.p, lo.body.lz = resp.Body, &lo.peek, lo
 	lo.peek.pool = &c.heads
-	lo.lazy.c, lo.lazy.resp, lo.lazy.ctx, lo.lazy.kind, lo.lazy.n, lo.lazy.b = c, resp, ctx, kind, c.okPeek, &lo.body
-	lo.outcome.lz = &lo.lazy
+	lo.lazy.c, lo.lazy.resp, lo.lazy.kind = c, resp, kind
+	lo.outcome.lz = lo
 	resp.Body = &lo.body
 	attach(resp, req, &lo.outcome)
 }
 
+// ctxEnded reports whether the request's context has ended.
+func (lo *lazyOutcome) ctxEnded() bool { return lo.outcome.Context.Err() != nil }
+
 // startLocked starts a read of the head: it takes a pooled buffer and
-// marks the read in flight. b.p.mu must be held and the state unread.
-func (lz *lazy) startLocked() (buf []byte, done chan struct{}) {
-	pk := lz.b.p
-	bp := lz.c.heads.Get().(*[]byte)
+// marks the read in flight. peek.mu must be held and the state unread.
+func (lo *lazyOutcome) startLocked() (buf []byte) {
+	pk := &lo.peek
+	bp := lo.c.heads.Get().(*[]byte)
 	pk.buf = bp
-	buf = (*bp)[:lz.n]
+	buf = (*bp)[:lo.c.okPeek]
 	pk.head = buf[:0]
-	done = make(chan struct{})
-	pk.pending = done
-	lz.state = lazyReading
-	return buf, done
+	pk.reading = true
+	lo.state = lazyReading
+	return buf
 }
 
 // readHead is the first Read or WriteTo of the body: it reads the head in
 // the caller's goroutine, without a time bound, and settles the Result. If
 // another goroutine's read of the head is in flight (Of settling it), it
 // waits for that read and settles on it.
-func (lz *lazy) readHead() {
-	pk := lz.b.p
+func (lo *lazyOutcome) readHead() {
+	pk := &lo.peek
 	pk.mu.Lock()
-	switch lz.state {
+	switch lo.state {
 	case lazySettled:
 		pk.mu.Unlock()
 		return
 	case lazyReading:
-		done := pk.pending
-		pk.mu.Unlock()
-		if done != nil {
+		if pk.reading {
+			done := pk.endedLocked()
+			pk.mu.Unlock()
 			<-done
+		} else {
+			pk.mu.Unlock()
 		}
 	default:
-		if lz.ctx != nil && lz.ctx.Err() != nil {
-			lz.settleUnreadLocked() // unlocks
+		if lo.ctxEnded() {
+			lo.settleUnreadLocked() // unlocks
 			return
 		}
-		buf, done := lz.startLocked()
+		buf := lo.startLocked()
 		pk.mu.Unlock()
-		pk.read(lz.b.rc, buf, done)
+		pk.read(lo.body.rc, buf)
 	}
-	lz.settle(false)
+	lo.settle(false)
 }
 
 // settleUnreadLocked settles, on its status and headers alone, a Result
 // whose head no read has begun while the request's context has ended: the
 // answer came in time, and a caller that reads it late (or asks Of late)
-// is not the host's failure. b.p.mu must be held; it is released before
+// is not the host's failure. peek.mu must be held; it is released before
 // the hooks run.
-func (lz *lazy) settleUnreadLocked() {
-	r, h := lz.closeLocked()
-	lz.b.p.mu.Unlock()
+func (lo *lazyOutcome) settleUnreadLocked() {
+	r, h := lo.closeLocked()
+	lo.peek.mu.Unlock()
 	h.run(r)
 }
 
 // settle judges the head read so far, unless the Result is settled
 // already, and runs the hooks. cut reports that the time budget of Of cut
 // the read.
-func (lz *lazy) settle(cut bool) {
-	pk := lz.b.p
+func (lo *lazyOutcome) settle(cut bool) {
+	pk := &lo.peek
 	pk.mu.Lock()
-	if lz.state == lazySettled {
+	if lo.state == lazySettled {
 		pk.mu.Unlock()
 		return
 	}
 	head, err := pk.head, pk.err
 	if len(head) == 0 {
 		head = nil
-		if pk.pending == nil {
+		if !pk.reading {
 			pk.head = nil
 			pk.releaseLocked()
 		}
@@ -153,40 +152,40 @@ func (lz *lazy) settle(cut bool) {
 	)
 	if err != nil && err != io.EOF && !pk.closed { // a read failing after Close is no fault of the host
 		peekErr = err
-		ctxEnded = lz.ctx != nil && lz.ctx.Err() != nil
+		ctxEnded = lo.ctxEnded()
 	}
-	kind := lz.kind
+	kind := lo.kind
 	if kind == kindUnknown && head != nil {
 		kind = sniffKind(head)
 	}
 	// The head stays under the lock while it is judged: a concurrent Close
 	// would give its buffer back to the pool.
-	r := lz.c.decide(lz.ctx, lz.resp, head, kind, peekErr, ctxEnded)
+	r := lo.c.decide(lo.outcome.Context, lo.resp, head, kind, peekErr, ctxEnded)
 	r.PeekCut = cut
-	h := lz.finishLocked(r)
+	h := lo.finishLocked(r)
 	pk.mu.Unlock()
 	h.run(r)
 }
 
 // closeLocked settles a Result that no read has begun to judge on the
-// status and headers alone, as Close does; b.p.mu must be held. It returns
+// status and headers alone, as Close does; peek.mu must be held. It returns
 // the Result and the hooks to run once the lock is released (none, and the
 // zero Result, when a read had begun or the Result was settled).
-func (lz *lazy) closeLocked() (Result, hooks) {
-	if lz.state != lazyUnread {
+func (lo *lazyOutcome) closeLocked() (Result, hooks) {
+	if lo.state != lazyUnread {
 		return Result{}, hooks{}
 	}
-	r := lz.c.decide(lz.ctx, lz.resp, nil, lz.kind, nil, false)
-	return r, lz.finishLocked(r)
+	r := lo.c.decide(lo.outcome.Context, lo.resp, nil, lo.kind, nil, false)
+	return r, lo.finishLocked(r)
 }
 
 // finishLocked makes r the Result and returns the hooks to run, which it
-// forgets; b.p.mu must be held.
-func (lz *lazy) finishLocked(r Result) hooks {
-	lz.state, lz.r = lazySettled, r
-	lz.done.Store(true)
-	h := hooks{lz.fn, lz.fns}
-	lz.fn, lz.fns = nil, nil
+// forgets; peek.mu must be held.
+func (lo *lazyOutcome) finishLocked(r Result) hooks {
+	lo.state, lo.outcome.r = lazySettled, r
+	lo.done.Store(true)
+	h := hooks{lo.fn, lo.fns}
+	lo.fn, lo.fns = nil, nil
 	return h
 }
 
@@ -210,82 +209,84 @@ func (h hooks) run(r Result) {
 // result returns the Result, settling it first if it is pending: with the
 // eager peek's time budget (PeekTimeout from now, and the request's
 // context), on a read of its own or on one already in flight.
-func (lz *lazy) result() Result {
-	pk := lz.b.p
+func (lo *lazyOutcome) result() Result {
+	pk := &lo.peek
 	pk.mu.Lock()
 	var done chan struct{}
-	switch lz.state {
+	switch lo.state {
 	case lazySettled:
-		r := lz.r
+		r := lo.outcome.r
 		pk.mu.Unlock()
 		return r
 	case lazyReading:
-		done = pk.pending
+		if pk.reading {
+			done = pk.endedLocked()
+		}
 		pk.mu.Unlock()
 	default:
-		if lz.ctx != nil && lz.ctx.Err() != nil {
-			lz.settleUnreadLocked() // unlocks
-			return lz.settledResult()
+		if lo.ctxEnded() {
+			lo.settleUnreadLocked() // unlocks
+			return lo.settledResult()
 		}
-		var buf []byte
-		buf, done = lz.startLocked()
+		buf := lo.startLocked()
+		done = pk.endedLocked()
 		pk.mu.Unlock()
-		go pk.read(lz.b.rc, buf, done)
+		go pk.read(lo.body.rc, buf)
 	}
 	cut := false
 	if done != nil {
-		cut = pk.wait(lz.ctx, lz.b.rc, done, lz.c.peekTimeout, &lz.c.timers)
+		cut = pk.wait(lo.outcome.Context, lo.body.rc, done, lo.c.peekTimeout, &lo.c.timers)
 	}
-	lz.settle(cut)
-	return lz.settledResult()
+	lo.settle(cut)
+	return lo.settledResult()
 }
 
 // settledResult returns the Result once settled.
-func (lz *lazy) settledResult() Result {
-	pk := lz.b.p
+func (lo *lazyOutcome) settledResult() Result {
+	pk := &lo.peek
 	pk.mu.Lock()
 	defer pk.mu.Unlock()
-	return lz.r
+	return lo.outcome.r
 }
 
 // onSettle is OnSettle for a lazy Result.
-func (lz *lazy) onSettle(fn func(Result)) (Result, bool) {
-	pk := lz.b.p
+func (lo *lazyOutcome) onSettle(fn func(Result)) (Result, bool) {
+	pk := &lo.peek
 	pk.mu.Lock()
 	defer pk.mu.Unlock()
-	if lz.state == lazySettled {
-		return lz.r, true
+	if lo.state == lazySettled {
+		return lo.outcome.r, true
 	}
 	switch {
 	case fn == nil:
-	case lz.fn == nil:
-		lz.fn = fn
+	case lo.fn == nil:
+		lo.fn = fn
 	default:
-		lz.fns = append(lz.fns, fn)
+		lo.fns = append(lo.fns, fn)
 	}
 	return Result{}, false
 }
 
 // attach makes r the Result: in place when it is settled, else settling it
 // with r, so that the body is handed out without being judged.
-func (lz *lazy) attach(r Result) {
-	pk := lz.b.p
+func (lo *lazyOutcome) attach(r Result) {
+	pk := &lo.peek
 	pk.mu.Lock()
-	if lz.state == lazySettled {
-		lz.r = r
+	if lo.state == lazySettled {
+		lo.outcome.r = r
 		pk.mu.Unlock()
 		return
 	}
-	h := lz.finishLocked(r)
+	h := lo.finishLocked(r)
 	pk.mu.Unlock()
 	h.run(r)
 }
 
 // head returns a copy of up to n bytes of the head not yet handed out,
 // settling the Result first as result does.
-func (lz *lazy) head(n int) []byte {
-	lz.result()
-	pk := lz.b.p
+func (lo *lazyOutcome) head(n int) []byte {
+	lo.result()
+	pk := &lo.peek
 	pk.mu.Lock()
 	defer pk.mu.Unlock()
 	if len(pk.head) == 0 {
