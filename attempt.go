@@ -75,7 +75,7 @@ func (a *gatedSender) send(req *http.Request, key string, first bool) (*http.Res
 		attempt = max(retry.AttemptFrom(ctx), 1)
 	}
 	// The clock is read for the events only when someone observes them;
-	// sent is read always (the block detector keeps it).
+	// sent is known always (the block detector keeps it).
 	observed := len(t.observers) > 0
 	var start time.Time
 	if observed {
@@ -110,7 +110,12 @@ func (a *gatedSender) send(req *http.Request, key string, first bool) (*http.Res
 		choice = new(egress.Choice)
 		req = req.WithContext(egress.WithRecorder(ctx, choice))
 	}
-	sent := time.Now()
+	// An admission without a wait was granted just now: the clock the
+	// store read for it stands for the time the attempt is sent.
+	sent := adm.At
+	if adm.Wait > 0 || sent.IsZero() {
+		sent = time.Now()
+	}
 	id, err := t.ids.of(req.Header.Get("User-Agent")) // set by Transport.RoundTrip
 	if err != nil {
 		// Unreachable: Transport.RoundTrip made this identity. Give the

@@ -74,6 +74,13 @@ type Admission struct {
 	// as it is but recorded as Canceled and taken again, so that attempts
 	// waiting when a pause ends go out one interval apart.
 	Epoch uint64
+	// At is when the store admitted the attempt, by the local clock
+	// (time.Now, with its monotonic reading), when it read that clock
+	// for the decision; zero when it did not (the Redis store decides by
+	// Redis's clock). A caller that sends at once, without a Wait, may
+	// take it for the time the attempt was sent instead of reading the
+	// clock again.
+	At time.Time
 }
 
 // Effect reports what Record changed.

@@ -70,7 +70,7 @@ func (m *Memory) Admit(ctx context.Context, host string) (Admission, error) {
 		m.breakers.DoneAt(host, t, neutral, now)
 		return Admission{}, err
 	}
-	return Admission{Wait: res.Wait, Probe: t.Probe, Generation: t.Generation, Epoch: res.Epoch}, nil
+	return Admission{Wait: res.Wait, Probe: t.Probe, Generation: t.Generation, Epoch: res.Epoch, At: now}, nil
 }
 
 // Record feeds r to the limiter, then to the breaker, which also halts the

@@ -265,3 +265,20 @@ func BenchmarkMemory100kHosts(b *testing.B) {
 	}
 	b.ReportMetric(live, "B/host")
 }
+
+// TestAdmitAt: an admission says when the store read the clock for it.
+func TestAdmitAt(t *testing.T) {
+	m := hoststate.NewMemory(hoststate.Config{})
+	before := time.Now()
+	a, err := m.Admit(t.Context(), "h.test")
+	after := time.Now()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.At.Before(before) || a.At.After(after) {
+		t.Errorf("Admit: At = %v, want between %v and %v", a.At, before, after)
+	}
+	if _, err := m.Record(t.Context(), "h.test", a, classify.Result{Outcome: classify.OK}); err != nil {
+		t.Fatal(err)
+	}
+}
