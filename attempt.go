@@ -174,8 +174,10 @@ type attemptEnd struct {
 // delivered now, and its own, Final, when it settles.
 func (e attemptEnd) deferred() (classify.Result, bool) {
 	t := e.a.t
-	if p, ok := e.ctx.Value(pendingKey{}).(*pending); ok {
-		p.advance(e.ctx, t.observers)
+	if len(t.observers) > 0 { // a request has a pending event only then
+		if p, ok := e.ctx.Value(pendingKey{}).(*pending); ok {
+			p.advance(e.ctx, t.observers)
+		}
 	}
 	late := lateEnds.Get().(*lateEnd)
 	late.e = e
