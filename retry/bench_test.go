@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/egresskit/egresskit/internal/firstsend"
 	"github.com/egresskit/egresskit/retry"
 )
 
@@ -13,6 +14,12 @@ type memTransport struct{}
 func (memTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return &http.Response{StatusCode: 200, Header: http.Header{}, Body: http.NoBody, Request: r}, nil
 }
+
+// memSender is memTransport taking first attempts as a firstsend.Sender,
+// as egresskit's chain does.
+type memSender struct{ memTransport }
+
+func (m memSender) SendFirst(a firstsend.Attempt) (*http.Response, error) { return m.RoundTrip(a.Req) }
 
 func benchRoundTrip(b *testing.B, rt http.RoundTripper) {
 	req, err := http.NewRequest("GET", "http://h.test/path", nil)
@@ -33,6 +40,7 @@ func benchRoundTrip(b *testing.B, rt http.RoundTripper) {
 func BenchmarkRoundTrip(b *testing.B) {
 	b.Run("bare", func(b *testing.B) { benchRoundTrip(b, memTransport{}) })
 	b.Run("retry", func(b *testing.B) { benchRoundTrip(b, retry.New(memTransport{}, retry.Policy{MaxRetries: 3})) })
+	b.Run("retry+sender", func(b *testing.B) { benchRoundTrip(b, retry.New(memSender{}, retry.Policy{MaxRetries: 3})) })
 	b.Run("retry+timeouts", func(b *testing.B) {
 		p := retry.Policy{MaxRetries: 3, AttemptTimeout: 1 << 40, Deadline: 1 << 40}
 		benchRoundTrip(b, retry.New(memTransport{}, p))
