@@ -322,3 +322,60 @@ func TestLazyLateCaller(t *testing.T) {
 		}
 	}
 }
+
+// gateReader reads from r, but its first Read first says so on in and
+// waits for release.
+type gateReader struct {
+	r           io.Reader
+	in, release chan struct{}
+	opened      bool
+}
+
+func (g *gateReader) Read(p []byte) (int, error) {
+	if !g.opened {
+		g.opened = true
+		g.in <- struct{}{}
+		<-g.release
+	}
+	return g.r.Read(p)
+}
+
+// TestLazyOfDuringRead: Of (and Head) called while the caller's first Read
+// is reading the head waits for that read, without a read of its own, and
+// settles on it; the reader receives every byte, and the hook runs once.
+// (Head returns what the reader has not yet taken of the head.)
+func TestLazyOfDuringRead(t *testing.T) {
+	page := sucuriChallenge(t)
+	html := http.Header{"Content-Type": {"text/html"}}
+	synctest.Test(t, func(t *testing.T) {
+		c := classify.New(classify.Config{}) // its pooled timers belong to this bubble
+		g := &gateReader{r: bytes.NewReader(page), in: make(chan struct{}), release: make(chan struct{})}
+		resp := lazyResponse(t, c, 200, html, g)
+		hooks := 0
+		classify.OnSettle(resp, func(classify.Result) { hooks++ })
+		var (
+			got  []byte
+			err  error
+			wg   sync.WaitGroup
+			r    classify.Result
+			head []byte
+		)
+		wg.Go(func() { got, err = io.ReadAll(resp.Body) })
+		<-g.in // the caller's read of the head is in flight
+		wg.Go(func() { r = classify.Of(resp, nil) })
+		wg.Go(func() { head = c.Head(context.Background(), resp, 16) })
+		synctest.Wait() // Of and Head wait for the caller's read
+		close(g.release)
+		wg.Wait()
+		resp.Body.Close()
+		if err != nil || !bytes.Equal(got, page) {
+			t.Fatalf("ReadAll = %d bytes, %v; want the page", len(got), err)
+		}
+		if r.Outcome != classify.Refused || r.PeekCut || hooks != 1 {
+			t.Errorf("Of = %v (PeekCut %v), %d hooks; want Refused, not cut, one hook", r.Outcome, r.PeekCut, hooks)
+		}
+		if !bytes.Contains(page, head) { // what the reader had not taken yet
+			t.Errorf("Head = %q, not part of the page", head)
+		}
+	})
+}
