@@ -149,8 +149,8 @@ func (c *Classifier) classifyResponse(req *http.Request, resp *http.Response, la
 		ctxEnded bool   // the request's context ended before or during the peek
 		peekCut  bool   // the peek's time budget passed first
 	)
-	kind, enc := kindOf(resp.Header), encodingOf(resp.Header)
-	peek, uninspected := c.shouldPeek(resp, resp.StatusCode, kind, enc)
+	kind := kindOf(resp.Header)
+	peek, enc, uninspected := c.shouldPeek(resp, resp.StatusCode, kind)
 	switch {
 	case !peek:
 		o = new(outcome)

@@ -9,26 +9,27 @@ import (
 
 // shouldPeek decides whether the body of resp is worth inspecting, and
 // reports when it would have been but cannot be (an encoding this package
-// does not decode); see Classify.
-func (c *Classifier) shouldPeek(resp *http.Response, status int, kind bodyKind, enc encoding) (peek, uninspected bool) {
+// does not decode); see Classify. When it peeks, enc is the body's
+// Content-Encoding; the header is not looked up for a body left alone.
+func (c *Classifier) shouldPeek(resp *http.Response, status int, kind bodyKind) (peek bool, enc encoding, uninspected bool) {
 	if c.peekSize <= 0 || resp.Body == nil || resp.Body == http.NoBody {
-		return false, false
+		return false, encIdentity, false
 	}
 	if resp.Request != nil && resp.Request.Method == http.MethodHead {
-		return false, false
+		return false, encIdentity, false
 	}
 	if status < 200 || status == 204 || (status >= 300 && status < 400) {
-		return false, false
+		return false, encIdentity, false
 	}
 	markers := (kind == kindHTML || kind == kindUnknown || (kind == kindJSON && c.jsonAny)) && c.bodyCanMatch(status, kind)
 	token := c.token != noNeedle && (status == 401 || status == 403) && kind != kindOther
 	if !markers && !token {
-		return false, false
+		return false, encIdentity, false
 	}
-	if enc == encUnsupported {
-		return false, true
+	if enc = encodingOf(resp.Header); enc == encUnsupported {
+		return false, enc, true
 	}
-	return true, false
+	return true, enc, false
 }
 
 // bodyCanMatch reports whether a body marker or the agent token could match
