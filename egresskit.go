@@ -116,7 +116,11 @@ func DefaultConfig() Config {
 type Config struct {
 	// Base sends the requests when Egress is nil. If nil,
 	// http.DefaultTransport is used. robots.txt is fetched through Base too
-	// when Egress is nil.
+	// when Egress is nil. A request's first attempt reaches Base (or
+	// Egress) as the caller made it, unless Retry.AttemptTimeout gives it
+	// a deadline: retry.AttemptFrom reports 0 and retry.KeyFrom nothing for
+	// it there; retries carry their attempt number (2, 3, ...) as with a
+	// standalone retry.Transport.
 	Base http.RoundTripper
 
 	// Egress, when set, chooses the proxy (or direct route) of every
