@@ -218,11 +218,11 @@ func (c *Classifier) decide(ctx context.Context, resp *http.Response, head []byt
 	// found[id] > 0 when needle id occurs. Only when a needle can matter:
 	// markers read HTML and JSON, the token and the secondary rate limit a
 	// 401 or 403.
-	var (
-		buf   [maxStackNeedles]int32
-		found []int32
-	)
+	var found []int32
 	if head != nil && (kind == kindHTML || kind == kindJSON || status == 401 || status == 403) {
+		// Declared here, so that an answer whose body is not inspected
+		// does not pay for zeroing it.
+		var buf [maxStackNeedles]int32
 		if c.needles <= len(buf) {
 			found = buf[:c.needles]
 		} else {
