@@ -166,8 +166,8 @@ The same GET, its body read to the end and closed, through five contenders (\`im
 \`html-32KiB\`, the first 32 KiB of a real article page (the Wikipedia article on Go kept as goquery v1.11.0's
 \`testdata/gowiki.html\`, in the classifier's corpus at \`classify/testdata/corpus/benign/goquery/gowiki.html\`);
 \`html-256KiB\`, the first 256 KiB of the Go specification as the Go distribution ships it (\`\$GOROOT/doc/go_spec.html\`).
-Both HTML pages are served as \`text/html\`, so the chain peeks at them: at their first KiB, the classifier's
-\`OKPeekSize\` for a 2xx answer. The contenders:
+Both HTML pages are served as \`text/html\`, so the chain judges them by their first KiB (the classifier's
+\`OKPeekSize\` for a 2xx answer), read and scanned inside the caller's first \`Read\`. The contenders:
 \`bare\` (an \`http.Client\` over the base transport: the physical limit), \`chain\` (egresskit: classify, retry,
 per-host breaker and limiter at a rate that never binds, in-memory state, no observer, robots.txt off),
 \`redis\` (the same chain, its state in Redis, failing closed), \`retryablehttp\` (go-retryablehttp's
