@@ -330,21 +330,37 @@ func canonicalIPv6(host string) bool {
 
 // canonicalName reports whether host (without port) is a host name that is
 // already in its key form: lower-case letters, digits, '-', '_' and '.', at
-// least one letter, no A-label, and valid label and name lengths.
+// least one letter, no A-label, and valid label and name lengths. It is
+// check, the A-label test and the byte test in one pass over host.
 func canonicalName(host string) bool {
+	if len(host) > maxName {
+		return false
+	}
 	letter := false
+	label := 0
 	for i := 0; i < len(host); i++ {
 		switch c := host[i]; {
 		case 'a' <= c && c <= 'z':
 			letter = true
-		case '0' <= c && c <= '9', c == '-', c == '.', c == '_':
+			if c == 'x' && label == 0 && strings.HasPrefix(host[i:], "xn--") {
+				return false // an A-label
+			}
+		case '0' <= c && c <= '9', c == '-', c == '_':
+		case c == '.':
+			if label == 0 {
+				return false // an empty label
+			}
+			label = 0
+			continue
 		default:
 			return false
 		}
+		label++
+		if label > maxLabel {
+			return false
+		}
 	}
-	return letter && host[len(host)-1] != '.' &&
-		!strings.HasPrefix(host, "xn--") && !strings.Contains(host, ".xn--") &&
-		check(host) == nil
+	return letter && label > 0 // label 0: empty, or a trailing dot
 }
 
 // registrable returns the registrable domain of a canonical name, as

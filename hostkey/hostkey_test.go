@@ -198,6 +198,9 @@ func FuzzOf(f *testing.F) {
 		"example.com:65535", "example.com:", "my_host.example.com", "localhost:3000",
 		"foo.github.io:8443", "www.example.co.uk", "a.co.uk:1", "[2001:db8::1]:65536",
 		"[1:2]", "[1:2]:8080", "[::1::2]", "[::1]:", "[::1]x", "Example.com:8080", "a-b.c_d.example",
+		"www.xn--bcher-kva.de", "xn-x.de", "x.xn-.de", ".example.com", "example.com.",
+		strings.Repeat("a", 63) + ".com", strings.Repeat("a", 64) + ".com",
+		strings.Repeat("a.", 126) + "b", strings.Repeat("a.", 126) + "bc",
 	} {
 		f.Add(s, false)
 		f.Add(s, true)
