@@ -116,7 +116,7 @@ func (a *gatedSender) send(req *http.Request, key string, first bool) (*http.Res
 	if adm.Wait > 0 || sent.IsZero() {
 		sent = time.Now()
 	}
-	id, err := t.ids.of(req.Header.Get("User-Agent")) // set by Transport.RoundTrip
+	id, err := t.ids.of(userAgent(req.Header)) // set by Transport.RoundTrip
 	if err != nil {
 		// Unreachable: Transport.RoundTrip made this identity. Give the
 		// admission back and send nothing.

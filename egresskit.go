@@ -299,7 +299,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, unsent(req, err)
 	}
 	ctx := req.Context()
-	own := req.Header.Get("User-Agent")
+	own := userAgent(req.Header)
 	ua := own
 	if ua == "" {
 		ua = t.ua
@@ -417,6 +417,15 @@ func unsent(req *http.Request, err error) error {
 // ErrInvalidRequest is returned for a request the chain cannot send: nil,
 // without a URL or host, or with a scheme other than http and https.
 var ErrInvalidRequest = errors.New("egresskit: invalid request")
+
+// userAgent is h.Get("User-Agent") without canonicalising the key, which
+// is canonical already: it runs twice for every request.
+func userAgent(h http.Header) string {
+	if vs := h["User-Agent"]; len(vs) > 0 {
+		return vs[0]
+	}
+	return ""
+}
 
 func validate(req *http.Request) error {
 	switch {
