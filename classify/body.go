@@ -47,7 +47,9 @@ type peek struct {
 
 // endedLocked returns a channel that is closed when the read of the head
 // in flight ends, making it for the first goroutine to wait. pk.mu must be
-// held and pk.reading set.
+// held and pk.reading set; or, for a lazy body, its hooks running (the
+// channel is then closed when they return, or when the read in flight
+// ends, whichever comes first: see lazy.hooksRan).
 func (pk *peek) endedLocked() chan struct{} {
 	if pk.ended == nil {
 		pk.ended = make(chan struct{})
@@ -165,7 +167,7 @@ func (b *body) Close() error {
 		h hooks
 	)
 	if b.lz != nil {
-		r, h = b.lz.closeLocked()
+		r, h = b.lz.closeLocked(false)
 	}
 	pk.head = nil
 	pk.closed = true
@@ -302,6 +304,7 @@ func (pk *peek) read(rc io.Reader, buf []byte) {
 		if err != nil || n == len(buf) || pk.stop {
 			pk.reading = false
 			ended := pk.ended
+			pk.ended = nil // its waiters hold it; a later wait (lazy.awaitHooksLocked) makes another
 			if pk.closed {
 				pk.releaseLocked()
 			}

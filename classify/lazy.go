@@ -24,7 +24,11 @@ type lazy struct {
 	resp  *http.Response // status and header
 	kind  bodyKind       // from the Content-Type; kindUnknown is sniffed from the head
 	state lazyState      // guarded by peek.mu; declared here so that a lazyOutcome fits its size class
-	done  atomic.Bool    // state == lazySettled; lets Read skip the lock
+	// hooking is set, guarded by peek.mu, while the goroutine that settled
+	// the Result runs the hooks: the body hands out no byte until they
+	// return (see awaitHooksLocked).
+	hooking bool
+	done    atomic.Bool // state == lazySettled and no hook is running; lets Read skip the lock
 
 	// Guarded by peek.mu. The Result, once settled, is outcome.r.
 	fn  func(Result)   // the first hook not yet run
@@ -89,13 +93,14 @@ func (lo *lazyOutcome) startLocked() (buf []byte) {
 // readHead is the first Read or WriteTo of the body: it reads the head in
 // the caller's goroutine, without a time bound, and settles the Result. If
 // another goroutine's read of the head is in flight (Of settling it), it
-// waits for that read and settles on it.
+// waits for that read and settles on it. If another goroutine settled the
+// Result, it waits until that goroutine's hooks have returned.
 func (lo *lazyOutcome) readHead() {
 	pk := &lo.peek
 	pk.mu.Lock()
 	switch lo.state {
 	case lazySettled:
-		pk.mu.Unlock()
+		lo.awaitHooksLocked() // unlocks
 		return
 	case lazyReading:
 		if pk.reading {
@@ -115,6 +120,40 @@ func (lo *lazyOutcome) readHead() {
 		pk.read(lo.body.rc, buf)
 	}
 	lo.settle(false)
+	pk.mu.Lock()
+	lo.awaitHooksLocked() // another goroutine may have settled it meanwhile
+}
+
+// awaitHooksLocked waits until no goroutine runs the hooks of a settled
+// Result (see finishLocked). peek.mu must be held; it is released. The
+// hooks of a settle made by this goroutine have returned already, so it
+// waits only for another goroutine's.
+func (lo *lazyOutcome) awaitHooksLocked() {
+	pk := &lo.peek
+	for lo.hooking {
+		ch := pk.endedLocked()
+		pk.mu.Unlock()
+		<-ch
+		pk.mu.Lock()
+	}
+	pk.mu.Unlock()
+}
+
+// hooksRan ends the hooks' run that finishLocked began, and wakes the
+// readers waiting for it.
+func (lo *lazyOutcome) hooksRan() {
+	pk := &lo.peek
+	pk.mu.Lock()
+	lo.hooking = false
+	lo.done.Store(true)
+	var ch chan struct{}
+	if !pk.reading { // else the read in flight closes pk.ended, and its waiters look again
+		ch, pk.ended = pk.ended, nil
+	}
+	pk.mu.Unlock()
+	if ch != nil {
+		close(ch)
+	}
 }
 
 // settleUnreadLocked settles, on its status and headers alone, a Result
@@ -123,7 +162,7 @@ func (lo *lazyOutcome) readHead() {
 // is not the host's failure. peek.mu must be held; it is released before
 // the hooks run.
 func (lo *lazyOutcome) settleUnreadLocked() {
-	r, h := lo.closeLocked()
+	r, h := lo.closeLocked(true)
 	lo.peek.mu.Unlock()
 	h.run(r)
 }
@@ -162,7 +201,7 @@ func (lo *lazyOutcome) settle(cut bool) {
 	// would give its buffer back to the pool.
 	r := lo.c.decide(lo.outcome.Context, lo.resp, head, kind, peekErr, ctxEnded)
 	r.PeekCut = cut
-	h := lo.finishLocked(r)
+	h := lo.finishLocked(r, true)
 	pk.mu.Unlock()
 	h.run(r)
 }
@@ -170,22 +209,29 @@ func (lo *lazyOutcome) settle(cut bool) {
 // closeLocked settles a Result that no read has begun to judge on the
 // status and headers alone, as Close does; peek.mu must be held. It returns
 // the Result and the hooks to run once the lock is released (none, and the
-// zero Result, when a read had begun or the Result was settled).
-func (lo *lazyOutcome) closeLocked() (Result, hooks) {
+// zero Result, when a read had begun or the Result was settled). hold is
+// as for finishLocked.
+func (lo *lazyOutcome) closeLocked(hold bool) (Result, hooks) {
 	if lo.state != lazyUnread {
 		return Result{}, hooks{}
 	}
 	r := lo.c.decide(lo.outcome.Context, lo.resp, nil, lo.kind, nil, false)
-	return r, lo.finishLocked(r)
+	return r, lo.finishLocked(r, hold)
 }
 
 // finishLocked makes r the Result and returns the hooks to run, which it
-// forgets; peek.mu must be held.
-func (lo *lazyOutcome) finishLocked(r Result) hooks {
+// forgets; peek.mu must be held. With hold, the body hands out no byte
+// until the hooks have run (see awaitHooksLocked); Close, after which the
+// body hands out nothing, does not hold it.
+func (lo *lazyOutcome) finishLocked(r Result, hold bool) hooks {
 	lo.state, lo.outcome.r = lazySettled, r
-	lo.done.Store(true)
-	h := hooks{lo.fn, lo.fns}
+	h := hooks{fn: lo.fn, more: lo.fns}
 	lo.fn, lo.fns = nil, nil
+	if hold && h.fn != nil {
+		lo.hooking, h.lo = true, lo
+	} else {
+		lo.done.Store(true)
+	}
 	return h
 }
 
@@ -193,12 +239,16 @@ func (lo *lazyOutcome) finishLocked(r Result) hooks {
 type hooks struct {
 	fn   func(Result) // the first; nil when none
 	more []func(Result)
+	lo   *lazyOutcome // whose readers wait for the hooks; nil when none waits
 }
 
 // run runs the hooks with r.
 func (h hooks) run(r Result) {
 	if h.fn == nil {
 		return
+	}
+	if h.lo != nil {
+		defer h.lo.hooksRan() // a hook that panics must not hold the readers
 	}
 	h.fn(r)
 	for _, fn := range h.more {
@@ -277,7 +327,7 @@ func (lo *lazyOutcome) attach(r Result) {
 		pk.mu.Unlock()
 		return
 	}
-	h := lo.finishLocked(r)
+	h := lo.finishLocked(r, true)
 	pk.mu.Unlock()
 	h.run(r)
 }

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -378,4 +379,79 @@ func TestLazyOfDuringRead(t *testing.T) {
 			t.Errorf("Head = %q, not part of the page", head)
 		}
 	})
+}
+
+// TestLazyHooksBeforeBytes: when another goroutine settles a pending
+// Result (Attach or Of, before the caller's first Read or while it reads
+// the head), the caller's Read hands out no byte until that goroutine's
+// OnSettle hooks have returned, as OnSettle promises.
+func TestLazyHooksBeforeBytes(t *testing.T) {
+	page := sucuriChallenge(t)
+	html := http.Header{"Content-Type": {"text/html"}}
+	for _, tc := range []struct {
+		name   string
+		during bool // settle while the caller's read of the head is in flight
+		settle func(*http.Response)
+	}{
+		{"Attach before the read", false, func(resp *http.Response) { classify.Attach(resp, classify.Result{Outcome: classify.OK}) }},
+		{"Of before the read", false, func(resp *http.Response) { classify.Of(resp, nil) }},
+		{"Head before the read", false, func(resp *http.Response) { classify.New(classify.Config{}).Head(context.Background(), resp, 8) }},
+		{"Attach during the read", true, func(resp *http.Response) { classify.Attach(resp, classify.Result{Outcome: classify.OK}) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				c := classify.New(classify.Config{})
+				var r io.Reader = bytes.NewReader(page)
+				g := &gateReader{r: r, in: make(chan struct{}), release: make(chan struct{})}
+				if tc.during {
+					r = g
+				}
+				resp := lazyResponse(t, c, 200, html, r)
+				gate := make(chan struct{})
+				var (
+					hooks    int
+					returned atomic.Bool
+					early    bool // a byte was handed out before the hook returned
+				)
+				classify.OnSettle(resp, func(classify.Result) {
+					hooks++
+					<-gate
+					early = returned.Load()
+				})
+				var (
+					wg  sync.WaitGroup
+					got = make([]byte, 64)
+					n   int
+				)
+				read := func() {
+					n, _ = resp.Body.Read(got)
+					returned.Store(true)
+				}
+				if tc.during {
+					wg.Go(read)
+					<-g.in // the caller's read of the head is in flight
+					wg.Go(func() { tc.settle(resp) })
+					synctest.Wait() // the hook runs on the settling goroutine
+					close(g.release)
+				} else {
+					wg.Go(func() { tc.settle(resp) })
+					synctest.Wait() // the hook runs on the settling goroutine
+					wg.Go(read)
+				}
+				synctest.Wait()
+				if returned.Load() {
+					t.Errorf("Read returned while the hook was running")
+				}
+				close(gate)
+				wg.Wait()
+				resp.Body.Close()
+				if early || hooks != 1 {
+					t.Errorf("hook saw a byte handed out: %v; %d hooks, want 1", early, hooks)
+				}
+				if n == 0 || !bytes.Equal(got[:n], page[:n]) {
+					t.Errorf("Read = %q, want the page's first bytes", got[:n])
+				}
+			})
+		})
+	}
 }
