@@ -354,7 +354,8 @@ func (lo *lazyOutcome) head(n int) []byte {
 // is handed out. That is the goroutine of the body's first Read or
 // WriteTo; or of Of, Head (a Classifier's) or Attach, when one of them is
 // called first; or of Close, when the body is closed unread. fn may call
-// Of, Head and Attach on resp. Hooks run in the order they were added.
+// Of, Head and Attach on resp, but must not read its body: the body's
+// first Read waits for the hooks. Hooks run in the order they were added.
 //
 // A layer that must not make a response wait for its body (a retry
 // decision, a metric) reads the Result with OnSettle instead of Of. A
