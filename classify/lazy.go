@@ -112,14 +112,14 @@ func (lo *lazyOutcome) readHead() {
 		}
 	default:
 		if lo.ctxEnded() {
-			lo.settleUnreadLocked() // unlocks
+			lo.settleUnreadLocked(false) // unlocks
 			return
 		}
 		buf := lo.startLocked()
 		pk.mu.Unlock()
 		pk.read(lo.body.rc, buf)
 	}
-	lo.settle(false)
+	lo.settle(false, false)
 	pk.mu.Lock()
 	lo.awaitHooksLocked() // another goroutine may have settled it meanwhile
 }
@@ -160,17 +160,18 @@ func (lo *lazyOutcome) hooksRan() {
 // whose head no read has begun while the request's context has ended: the
 // answer came in time, and a caller that reads it late (or asks Of late)
 // is not the host's failure. peek.mu must be held; it is released before
-// the hooks run.
-func (lo *lazyOutcome) settleUnreadLocked() {
-	r, h := lo.closeLocked(true)
+// the hooks run. hold is as for finishLocked.
+func (lo *lazyOutcome) settleUnreadLocked(hold bool) {
+	r, h := lo.closeLocked(hold)
 	lo.peek.mu.Unlock()
 	h.run(r)
 }
 
 // settle judges the head read so far, unless the Result is settled
 // already, and runs the hooks. cut reports that the time budget of Of cut
-// the read.
-func (lo *lazyOutcome) settle(cut bool) {
+// the read. hold is as for finishLocked: the body's reader, settling in
+// its own Read, has no other reader to hold.
+func (lo *lazyOutcome) settle(cut, hold bool) {
 	pk := &lo.peek
 	pk.mu.Lock()
 	if lo.state == lazySettled {
@@ -201,7 +202,7 @@ func (lo *lazyOutcome) settle(cut bool) {
 	// would give its buffer back to the pool.
 	r := lo.c.decide(lo.outcome.Context, lo.resp, head, kind, peekErr, ctxEnded)
 	r.PeekCut = cut
-	h := lo.finishLocked(r, true)
+	h := lo.finishLocked(r, hold)
 	pk.mu.Unlock()
 	h.run(r)
 }
@@ -221,8 +222,10 @@ func (lo *lazyOutcome) closeLocked(hold bool) (Result, hooks) {
 
 // finishLocked makes r the Result and returns the hooks to run, which it
 // forgets; peek.mu must be held. With hold, the body hands out no byte
-// until the hooks have run (see awaitHooksLocked); Close, after which the
-// body hands out nothing, does not hold it.
+// until the hooks have run (see awaitHooksLocked): a goroutine other than
+// the body's reader settles. The reader's own first Read, which runs the
+// hooks before it returns, and Close, after which the body hands out
+// nothing, do not hold it.
 func (lo *lazyOutcome) finishLocked(r Result, hold bool) hooks {
 	lo.state, lo.outcome.r = lazySettled, r
 	h := hooks{fn: lo.fn, more: lo.fns}
@@ -275,7 +278,7 @@ func (lo *lazyOutcome) result() Result {
 		pk.mu.Unlock()
 	default:
 		if lo.ctxEnded() {
-			lo.settleUnreadLocked() // unlocks
+			lo.settleUnreadLocked(true) // unlocks
 			return lo.settledResult()
 		}
 		buf := lo.startLocked()
@@ -287,7 +290,7 @@ func (lo *lazyOutcome) result() Result {
 	if done != nil {
 		cut = pk.wait(lo.outcome.Context, lo.body.rc, done, lo.c.peekTimeout, &lo.c.timers)
 	}
-	lo.settle(cut)
+	lo.settle(cut, true)
 	return lo.settledResult()
 }
 
