@@ -455,3 +455,25 @@ func TestLazyHooksBeforeBytes(t *testing.T) {
 		})
 	}
 }
+
+// TestLazyWriteToFails: a WriteTo of a pending body (the head read and
+// judged inside it) whose writer fails part way loses no byte: a Read
+// after it hands out the rest, whether the failure came within the head,
+// at its end or after it, and for a page shorter than the head.
+func TestLazyWriteToFails(t *testing.T) {
+	html := http.Header{"Content-Type": {"text/html"}}
+	long := bytes.Repeat([]byte("<p>catalogue</p>"), 500)
+	short := []byte("<html>short</html>")
+	for _, page := range [][]byte{long, short} {
+		for _, n := range []int{0, 1, 10, classify.DefaultOKPeekSize - 1, classify.DefaultOKPeekSize, classify.DefaultOKPeekSize + 1, 5000} {
+			resp := lazyResponse(t, classify.New(classify.Config{}), 200, html, bytes.NewReader(page))
+			w := &shortWriter{n: n}
+			resp.Body.(io.WriterTo).WriteTo(w)
+			rest, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if got := append(w.buf.Bytes(), rest...); err != nil || !bytes.Equal(got, page) {
+				t.Errorf("page of %d bytes, writer failing after %d: %d bytes in all (%v), want the page", len(page), n, len(got), err)
+			}
+		}
+	}
+}

@@ -1,7 +1,10 @@
 package retry_test
 
 import (
+	"io"
 	"net/http"
+	"slices"
+	"strings"
 	"testing"
 	"testing/synctest"
 
@@ -79,6 +82,48 @@ func TestSendFirst(t *testing.T) {
 					}
 				}
 			})
+		})
+	}
+}
+
+// bodyEcho answers 503 to a first attempt and 200 after, and keeps the
+// request body each attempt sent.
+type bodyEcho struct{ bodies []string }
+
+func (b *bodyEcho) RoundTrip(r *http.Request) (*http.Response, error) {
+	var s []byte
+	if r.Body != nil {
+		s, _ = io.ReadAll(r.Body)
+		r.Body.Close()
+	}
+	b.bodies = append(b.bodies, string(s))
+	status := http.StatusOK
+	if len(b.bodies) == 1 {
+		status = http.StatusServiceUnavailable
+	}
+	return &http.Response{StatusCode: status, Header: http.Header{}, Body: io.NopCloser(strings.NewReader("")), Request: r}, nil
+}
+
+// TestSendFirstReplaysBody: a request body consumed by a first attempt
+// sent as the caller's request is replayed (GetBody) for the retry, as it
+// is when the first attempt goes through the engine.
+func TestSendFirstReplaysBody(t *testing.T) {
+	for _, direct := range []bool{true, false} {
+		synctest.Test(t, func(t *testing.T) {
+			echo := &bodyEcho{}
+			var next http.RoundTripper = echo
+			if direct {
+				next = &directLog{next: echo}
+			}
+			req := newRequest(t, t.Context(), http.MethodPut, "http://h.test/", []byte("payload"))
+			resp, err := retry.New(next, retry.Policy{MaxRetries: 2, Rand: noJitter}).RoundTripKey(req, "h.test")
+			if err != nil {
+				t.Fatalf("direct %v: RoundTripKey = %v", direct, err)
+			}
+			readClose(t, resp)
+			if want := []string{"payload", "payload"}; !slices.Equal(echo.bodies, want) {
+				t.Errorf("direct %v: bodies sent %q, want %q", direct, echo.bodies, want)
+			}
 		})
 	}
 }
