@@ -65,7 +65,10 @@
 // content: its attempt counts as the status says (OK), and the host is
 // not halted by it. Until a 2xx body is read or closed, its attempt is
 // not yet recorded in the host's state: close every body, as net/http
-// asks.
+// asks. A 2xx body first read after the request's context ended is judged
+// on its status and headers alone (the host answered in time; the late
+// reader is not its failure), so a challenge served with 200 to such a
+// reader is not caught by its content.
 package egresskit
 
 import (
