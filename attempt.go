@@ -441,11 +441,7 @@ type pending struct {
 }
 
 func (p *pending) push(ctx context.Context, o telemetry.Observers, e *telemetry.Event) {
-	p.mu.Lock()
-	prev := p.e
-	p.e = e
-	p.mu.Unlock()
-	if prev != nil {
+	if prev := p.swap(e); prev != nil {
 		o.Observe(ctx, prev)
 	}
 }
@@ -453,22 +449,21 @@ func (p *pending) push(ctx context.Context, o telemetry.Observers, e *telemetry.
 // advance delivers the held event, not final: an attempt after it was
 // sent, whose own event is delivered on its own.
 func (p *pending) advance(ctx context.Context, o telemetry.Observers) {
-	p.mu.Lock()
-	prev := p.e
-	p.e = nil
-	p.mu.Unlock()
-	if prev != nil {
-		o.Observe(ctx, prev)
-	}
+	p.push(ctx, o, nil)
 }
 
 func (p *pending) flush(ctx context.Context, o telemetry.Observers) {
-	p.mu.Lock()
-	e := p.e
-	p.e = nil
-	p.mu.Unlock()
-	if e != nil {
+	if e := p.swap(nil); e != nil {
 		e.Final = true
 		o.Observe(ctx, e)
 	}
+}
+
+// swap holds e in place of the held event, which it returns.
+func (p *pending) swap(e *telemetry.Event) *telemetry.Event {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	prev := p.e
+	p.e = e
+	return prev
 }
