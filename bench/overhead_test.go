@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+
+	"github.com/egresskit/egresskit/internal/cputime"
 )
 
 // BenchmarkOverhead sends the same GET through every contender over an
@@ -32,13 +34,13 @@ func benchOverhead(b *testing.B, c contender, p *page) {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
-	cpu := cpuTime()
+	cpu := cputime.Process()
 	for b.Loop() {
 		if err := fetch(client, req); err != nil {
 			b.Fatal(err)
 		}
 	}
-	b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64(cputime.Process()-cpu)/float64(b.N), "cpu-ns/op")
 }
 
 // BenchmarkLoopback sends the same GET through every contender to a
@@ -72,7 +74,7 @@ func benchLoopback(b *testing.B, c contender, url string) {
 	b.SetParallelism((concurrency + procs - 1) / procs)
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu := cpuTime()
+	cpu := cputime.Process()
 	b.RunParallel(func(pb *testing.PB) {
 		req := newRequest(b, url)
 		for pb.Next() {
@@ -83,7 +85,7 @@ func benchLoopback(b *testing.B, c contender, url string) {
 		}
 	})
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "req/s")
-	b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64(cputime.Process()-cpu)/float64(b.N), "cpu-ns/op")
 }
 
 // warmUp sends concurrency requests at once through client, so that the

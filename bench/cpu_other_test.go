@@ -1,8 +1,0 @@
-//go:build !unix
-
-package bench
-
-import "time"
-
-// cpuTime is not measured on this platform; cpu-ns/op reads 0.
-func cpuTime() time.Duration { return 0 }
