@@ -8,7 +8,7 @@ MODULES   := $(shell find . -name go.mod -not -path './.git/*' -exec dirname {} 
 STATICCHECK_VERSION ?= v0.8.2
 GOBIN     := $(shell $(GO) env GOPATH)/bin
 
-.PHONY: test vet staticcheck unit fuzz bench tools mutation corpus
+.PHONY: test vet staticcheck unit fuzz bench tools mutation corpus api api-write
 
 test: vet staticcheck unit fuzz
 
@@ -45,6 +45,15 @@ fuzz:
 
 bench:
 	$(MAKE) -C bench results
+
+# The exported API of every module, per package, checked against api/*.txt
+# (the unit tests check it too). After a deliberate change of the public
+# surface, api-write rewrites the files: review their diff in the commit.
+api:
+	$(GO) run ./internal/apidump -check
+
+api-write:
+	$(GO) run ./internal/apidump -write
 
 # Send every captured page of classify/testdata/corpus through the chain and
 # write the per-vendor table to classify/testdata/RESULTS.md.

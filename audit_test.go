@@ -46,11 +46,11 @@ func TestAuditRecordsCompliance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	chain := egresskit.New(egresskit.Config{
+	chain := mustChain(egresskit.Config{
 		Egress:     pool,
 		UserAgent:  "AuditBot/1.0",
 		Audit:      audit,
-		HostState:  hoststate.Config{Limit: ratelimit.Config{PerMinute: 6000, Burst: 10}},
+		Store:      hoststate.NewMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 6000, Burst: 10}}),
 		OnEscalate: func(egresskit.Escalation) {},
 	})
 	c := &http.Client{Transport: chain}
@@ -127,8 +127,8 @@ func TestEgressRefusalIsNotAHostFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	chain := egresskit.New(egresskit.Config{Egress: pool, IgnoreRobots: true,
-		HostState: hoststate.Config{Limit: ratelimit.Config{PerMinute: 6000, Burst: 10}}})
+	chain := mustChain(egresskit.Config{Egress: pool, IgnoreRobots: true,
+		Store: hoststate.NewMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 6000, Burst: 10}})})
 	req, _ := http.NewRequestWithContext(egress.WithBinding(context.Background(), "gone"), "GET", srv.URL+"/", nil)
 	_, err = (&http.Client{Transport: chain}).Do(req)
 	if !errors.Is(err, egress.ErrBindingUnavailable) {

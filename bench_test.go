@@ -54,18 +54,18 @@ func BenchmarkOverhead(b *testing.B) {
 		benchmarkClient(b, &http.Client{Transport: canned{}})
 	})
 	b.Run("impl=chain", func(b *testing.B) {
-		chain := egresskit.New(egresskit.Config{
+		chain := mustChain(egresskit.Config{
 			Base:         canned{},
 			IgnoreRobots: true,
-			HostState:    hoststate.Config{Limit: ratelimit.Config{PerMinute: 1e9, Burst: 1 << 20}},
+			Store:        hoststate.NewMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 1e9, Burst: 1 << 20}}),
 		})
 		benchmarkClient(b, &http.Client{Transport: chain})
 	})
 	b.Run("impl=chain+slog", func(b *testing.B) {
-		chain := egresskit.New(egresskit.Config{
+		chain := mustChain(egresskit.Config{
 			Base:         canned{},
 			IgnoreRobots: true,
-			HostState:    hoststate.Config{Limit: ratelimit.Config{PerMinute: 1e9, Burst: 1 << 20}},
+			Store:        hoststate.NewMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 1e9, Burst: 1 << 20}}),
 			Observers:    []telemetry.Observer{telemetry.NewSlog(slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelDebug})), telemetry.SlogOptions{})},
 		})
 		benchmarkClient(b, &http.Client{Transport: chain})
@@ -76,18 +76,18 @@ func BenchmarkOverhead(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer audit.Close()
-		chain := egresskit.New(egresskit.Config{
+		chain := mustChain(egresskit.Config{
 			Base:         canned{},
 			IgnoreRobots: true,
-			HostState:    hoststate.Config{Limit: ratelimit.Config{PerMinute: 1e9, Burst: 1 << 20}},
+			Store:        hoststate.NewMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 1e9, Burst: 1 << 20}}),
 			Audit:        audit,
 		})
 		benchmarkClient(b, &http.Client{Transport: chain})
 	})
 	b.Run("impl=chain+robots", func(b *testing.B) {
-		chain := egresskit.New(egresskit.Config{
-			Base:      canned{},
-			HostState: hoststate.Config{Limit: ratelimit.Config{PerMinute: 1e9, Burst: 1 << 20}},
+		chain := mustChain(egresskit.Config{
+			Base:  canned{},
+			Store: hoststate.NewMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 1e9, Burst: 1 << 20}}),
 		})
 		benchmarkClient(b, &http.Client{Transport: chain})
 	})

@@ -46,7 +46,7 @@ func watchConfig(esc func(egresskit.Escalation)) egresskit.Config {
 	return egresskit.Config{
 		UserAgent:  "TestBot/1.0",
 		Retry:      retry.Policy{BaseDelay: time.Millisecond, MaxDelay: 10 * time.Millisecond},
-		HostState:  hoststate.Config{Limit: ratelimit.Config{PerMinute: 600000, Burst: 1000}},
+		Store:      hoststate.NewMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 600000, Burst: 1000}}),
 		OnEscalate: esc,
 	}
 }
@@ -61,7 +61,7 @@ func TestBlockWatchHaltsRunOfRefusals(t *testing.T) {
 		mu   sync.Mutex
 		escs []egresskit.Escalation
 	)
-	tr := egresskit.New(watchConfig(func(e egresskit.Escalation) {
+	tr := mustChain(watchConfig(func(e egresskit.Escalation) {
 		mu.Lock()
 		defer mu.Unlock()
 		escs = append(escs, e)
@@ -138,7 +138,7 @@ func TestBlockWatchSparesPrivatePages(t *testing.T) {
 	srv, served := forbidding(func(p string) bool { return strings.HasPrefix(p, "/private/") })
 	defer srv.Close()
 	var escalated atomic.Int64
-	tr := egresskit.New(watchConfig(func(egresskit.Escalation) { escalated.Add(1) }))
+	tr := mustChain(watchConfig(func(egresskit.Escalation) { escalated.Add(1) }))
 	c := &http.Client{Transport: tr}
 	for i := range 53 {
 		path := fmt.Sprintf("/page/%d", i)
@@ -169,7 +169,7 @@ func TestBlockWatchDisabled(t *testing.T) {
 	defer srv.Close()
 	cfg := watchConfig(nil)
 	cfg.BlockWatch = blockwatch.Config{Disabled: true}
-	c := &http.Client{Transport: egresskit.New(cfg)}
+	c := &http.Client{Transport: mustChain(cfg)}
 	for i := range 15 {
 		resp, err := c.Get(fmt.Sprintf("%s/item/%d", srv.URL, i))
 		if err != nil {

@@ -10,7 +10,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/egresskit/egresskit"
 	"github.com/egresskit/egresskit/hoststate"
 	"github.com/egresskit/egresskit/ratelimit"
 )
@@ -58,9 +57,9 @@ func TestCrawlDelayCeilingRefresh(t *testing.T) {
 		s.handle("free.test", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
 		log := &ceilingLog{Store: hoststate.NewMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 60000, Burst: 100}})}
 		cfg := fastConfig(s)
-		cfg.HostState = hoststate.Config{}
-		cfg.State = log
-		c := &http.Client{Transport: egresskit.New(cfg)}
+		cfg.Store = hoststate.NewMemory(hoststate.Config{})
+		cfg.Store = log
+		c := &http.Client{Transport: mustChain(cfg)}
 		steps := []struct {
 			after time.Duration // fake time before the request
 			host  string
@@ -102,9 +101,9 @@ func TestCrawlDelayCeilingFailedIsRetried(t *testing.T) {
 		s.handle("slow.test", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
 		log := &ceilingLog{Store: hoststate.NewMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 60000, Burst: 100}}), fail: 1}
 		cfg := fastConfig(s)
-		cfg.HostState = hoststate.Config{}
-		cfg.State = log
-		c := &http.Client{Transport: egresskit.New(cfg)}
+		cfg.Store = hoststate.NewMemory(hoststate.Config{})
+		cfg.Store = log
+		c := &http.Client{Transport: mustChain(cfg)}
 		if _, err := get(c, "http://slow.test/"); !errors.Is(err, errCeiling) {
 			t.Fatalf("first request: error %v, want the store's %v", err, errCeiling)
 		}

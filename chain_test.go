@@ -98,7 +98,7 @@ func fastConfig(s *site) egresskit.Config {
 		Base:      s.handler,
 		UserAgent: "TestBot/1.0",
 		Retry:     retry.Policy{MaxRetries: 3, BaseDelay: 100 * time.Millisecond, MaxDelay: 30 * time.Second},
-		HostState: hoststate.Config{Limit: ratelimit.Config{PerMinute: 60000, Burst: 100}},
+		Store:     hoststate.NewMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 60000, Burst: 100}}),
 	}
 }
 
@@ -113,7 +113,7 @@ func TestTransientRecoversOnSecondAttempt(t *testing.T) {
 			}
 			io.WriteString(w, "ok")
 		})
-		c := &http.Client{Transport: egresskit.New(fastConfig(s))}
+		c := &http.Client{Transport: mustChain(fastConfig(s))}
 		status, err := get(c, "http://a.test/page")
 		if err != nil || status != 200 {
 			t.Fatalf("get = %d, %v; want 200, nil", status, err)
@@ -150,7 +150,7 @@ func TestThrottledWaitsRetryAfter(t *testing.T) {
 					second = time.Now()
 					io.WriteString(w, "ok")
 				})
-				c := &http.Client{Transport: egresskit.New(fastConfig(s))}
+				c := &http.Client{Transport: mustChain(fastConfig(s))}
 				status, err := get(c, "http://a.test/")
 				if err != nil || status != 200 {
 					t.Fatalf("get = %d, %v; want 200, nil", status, err)
@@ -171,7 +171,7 @@ func TestRetryAfterPastCapReturnsResponseAndPausesHost(t *testing.T) {
 			w.Header().Set("Retry-After", "3600")
 			http.Error(w, "come back later", http.StatusTooManyRequests)
 		})
-		chain := egresskit.New(fastConfig(s))
+		chain := mustChain(fastConfig(s))
 		c := &http.Client{Transport: chain}
 		status, err := get(c, "http://a.test/")
 		if err != nil || status != http.StatusTooManyRequests {
@@ -201,7 +201,7 @@ func TestNamedRefusalHaltsHost(t *testing.T) {
 		var escalations []egresskit.Escalation
 		cfg := fastConfig(s)
 		cfg.OnEscalate = func(e egresskit.Escalation) { escalations = append(escalations, e) }
-		chain := egresskit.New(cfg)
+		chain := mustChain(cfg)
 		c := &http.Client{Transport: chain}
 
 		resp, err := c.Get("http://blocked.test/a?token=s3cr3t")
@@ -253,7 +253,7 @@ func TestHaltedThroughClientTimeout(t *testing.T) {
 		w.WriteHeader(http.StatusForbidden)
 		io.WriteString(w, "TestBot is not welcome")
 	})
-	c := &http.Client{Transport: egresskit.New(fastConfig(s)), Timeout: time.Minute}
+	c := &http.Client{Transport: mustChain(fastConfig(s)), Timeout: time.Minute}
 	resp, err := c.Get("http://blocked.test/")
 	if err != nil {
 		t.Fatal(err)
@@ -287,7 +287,7 @@ func TestSlowHostCutByTimeouts(t *testing.T) {
 				})
 				cfg := fastConfig(s)
 				cfg.Retry = tt.policy
-				c := &http.Client{Transport: egresskit.New(cfg)}
+				c := &http.Client{Transport: mustChain(cfg)}
 				start := time.Now()
 				_, err := get(c, "http://slow.test/")
 				if err == nil {
@@ -321,8 +321,8 @@ func TestBreakerOpensAndRecovers(t *testing.T) {
 				cfg.Retry = retry.Policy{MaxRetries: -1}
 				// One token a minute, so that the open time (300s) refills
 				// only 5 of the burst of 20 and the tokens spent show.
-				cfg.HostState.Limit = ratelimit.Config{PerMinute: 1, Burst: 20}
-				chain := egresskit.New(cfg)
+				cfg.Store = hoststate.NewMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 1, Burst: 20}})
+				chain := mustChain(cfg)
 				c := &http.Client{Transport: chain}
 				for i := range 8 {
 					if status, _ := get(c, "http://down.test/"); status != 502 {
@@ -397,8 +397,8 @@ func TestOpenBreakerSpendsNoToken(t *testing.T) {
 		})
 		cfg := fastConfig(s)
 		cfg.Retry = retry.Policy{MaxRetries: -1}
-		cfg.HostState.Limit = ratelimit.Config{PerMinute: 60, Burst: 1}
-		chain := egresskit.New(cfg)
+		cfg.Store = hoststate.NewMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 60, Burst: 1}})
+		chain := mustChain(cfg)
 		c := &http.Client{Transport: chain}
 		for range 8 {
 			get(c, "http://down.test/")
@@ -425,8 +425,8 @@ func Test429HalvesRateAndPauses(t *testing.T) {
 		})
 		cfg := fastConfig(s)
 		cfg.Retry = retry.Policy{MaxRetries: -1}
-		cfg.HostState.Limit = ratelimit.Config{PerMinute: 40}
-		chain := egresskit.New(cfg)
+		cfg.Store = hoststate.NewMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 40}})
+		chain := mustChain(cfg)
 		c := &http.Client{Transport: chain}
 		if status, _ := get(c, "http://busy.test/"); status != 429 {
 			t.Fatalf("status %d, want 429", status)
@@ -453,8 +453,8 @@ func TestAlwaysThrottledHostGetsBoundedRequests(t *testing.T) {
 		})
 		cfg := fastConfig(s)
 		cfg.Retry = retry.Policy{MaxRetries: 3, BaseDelay: 100 * time.Millisecond}
-		cfg.HostState.Limit = ratelimit.Config{PerMinute: 60}
-		chain := egresskit.New(cfg)
+		cfg.Store = hoststate.NewMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 60}})
+		chain := mustChain(cfg)
 		c := &http.Client{Transport: chain}
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
@@ -485,8 +485,8 @@ func TestRobotsDisallowNeverReachesBreakerOrLimiter(t *testing.T) {
 		s.robots["r.test"] = "User-agent: *\nDisallow: /private\n"
 		s.handle("r.test", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
 		cfg := fastConfig(s)
-		cfg.HostState.Limit = ratelimit.Config{PerMinute: 60, Burst: 1}
-		chain := egresskit.New(cfg)
+		cfg.Store = hoststate.NewMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 60, Burst: 1}})
+		chain := mustChain(cfg)
 		c := &http.Client{Transport: chain}
 		for range 20 {
 			start := time.Now()
@@ -522,7 +522,7 @@ func TestCrawlDelayBecomesCeiling(t *testing.T) {
 		s := newSite()
 		s.robots["slow.test"] = "User-agent: *\nCrawl-delay: 10\n"
 		s.handle("slow.test", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
-		chain := egresskit.New(fastConfig(s))
+		chain := mustChain(fastConfig(s))
 		c := &http.Client{Transport: chain}
 		if _, err := get(c, "http://slow.test/"); err != nil {
 			t.Fatal(err)
@@ -535,7 +535,7 @@ func TestCrawlDelayBecomesCeiling(t *testing.T) {
 }
 
 func TestBadRequests(t *testing.T) {
-	chain := egresskit.New(egresskit.Config{Base: egresstest.NewScript(egresstest.Step{})})
+	chain := mustChain(egresskit.Config{Base: egresstest.NewScript(egresstest.Step{})})
 	tests := []struct {
 		name string
 		req  *http.Request
@@ -570,7 +570,7 @@ func TestScope(t *testing.T) {
 	s.handle("in.test", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
 	cfg := fastConfig(s)
 	cfg.Scope = egresskit.Scope{Allow: []string{".in.test"}, Deny: []string{"bad.in.test"}}
-	c := &http.Client{Transport: egresskit.New(cfg)}
+	c := &http.Client{Transport: mustChain(cfg)}
 	if status, err := get(c, "http://in.test/"); err != nil || status != 200 {
 		t.Errorf("in scope: %d, %v", status, err)
 	}
@@ -584,9 +584,9 @@ func TestScope(t *testing.T) {
 func TestNonReplayableBodyIsNotRetried(t *testing.T) {
 	script := egresstest.NewScript(egresstest.Step{Status: 503}, egresstest.Step{Status: 200})
 	cfg := egresskit.Config{Base: script, IgnoreRobots: true,
-		Retry:     retry.Policy{RetryNonIdempotent: true, BaseDelay: -1},
-		HostState: hoststate.Config{Limit: ratelimit.Config{PerMinute: 60000, Burst: 10}}}
-	chain := egresskit.New(cfg)
+		Retry: retry.Policy{RetryNonIdempotent: true, BaseDelay: -1},
+		Store: hoststate.NewMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 60000, Burst: 10}})}
+	chain := mustChain(cfg)
 	req, _ := http.NewRequest("POST", "http://a.test/form", io.NopCloser(strings.NewReader("x=1")))
 	req.GetBody = nil
 	resp, err := chain.RoundTrip(req)
@@ -615,8 +615,8 @@ func TestWaitingRequestRechecksHost(t *testing.T) {
 		})
 		cfg := fastConfig(s)
 		cfg.Retry = retry.Policy{MaxRetries: -1}
-		cfg.HostState.Limit = ratelimit.Config{PerMinute: 60, Burst: 1}
-		c := &http.Client{Transport: egresskit.New(cfg)}
+		cfg.Store = hoststate.NewMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 60, Burst: 1}})
+		c := &http.Client{Transport: mustChain(cfg)}
 		var wg sync.WaitGroup
 		errs := make([]error, 2)
 		for i := range 2 {
@@ -643,8 +643,8 @@ func TestAttemptTimeoutExcludesPacingWait(t *testing.T) {
 		})
 		cfg := fastConfig(s)
 		cfg.Retry = retry.Policy{MaxRetries: -1, AttemptTimeout: time.Second}
-		cfg.HostState.Limit = ratelimit.Config{PerMinute: 60, Burst: 1}
-		c := &http.Client{Transport: egresskit.New(cfg)}
+		cfg.Store = hoststate.NewMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 60, Burst: 1}})
+		c := &http.Client{Transport: mustChain(cfg)}
 		var wg sync.WaitGroup
 		errs := make([]error, 3)
 		for i := range 3 {
@@ -672,7 +672,7 @@ func (c *closer) CloseIdleConnections() { c.n++ }
 
 func TestCloseIdleConnectionsReachesBase(t *testing.T) {
 	base := &closer{}
-	c := &http.Client{Transport: egresskit.New(egresskit.Config{Base: base, IgnoreRobots: true})}
+	c := &http.Client{Transport: mustChain(egresskit.Config{Base: base, IgnoreRobots: true})}
 	c.CloseIdleConnections()
 	if base.n != 1 {
 		t.Errorf("http.Client.CloseIdleConnections reached the base transport %d times, want 1", base.n)

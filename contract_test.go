@@ -54,7 +54,7 @@ func TestBodyClosedWhenNotSent(t *testing.T) {
 			prime: func(t *testing.T, c *http.Client) { get(c, "http://halt.test/first") }},
 		{name: "breaker open", url: "http://down.test/x", wantErr: egresskit.ErrOpen,
 			setup: func(s *site, cfg *egresskit.Config) {
-				cfg.HostState.Breaker.FailureThreshold = 1
+				cfg.Store = hoststate.NewMemory(hoststate.Config{Breaker: breaker.Config{FailureThreshold: 1}})
 				s.handle("down.test", func(w http.ResponseWriter, r *http.Request) {
 					http.Error(w, "down", http.StatusBadGateway)
 				})
@@ -62,7 +62,7 @@ func TestBodyClosedWhenNotSent(t *testing.T) {
 			prime: func(t *testing.T, c *http.Client) { get(c, "http://down.test/first") }},
 		{name: "pacing wait past deadline", url: "http://slow.test/x", wantErr: context.DeadlineExceeded,
 			setup: func(s *site, cfg *egresskit.Config) {
-				cfg.HostState.Limit = ratelimit.Config{PerMinute: 1, Burst: 1}
+				cfg.Store = hoststate.NewMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 1, Burst: 1}})
 				s.handle("slow.test", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
 			},
 			prime: func(t *testing.T, c *http.Client) { get(c, "http://slow.test/first") },
@@ -84,7 +84,7 @@ func TestBodyClosedWhenNotSent(t *testing.T) {
 				if tt.setup != nil {
 					tt.setup(s, &cfg)
 				}
-				chain := egresskit.New(cfg)
+				chain := mustChain(cfg)
 				if tt.prime != nil {
 					tt.prime(t, &http.Client{Transport: chain})
 				}
@@ -125,7 +125,7 @@ func TestHungHostTripsBreakerUnderClientTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newSite()
 		s.handle("hung.test", func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
-		chain := egresskit.New(fastConfig(s)) // pacing never binds; the default breaker trips at 8
+		chain := mustChain(fastConfig(s)) // pacing never binds; the default breaker trips at 8
 		c := &http.Client{Transport: chain, Timeout: 400 * time.Millisecond}
 		var open int
 		for range 16 {
@@ -181,7 +181,7 @@ func TestTricklingPageReturnsAfterPeekBudget(t *testing.T) {
 		page := "<html><body>" + strings.Repeat("<p>slow news</p>", 300) + "</body></html>"
 		base := &trickle{page: page}
 		cfg := egresskit.Config{Base: base, IgnoreRobots: true}
-		c := &http.Client{Transport: egresskit.New(cfg)}
+		c := &http.Client{Transport: mustChain(cfg)}
 		start := time.Now()
 		resp, err := c.Get("http://slow.test/")
 		if err != nil {
@@ -222,7 +222,7 @@ func TestRobotsJudgedForAgentSent(t *testing.T) {
 		s.handle("ban.test", func(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "Colly is not welcome here", http.StatusForbidden)
 		})
-		chain := egresskit.New(fastConfig(s)) // UserAgent "TestBot/1.0"
+		chain := mustChain(fastConfig(s)) // UserAgent "TestBot/1.0"
 		c := &http.Client{Transport: chain}
 
 		req, _ := http.NewRequest("GET", "http://site.test/page", nil)
@@ -259,7 +259,7 @@ func TestIdentityBounded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newSite()
 		s.handle("a.test", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
-		c := &http.Client{Transport: egresskit.New(fastConfig(s))}
+		c := &http.Client{Transport: mustChain(fastConfig(s))}
 		for i := range 17 {
 			req, _ := http.NewRequest("GET", "http://a.test/", nil)
 			req.Header.Set("User-Agent", "Bot"+strings.Repeat("x", i)+"/1.0")
@@ -275,45 +275,6 @@ func TestIdentityBounded(t *testing.T) {
 			t.Errorf("host received %d requests, want 16", got)
 		}
 	})
-}
-
-// TestConfigRefused: settings that would be silently ignored, or that set
-// the crawler's identity in a second place, are refused on every request.
-func TestConfigRefused(t *testing.T) {
-	for _, tt := range []struct {
-		name string
-		cfg  func(*egresskit.Config)
-	}{
-		{"HostState beside State", func(c *egresskit.Config) {
-			c.State = hoststate.NewMemory(hoststate.Config{})
-			c.HostState.Breaker.FailureThreshold = 3
-		}},
-		{"Robots.UserAgent", func(c *egresskit.Config) { c.Robots.UserAgent = "Other/1.0" }},
-		{"Robots.AgentToken", func(c *egresskit.Config) { c.Robots.AgentToken = "Other" }},
-		{"Classify.AgentToken", func(c *egresskit.Config) { c.Classify.AgentToken = "Other" }},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			s := newSite()
-			cfg := fastConfig(s)
-			tt.cfg(&cfg)
-			body := &closeRecorder{Reader: strings.NewReader("x")}
-			req, _ := http.NewRequest("PUT", "http://a.test/", body)
-			if _, err := egresskit.New(cfg).RoundTrip(req); !errors.Is(err, egresskit.ErrInvalidConfig) {
-				t.Errorf("RoundTrip err = %v, want ErrInvalidConfig", err)
-			}
-			if s.requests("a.test") != 0 || body.closed.Load() != 1 {
-				t.Errorf("a refused config sent %d requests and closed the body %d times; want 0, 1", s.requests("a.test"), body.closed.Load())
-			}
-		})
-	}
-	// State with a zero HostState is fine.
-	s := newSite()
-	cfg := fastConfig(s)
-	cfg.HostState = hoststate.Config{}
-	cfg.State = hoststate.NewMemory(hoststate.Config{})
-	if _, err := get(&http.Client{Transport: egresskit.New(cfg)}, "http://a.test/"); err != nil {
-		t.Errorf("State alone: %v", err)
-	}
 }
 
 // TestDefaults pins the defaults the package documentation and the README
@@ -335,8 +296,8 @@ func TestDefaults(t *testing.T) {
 		{"2xx peek size", classify.DefaultOKPeekSize, 1024},
 		{"block watch run", blockwatch.DefaultConfig().Run, 10},
 		{"peek time", classify.DefaultPeekTimeout, time.Second},
-		{"zero Config retries", egresskit.Config{}.Retry.MaxRetries, 0},
 		{"DefaultConfig retries", egresskit.DefaultConfig().Retry.MaxRetries, 3},
+		{"DefaultConfig agent", egresskit.DefaultConfig().UserAgent, egresskit.DefaultUserAgent},
 		{"re-exported ErrOpen", egresskit.ErrOpen, breaker.ErrOpen},
 		{"re-exported ErrHalted", egresskit.ErrHalted, breaker.ErrHalted},
 		{"re-exported ErrDisallowed", egresskit.ErrDisallowed, robots.ErrDisallowed},
@@ -344,22 +305,5 @@ func TestDefaults(t *testing.T) {
 		if tt.got != tt.want {
 			t.Errorf("%s = %v, want %v", tt.name, tt.got, tt.want)
 		}
-	}
-	// The zero Config sends a failing request once; DefaultConfig retries it.
-	for _, tt := range []struct {
-		name string
-		cfg  egresskit.Config
-		want int
-	}{{"zero", egresskit.Config{}, 1}, {"DefaultConfig", egresskit.DefaultConfig(), 4}} {
-		synctest.Test(t, func(t *testing.T) {
-			s := newSite()
-			s.handle("down.test", func(w http.ResponseWriter, r *http.Request) { http.Error(w, "down", http.StatusServiceUnavailable) })
-			cfg := tt.cfg
-			cfg.Base = s.handler
-			get(&http.Client{Transport: egresskit.New(cfg)}, "http://down.test/")
-			if got := s.requests("down.test"); got != tt.want {
-				t.Errorf("%s Config: host received %d requests, want %d", tt.name, got, tt.want)
-			}
-		})
 	}
 }

@@ -29,9 +29,9 @@ func convergeConfig(st hoststate.Store) egresskit.Config {
 	cfg.UserAgent = "ConvergeBot/1.0"
 	cfg.IgnoreRobots = true // the test's own server
 	if st != nil {
-		cfg.State = st
+		cfg.Store = st
 	} else {
-		cfg.HostState = convergeHostState
+		cfg.Store = hoststate.NewMemory(convergeHostState)
 	}
 	return cfg
 }
@@ -130,7 +130,7 @@ func TestConvergesOnNginx(t *testing.T) {
 				var chains []*egresskit.Transport
 				switch store {
 				case "memory":
-					chains = append(chains, egresskit.New(convergeConfig(nil)))
+					chains = append(chains, mustChain(convergeConfig(nil)))
 				case "redis":
 					client := redistest.Client(t)
 					prefix := redistest.Prefix(t)
@@ -139,7 +139,7 @@ func TestConvergesOnNginx(t *testing.T) {
 						if err != nil {
 							t.Fatal(err)
 						}
-						chains = append(chains, egresskit.New(convergeConfig(st)))
+						chains = append(chains, mustChain(convergeConfig(st)))
 					}
 				}
 				st := crawl(t, n, float64(perSecond), chains, 120, 8)

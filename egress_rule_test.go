@@ -42,10 +42,10 @@ func TestEventNamesEgressRule(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := &recorder{}
-	chain := egresskit.New(egresskit.Config{
+	chain := mustChain(egresskit.Config{
 		Egress: pool, IgnoreRobots: true, Audit: audit,
 		Observers: []telemetry.Observer{rec},
-		HostState: hoststate.Config{Limit: ratelimit.Config{PerMinute: 6000, Burst: 10}},
+		Store:     hoststate.NewMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 6000, Burst: 10}}),
 	})
 	c := &http.Client{Transport: chain}
 	if status, err := get(c, srv.URL+"/"); err != nil || status != 200 {

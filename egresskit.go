@@ -15,14 +15,20 @@
 //
 // # Defaults
 //
-// The zero Config is a working, polite chain over http.DefaultTransport;
-// DefaultConfig adds retries. What surprises people first:
+// The zero Config is the recommended configuration: a polite chain over
+// http.DefaultTransport that retries, paces, obeys robots.txt and halts a
+// host that refuses us. Throughout this module a zero setting means its
+// documented default, and a negative number means "none" or "off" (no
+// retries, no limit, no timeout); a setting that cannot be off is refused
+// by New when negative. A feature is switched off by a field named
+// Disabled (or, for robots.txt, IgnoreRobots). DefaultConfig returns the
+// defaults filled in, for printing. What surprises people first:
 //
 //	pacing           1 request per second per host, burst 1 (hoststate/ratelimit.DefaultConfig)
 //	robots.txt       obeyed; fetched before a host's first request; a 5xx, 429 or an
 //	                 unreachable robots.txt blocks the host for 1 minute, doubling up to 1 hour
 //	identity         the User-Agent sent: Config.UserAgent, or the request's own (see UserAgent)
-//	retries          none in the zero Config; DefaultConfig: 3, jittered, idempotent methods only
+//	retries          3, jittered, idempotent methods only; Retry.MaxRetries: -1 for none
 //	breaker          opens after 8 consecutive host failures, for 300s, then 1 probe
 //	timeouts         none of the chain's own; a deadline that expires while waiting on the host
 //	                 counts against it, a cancellation does not
@@ -43,7 +49,10 @@
 //	ErrOpen           the host's circuit breaker is open
 //	ErrOutOfScope     Config.Scope does not allow the host
 //	context.DeadlineExceeded  the pacing wait would pass the request's deadline
-//	ErrInvalidRequest, ErrInvalidConfig, ErrTooManyAgents
+//	ErrInvalidRequest, ErrTooManyAgents
+//
+// New returns ErrInvalidConfig, naming the field, for a Config it cannot
+// honour; no configuration error is first seen at RoundTrip.
 //
 // A request refused by the host returns the host's real response, for
 // which Halted reports true. RoundTrip closes the request body on every
@@ -76,7 +85,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"reflect"
 	"time"
 
 	"github.com/egresskit/egresskit/blockwatch"
@@ -107,15 +115,26 @@ var (
 	ErrOpen = breaker.ErrOpen
 )
 
-// DefaultConfig returns the Config most crawlers start from: the zero
-// Config with retry.DefaultPolicy() (3 jittered retries of transient
-// failures, idempotent methods only). Set UserAgent on it.
+// DefaultConfig returns what the zero Config means, with the defaults of
+// its parts filled in, for printing and reading: New(Config{}) and
+// New(DefaultConfig()) behave the same. The Store stays nil (an in-memory
+// store with its defaults, hoststate.DefaultConfig).
 func DefaultConfig() Config {
-	return Config{Retry: retry.DefaultPolicy()}
+	rc := robots.DefaultConfig()
+	// The chain sets these itself: the identity from UserAgent, the
+	// transport from Egress or Base.
+	rc.UserAgent, rc.AgentToken, rc.Transport, rc.Now = "", "", nil, nil
+	return Config{
+		UserAgent:  DefaultUserAgent,
+		Retry:      retry.DefaultPolicy(),
+		Robots:     rc,
+		BlockWatch: blockwatch.DefaultConfig(),
+	}
 }
 
-// Config configures the chain. Its zero value is a working, polite chain
-// that does not retry; see DefaultConfig and the package's Defaults.
+// Config configures the chain. Its zero value is the recommended
+// configuration; every field documents what its zero value means (see the
+// package's Defaults).
 type Config struct {
 	// Base sends the requests when Egress is nil. If nil,
 	// http.DefaultTransport is used. robots.txt is fetched through Base too
@@ -146,19 +165,16 @@ type Config struct {
 	// it comes from the User-Agent sent (see UserAgent).
 	Classify classify.Config
 
-	// Retry is the retry policy. Its zero value means no retries;
-	// DefaultConfig sets retry.DefaultPolicy() (3 retries).
+	// Retry is the retry policy. Its zero value retries transient failures
+	// of idempotent requests 3 times with jittered backoff; set
+	// Retry.MaxRetries to -1 for none.
 	Retry retry.Policy
 
-	// State is the per-host state (halts, breakers, pacing). If nil, an
-	// in-memory store configured by HostState is used; pass a
-	// redisstore.State to share it across a fleet.
-	State hoststate.Store
-
-	// HostState configures the in-memory store used when State is nil.
-	// Setting both is refused (ErrInvalidConfig): configure the store you
-	// pass instead.
-	HostState hoststate.Config
+	// Store keeps the per-host state (halts, breakers, pacing). If nil, an
+	// in-memory store with the defaults of hoststate.Config; pass
+	// hoststate.NewMemory(cfg) to tune it, or a redisstore store to share
+	// the state across a fleet.
+	Store hoststate.Store
 
 	// HostKey decides what "one host" is for all per-host state. The zero
 	// value keys by host[:port]; hostkey.ByDomain keys by registrable domain.
@@ -237,7 +253,6 @@ type Transport struct {
 	ua        string
 	state     hoststate.Store
 	ids       *identities // robots.txt and refusal matching per User-Agent sent
-	cfgErr    error       // why cfg cannot be honoured; nil when it can
 	retry     *retry.Transport
 	observers telemetry.Observers
 	ceilings  ceilingCache
@@ -248,12 +263,13 @@ type Transport struct {
 
 var _ http.RoundTripper = (*Transport)(nil)
 
-// New returns the chain configured by cfg. A Config it cannot honour (see
-// ErrInvalidConfig) yields a Transport whose RoundTrip returns that error
-// for every request, having sent nothing.
-func New(cfg Config) *Transport {
+// New returns the chain configured by cfg, or an error matching
+// ErrInvalidConfig that names the field when cfg cannot be honoured.
+func New(cfg Config) (*Transport, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
 	t := &Transport{cfg: cfg, observers: telemetry.Observers(cfg.Observers)}
-	t.cfgErr = cfg.check()
 	if cfg.Audit != nil {
 		t.observers = append(t.observers[:len(t.observers):len(t.observers)], cfg.Audit)
 	}
@@ -266,9 +282,9 @@ func New(cfg Config) *Transport {
 		base = http.DefaultTransport
 	}
 	t.watch = blockwatch.New(cfg.BlockWatch)
-	t.state = cfg.State
+	t.state = cfg.Store
 	if t.state == nil {
-		t.state = hoststate.NewMemory(cfg.HostState)
+		t.state = hoststate.NewMemory(hoststate.Config{})
 	}
 	var send http.RoundTripper = base
 	if cfg.Egress != nil {
@@ -276,8 +292,12 @@ func New(cfg Config) *Transport {
 	}
 	t.send, t.base = send, base
 	t.ids = &identities{defUA: t.ua, def: t.newIdentity(t.ua), build: t.newIdentity}
-	t.retry = retry.New(&gatedSender{t: t}, cfg.Retry)
-	return t
+	rt, err := retry.New(&gatedSender{t: t}, cfg.Retry)
+	if err != nil {
+		return nil, fmt.Errorf("%w: Retry: %w", ErrInvalidConfig, err)
+	}
+	t.retry = rt
+	return t, nil
 }
 
 // RoundTrip sends req through the chain. Errors it returns, besides those of
@@ -288,9 +308,6 @@ func New(cfg Config) *Transport {
 // response; the host is then halted (see Halted). The request body is
 // closed on every path.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if t.cfgErr != nil {
-		return nil, unsent(req, t.cfgErr)
-	}
 	if err := validate(req); err != nil {
 		return nil, unsent(req, err)
 	}
@@ -387,25 +404,6 @@ func (t *Transport) HostKey(rawURL string) (string, error) {
 // its head within Classify.PeekTimeout (see the package documentation).
 func Halted(resp *http.Response) bool {
 	return resp != nil && classify.Of(resp, nil).Outcome == classify.Refused
-}
-
-// ErrInvalidConfig is returned by RoundTrip, for every request, when New
-// was given a Config it cannot honour: HostState set beside State (the
-// in-memory settings would be silently ignored; configure the store you
-// pass instead), or an agent set anywhere but UserAgent (Robots.UserAgent,
-// Robots.AgentToken, Classify.AgentToken): the crawler's identity is set in
-// one place.
-var ErrInvalidConfig = errors.New("egresskit: invalid config")
-
-// check reports why c cannot be honoured, or nil.
-func (c *Config) check() error {
-	switch {
-	case c.State != nil && !reflect.ValueOf(c.HostState).IsZero():
-		return fmt.Errorf("%w: HostState configures the in-memory store and cannot apply to the State given; configure that store instead", ErrInvalidConfig)
-	case c.Robots.UserAgent != "" || c.Robots.AgentToken != "" || c.Classify.AgentToken != "":
-		return fmt.Errorf("%w: set the crawler's identity with Config.UserAgent (or the requests' User-Agent), not Robots.UserAgent, Robots.AgentToken or Classify.AgentToken", ErrInvalidConfig)
-	}
-	return nil
 }
 
 // unsent closes the body of a request the chain does not send, as the

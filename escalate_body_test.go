@@ -40,7 +40,7 @@ func TestEscalationDoesNotWaitForTheBody(t *testing.T) {
 			UserAgent:  "TestBot/1.0",
 			OnEscalate: func(e egresskit.Escalation) { escalations = append(escalations, e) },
 		}
-		resp, err := (&http.Client{Transport: egresskit.New(cfg)}).Get("http://blocked.test/a")
+		resp, err := (&http.Client{Transport: mustChain(cfg)}).Get("http://blocked.test/a")
 		if err != nil {
 			t.Fatalf("Get: %v, want the real 403", err)
 		}

@@ -12,7 +12,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/egresskit/egresskit"
 	"github.com/egresskit/egresskit/classify"
 	"github.com/egresskit/egresskit/retry"
 	"github.com/egresskit/egresskit/telemetry"
@@ -50,7 +49,7 @@ func TestOneEventPerAttempt(t *testing.T) {
 		rec := &recorder{}
 		cfg := fastConfig(s)
 		cfg.Observers = []telemetry.Observer{rec}
-		c := &http.Client{Transport: egresskit.New(cfg)}
+		c := &http.Client{Transport: mustChain(cfg)}
 		if status, err := get(c, "http://a.test/p?api_key=k3y"); err != nil || status != 200 {
 			t.Fatalf("get = %d, %v", status, err)
 		}
@@ -97,7 +96,7 @@ func TestEventsForRequestsNotSent(t *testing.T) {
 		rec := &recorder{}
 		cfg := fastConfig(s)
 		cfg.Observers = []telemetry.Observer{rec}
-		c := &http.Client{Transport: egresskit.New(cfg)}
+		c := &http.Client{Transport: mustChain(cfg)}
 		get(c, "http://x.test/1")
 		get(c, "http://x.test/2")
 		if len(rec.events) != 2 {
@@ -129,7 +128,7 @@ func TestChainRaceManyHosts(t *testing.T) {
 	for i := range hosts {
 		s.handle(hostName(i), handler)
 	}
-	c := &http.Client{Transport: egresskit.New(cfg)}
+	c := &http.Client{Transport: mustChain(cfg)}
 	var wg sync.WaitGroup
 	var errs atomic.Int64
 	for g := range 64 {

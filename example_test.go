@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 
@@ -27,12 +28,18 @@ func Example() {
 	}))
 	defer site.Close()
 
-	cfg := egresskit.DefaultConfig()
-	cfg.UserAgent = "ExampleBot/1.0 (+https://example.org/bot)"
-	cfg.OnEscalate = func(e egresskit.Escalation) {
-		fmt.Printf("escalated: status %d, %q\n", e.Status, e.BodyHead)
+	// The zero Config is the recommended one: set the crawler's identity
+	// and a hook for the human who looks at a refusal.
+	chain, err := egresskit.New(egresskit.Config{
+		UserAgent: "ExampleBot/1.0 (+https://example.org/bot)",
+		OnEscalate: func(e egresskit.Escalation) {
+			fmt.Printf("escalated: status %d, %q\n", e.Status, e.BodyHead)
+		},
+	})
+	if err != nil {
+		log.Fatal(err)
 	}
-	client := &http.Client{Transport: egresskit.New(cfg)}
+	client := &http.Client{Transport: chain}
 
 	resp, err := client.Get(site.URL + "/")
 	if err == nil {

@@ -48,7 +48,7 @@ func TestOKPageDoesNotHoldRoundTrip(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		base := &stallingPage{}
 		cfg := egresskit.Config{Base: base, UserAgent: "TestBot/1.0", Classify: classify.Config{PeekTimeout: time.Hour}}
-		c := &http.Client{Transport: egresskit.New(cfg)}
+		c := &http.Client{Transport: mustChain(cfg)}
 		start := time.Now()
 		resp, err := c.Get("http://slow.test/a")
 		if err != nil {
@@ -119,7 +119,7 @@ func TestChallenge200JudgedWhenRead(t *testing.T) {
 				cfg := fastConfig(s)
 				cfg.Observers = []telemetry.Observer{rec}
 				cfg.OnEscalate = func(e egresskit.Escalation) { escalations = append(escalations, e) }
-				tr := egresskit.New(cfg)
+				tr := mustChain(cfg)
 				c := &http.Client{Transport: tr}
 
 				resp, err := c.Get("http://a.test/catalogue")

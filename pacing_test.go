@@ -59,10 +59,10 @@ func TestLongRetryAfterOneRequest(t *testing.T) {
 					http.Error(w, "slow down", http.StatusTooManyRequests)
 				})
 				cfg := fastConfig(s)
-				cfg.HostState.Limit = ratelimit.Config{PerMinute: 600}
+				cfg.Store = hoststate.NewMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 600}})
 				ctx, cancel := context.WithTimeout(t.Context(), 8*time.Second)
 				defer cancel()
-				hammer(ctx, egresskit.New(cfg), "busy.test")
+				hammer(ctx, mustChain(cfg), "busy.test")
 				if got := s.requests("busy.test"); got != 1 {
 					t.Errorf("Retry-After %s: %d requests reached the host in 8s, want 1", ra, got)
 				}
@@ -96,8 +96,8 @@ func TestLongRetryAfterOneRequestRedis(t *testing.T) {
 					t.Fatal(err)
 				}
 				cfg := fastConfig(s)
-				cfg.HostState, cfg.State = hoststate.Config{}, st
-				chain := egresskit.New(cfg)
+				cfg.Store = st
+				chain := mustChain(cfg)
 				wg.Go(func() { hammer(ctx, chain, "busy.test") })
 			}
 			wg.Wait()
@@ -136,8 +136,8 @@ func TestNoHerdAfterPause(t *testing.T) {
 			w.Write([]byte("ok"))
 		})
 		cfg := fastConfig(s)
-		cfg.HostState.Limit = ratelimit.Config{PerMinute: 600, Burst: 5}
-		c := &http.Client{Transport: egresskit.New(cfg)}
+		cfg.Store = hoststate.NewMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 600, Burst: 5}})
+		c := &http.Client{Transport: mustChain(cfg)}
 		jobs := make(chan int)
 		var wg sync.WaitGroup
 		var failed sync.Map

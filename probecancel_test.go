@@ -10,7 +10,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/egresskit/egresskit"
 	"github.com/egresskit/egresskit/breaker"
 	"github.com/egresskit/egresskit/hoststate"
 	"github.com/egresskit/egresskit/ratelimit"
@@ -33,11 +32,11 @@ func TestProbeCancelledWhileWaitingIsReleased(t *testing.T) {
 		})
 		cfg := fastConfig(s)
 		cfg.Retry = retry.Policy{MaxRetries: -1}
-		cfg.HostState = hoststate.Config{
+		cfg.Store = hoststate.NewMemory(hoststate.Config{
 			Breaker: breaker.Config{FailureThreshold: 1, OpenTimeout: 10 * time.Second},
 			Limit:   ratelimit.Config{PerMinute: 1, Burst: 1},
-		}
-		c := &http.Client{Transport: egresskit.New(cfg)}
+		})
+		c := &http.Client{Transport: mustChain(cfg)}
 		if status, _ := get(c, "http://flaky.test/1"); status != 502 {
 			t.Fatalf("first request: status %d, want 502", status)
 		}

@@ -89,7 +89,7 @@ func chainConfig(pool *egress.Pool) egresskit.Config {
 		Egress:    pool,
 		UserAgent: "TestBot/1.0",
 		Retry:     retry.Policy{MaxRetries: 3, BaseDelay: 10 * time.Millisecond, MaxDelay: 50 * time.Millisecond},
-		HostState: hoststate.Config{Limit: ratelimit.Config{PerMinute: 60000, Burst: 100}},
+		Store:     hoststate.NewMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 60000, Burst: 100}}),
 	}
 }
 
@@ -126,7 +126,7 @@ func TestRealBadEndpointsNeverReachCaller(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	tr := egresskit.New(chainConfig(pool))
+	tr := mustChain(chainConfig(pool))
 	client := &http.Client{Transport: tr}
 	defer client.CloseIdleConnections()
 
@@ -186,7 +186,7 @@ func TestRealCloseIdleConnectionsReachesProxies(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	client := &http.Client{Transport: egresskit.New(chainConfig(pool))}
+	client := &http.Client{Transport: mustChain(chainConfig(pool))}
 	for i := range 6 {
 		o := newOrigin(t)
 		resp, err := client.Get(fmt.Sprintf("%s/%d", o.srv.URL, i))
@@ -219,7 +219,7 @@ func TestRealDeadProxyLeavesHostAlone(t *testing.T) {
 			}
 			defer pool.Close()
 			p.Kill()
-			tr := egresskit.New(chainConfig(pool))
+			tr := mustChain(chainConfig(pool))
 			o := newOrigin(t)
 			for range 3 {
 				req, _ := http.NewRequest("GET", o.srv.URL+"/page", nil)
@@ -276,7 +276,7 @@ func TestRealCallerErrorNamesCause(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer pool.Close()
-			client := &http.Client{Transport: egresskit.New(chainConfig(pool))}
+			client := &http.Client{Transport: mustChain(chainConfig(pool))}
 			o := newOrigin(t)
 			var last error
 			for range 4 {

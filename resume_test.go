@@ -31,7 +31,7 @@ func TestResumeForgetsRefusals(t *testing.T) {
 		io.WriteString(w, "<html><head><title>403 Forbidden</title></head><body>403 Forbidden</body></html>")
 	}))
 	defer srv.Close()
-	tr := egresskit.New(watchConfig(func(egresskit.Escalation) {}))
+	tr := mustChain(watchConfig(func(egresskit.Escalation) {}))
 	c := &http.Client{Transport: tr}
 	get := func(path string) *http.Response {
 		t.Helper()

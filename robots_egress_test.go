@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/egresskit/egresskit"
 	"github.com/egresskit/egresskit/egress"
 )
 
@@ -37,7 +36,7 @@ func TestRobotsUsesPoolTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	client := &http.Client{Transport: egresskit.New(chainConfig(pool))}
+	client := &http.Client{Transport: mustChain(chainConfig(pool))}
 	defer client.CloseIdleConnections()
 
 	resp, err := client.Get(srv.URL + "/public")

@@ -62,10 +62,10 @@ func TestWaitingAttemptRechecksHost(t *testing.T) {
 				})
 				cfg := fastConfig(s)
 				cfg.Retry = retry.Policy{MaxRetries: -1}
-				cfg.HostState = hoststate.Config{
+				cfg.Store = hoststate.NewMemory(hoststate.Config{
 					Breaker: breaker.Config{FailureThreshold: 1, OpenTimeout: time.Hour},
 					Limit:   ratelimit.Config{PerMinute: 6, Burst: 1}, // a token every 10s
-				}
+				})
 				var bEvents []telemetry.Event
 				cfg.Observers = []telemetry.Observer{telemetry.ObserverFunc(func(_ context.Context, e *telemetry.Event) {
 					if strings.HasSuffix(e.URL, "/b") {
@@ -74,7 +74,7 @@ func TestWaitingAttemptRechecksHost(t *testing.T) {
 						mu.Unlock()
 					}
 				})}
-				chain := egresskit.New(cfg)
+				chain := mustChain(cfg)
 				c := &http.Client{Transport: chain}
 				done := make(chan struct{})
 				go func() {

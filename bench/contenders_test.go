@@ -121,12 +121,11 @@ type contender struct {
 // is the baseline.
 var contenders = []contender{
 	{"bare", func(_ testing.TB, r route) http.RoundTripper { return r.base }},
-	{"chain", func(tb testing.TB, r route) http.RoundTripper { return egresskit.New(chainConfig(tb, r)) }},
+	{"chain", func(tb testing.TB, r route) http.RoundTripper { return mustChain(chainConfig(tb, r)) }},
 	{"redis", func(tb testing.TB, r route) http.RoundTripper {
 		cfg := chainConfig(tb, r)
-		cfg.State = redisState(tb, cfg.HostState)
-		cfg.HostState = hoststate.Config{} // configured on the Redis state; the chain refuses both
-		return egresskit.New(cfg)
+		cfg.Store = redisState(tb, neverBinds())
+		return mustChain(cfg)
 	}},
 	{"retryablehttp", newRetryableHTTP},
 	{"failsafe", newFailsafe},
@@ -154,7 +153,7 @@ func chainConfig(tb testing.TB, r route) egresskit.Config {
 		UserAgent:    userAgent,
 		IgnoreRobots: true,
 		Retry:        retry.Policy{MaxRetries: maxRetries, BaseDelay: baseDelay, MaxDelay: maxDelay},
-		HostState:    neverBinds(),
+		Store:        hoststate.NewMemory(neverBinds()),
 	}
 	if r.loopback {
 		pool, err := egress.New(egress.Config{

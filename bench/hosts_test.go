@@ -87,12 +87,12 @@ func newHostsChain(ttl time.Duration) (*hoststate.Memory, *http.Client) {
 	cfg.Breaker = breaker.Config{IdleTTL: ttl}
 	cfg.Limit.IdleTTL = ttl
 	mem := hoststate.NewMemory(cfg)
-	return mem, &http.Client{Transport: egresskit.New(egresskit.Config{
+	return mem, &http.Client{Transport: mustChain(egresskit.Config{
 		Base:         memTransport{},
 		UserAgent:    userAgent,
 		IgnoreRobots: true,
 		Retry:        retry.Policy{MaxRetries: maxRetries, BaseDelay: baseDelay, MaxDelay: maxDelay},
-		State:        mem,
+		Store:        mem,
 	})}
 }
 

@@ -48,7 +48,7 @@ var politeContenders = []struct {
 	crawl crawler
 }{
 	{"egresskit", func(tb testing.TB, base string) int {
-		return chainCrawl(tb, base, []*egresskit.Transport{egresskit.New(politeConfig(nil))})
+		return chainCrawl(tb, base, []*egresskit.Transport{mustChain(politeConfig(nil))})
 	}},
 	{"egresskit-redis-fleet", func(tb testing.TB, base string) int {
 		client := redistest.Client(tb)
@@ -59,7 +59,7 @@ var politeContenders = []struct {
 			if err != nil {
 				tb.Fatal(err)
 			}
-			chains = append(chains, egresskit.New(politeConfig(st)))
+			chains = append(chains, mustChain(politeConfig(st)))
 		}
 		return chainCrawl(tb, base, chains)
 	}},
@@ -101,9 +101,9 @@ func politeConfig(st hoststate.Store) egresskit.Config {
 	cfg.UserAgent = "PoliteBench/1.0"
 	cfg.IgnoreRobots = true
 	if st != nil {
-		cfg.State = st
+		cfg.Store = st
 	} else {
-		cfg.HostState = politeHostState
+		cfg.Store = hoststate.NewMemory(politeHostState)
 	}
 	return cfg
 }

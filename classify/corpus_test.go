@@ -153,11 +153,11 @@ func TestCorpus(t *testing.T) {
 	}
 	defer base.CloseIdleConnections()
 
-	tr := egresskit.New(egresskit.Config{
+	tr := mustChain(egresskit.Config{
 		Base:      base,
 		UserAgent: "CorpusBot/1.0",
 		Retry:     retry.Policy{BaseDelay: 5 * time.Millisecond, MaxDelay: 50 * time.Millisecond},
-		HostState: hoststate.Config{Limit: ratelimit.Config{PerMinute: 600000, Burst: 1000}},
+		Store:     hoststate.NewMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 600000, Burst: 1000}}),
 	})
 	client := &http.Client{Transport: tr}
 

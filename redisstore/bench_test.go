@@ -188,9 +188,9 @@ func benchChain(b *testing.B, srv *httptest.Server, hosts int, st hoststate.Stor
 		MaxIdleConnsPerHost: 128,
 	}
 	defer base.CloseIdleConnections()
-	client := &http.Client{Transport: egresskit.New(egresskit.Config{
+	client := &http.Client{Transport: mustChain(egresskit.Config{
 		Base:         base,
-		State:        st,
+		Store:        st,
 		IgnoreRobots: true,
 		Retry:        retry.Policy{MaxRetries: -1},
 	})}

@@ -86,9 +86,9 @@ func workerFor(t testing.TB, st *redisstore.State) *worker {
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	t.Cleanup(base.CloseIdleConnections)
 	w := &worker{state: st}
-	w.chain = egresskit.New(egresskit.Config{
+	w.chain = mustChain(egresskit.Config{
 		Base:         base,
-		State:        st,
+		Store:        st,
 		IgnoreRobots: true,
 		UserAgent:    "TestBot/1.0",
 		Retry:        retry.Policy{MaxRetries: -1},

@@ -80,8 +80,8 @@ func runWorker(env string) int {
 	var escalations atomic.Int64
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	defer base.CloseIdleConnections()
-	chain := egresskit.New(egresskit.Config{
-		Base: base, State: st, IgnoreRobots: true, UserAgent: "TestBot/1.0",
+	chain := mustChain(egresskit.Config{
+		Base: base, Store: st, IgnoreRobots: true, UserAgent: "TestBot/1.0",
 		Retry:      retry.Policy{MaxRetries: -1},
 		OnEscalate: func(egresskit.Escalation) { escalations.Add(1) },
 	})

@@ -39,10 +39,10 @@ func benchRoundTrip(b *testing.B, rt http.RoundTripper) {
 
 func BenchmarkRoundTrip(b *testing.B) {
 	b.Run("bare", func(b *testing.B) { benchRoundTrip(b, memTransport{}) })
-	b.Run("retry", func(b *testing.B) { benchRoundTrip(b, retry.New(memTransport{}, retry.Policy{MaxRetries: 3})) })
-	b.Run("retry+sender", func(b *testing.B) { benchRoundTrip(b, retry.New(memSender{}, retry.Policy{MaxRetries: 3})) })
+	b.Run("retry", func(b *testing.B) { benchRoundTrip(b, mustRetry(memTransport{}, retry.Policy{MaxRetries: 3})) })
+	b.Run("retry+sender", func(b *testing.B) { benchRoundTrip(b, mustRetry(memSender{}, retry.Policy{MaxRetries: 3})) })
 	b.Run("retry+timeouts", func(b *testing.B) {
 		p := retry.Policy{MaxRetries: 3, AttemptTimeout: 1 << 40, Deadline: 1 << 40}
-		benchRoundTrip(b, retry.New(memTransport{}, p))
+		benchRoundTrip(b, mustRetry(memTransport{}, p))
 	})
 }

@@ -53,7 +53,7 @@ func TestRetriedBodiesAreDrainedAndClosed(t *testing.T) {
 					return &http.Response{StatusCode: status, Header: http.Header{}, Body: b,
 						ContentLength: tt.contentLength, Request: r}, nil
 				})
-				resp, err := retry.New(base, retry.Policy{MaxRetries: 3, Rand: noJitter}).RoundTrip(newRequest(t, t.Context(), "GET", "http://h.test/", nil))
+				resp, err := mustRetry(base, retry.Policy{MaxRetries: 3, Rand: noJitter}).RoundTrip(newRequest(t, t.Context(), "GET", "http://h.test/", nil))
 				if err != nil {
 					t.Fatalf("RoundTrip = %v", err)
 				}
@@ -102,7 +102,7 @@ func TestGetBodyReachesLowerLayers(t *testing.T) {
 			return &http.Response{StatusCode: status, Header: http.Header{}, Body: http.NoBody, Request: r}, nil
 		})
 		p := retry.Policy{MaxRetries: 3, Rand: noJitter, RetryNonIdempotent: true}
-		resp, err := retry.New(base, p).RoundTrip(newRequest(t, t.Context(), "POST", "http://h.test/", []byte("payload")))
+		resp, err := mustRetry(base, p).RoundTrip(newRequest(t, t.Context(), "POST", "http://h.test/", []byte("payload")))
 		if err != nil {
 			t.Fatalf("RoundTrip = %v", err)
 		}

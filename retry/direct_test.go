@@ -60,7 +60,7 @@ func TestSendFirst(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				d := &directLog{next: egresstest.NewScript(step{Status: 503}, step{Body: "ok"})}
 				req := newRequest(t, t.Context(), "GET", tc.target, nil)
-				resp, err := retry.New(d, tc.p).RoundTripKey(req, "h.test")
+				resp, err := mustRetry(d, tc.p).RoundTripKey(req, "h.test")
 				if err != nil {
 					t.Fatalf("RoundTripKey = %v", err)
 				}
@@ -116,7 +116,7 @@ func TestSendFirstReplaysBody(t *testing.T) {
 				next = &directLog{next: echo}
 			}
 			req := newRequest(t, t.Context(), http.MethodPut, "http://h.test/", []byte("payload"))
-			resp, err := retry.New(next, retry.Policy{MaxRetries: 2, Rand: noJitter}).RoundTripKey(req, "h.test")
+			resp, err := mustRetry(next, retry.Policy{MaxRetries: 2, Rand: noJitter}).RoundTripKey(req, "h.test")
 			if err != nil {
 				t.Fatalf("direct %v: RoundTripKey = %v", direct, err)
 			}

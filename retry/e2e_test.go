@@ -22,7 +22,7 @@ func newClient(t *testing.T, p retry.Policy) *http.Client {
 	t.Helper()
 	base := &http.Transport{}
 	t.Cleanup(base.CloseIdleConnections)
-	return &http.Client{Transport: retry.New(classify.NewTransport(base, nil), p)}
+	return &http.Client{Transport: mustRetry(classify.NewTransport(base, nil), p)}
 }
 
 func TestEndToEnd(t *testing.T) {
@@ -129,4 +129,13 @@ func TestEndToEndFaultServers(t *testing.T) {
 			t.Errorf("AwaitAccepted(2) = %v: want one connection per attempt", err)
 		}
 	})
+}
+
+// mustRetry is retry.New for a policy the test knows to be valid.
+func mustRetry(next http.RoundTripper, p retry.Policy) *retry.Transport {
+	t, err := retry.New(next, p)
+	if err != nil {
+		panic(err)
+	}
+	return t
 }

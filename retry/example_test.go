@@ -3,6 +3,7 @@ package retry_test
 import (
 	"fmt"
 	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
@@ -25,9 +26,12 @@ func ExampleNew() {
 
 	base := &http.Transport{}
 	defer base.CloseIdleConnections()
-	p := retry.DefaultPolicy()
-	p.BaseDelay = 10 * time.Millisecond // keep the example quick
-	client := &http.Client{Transport: retry.New(classify.NewTransport(base, nil), p)}
+	// The zero Policy retries 3 times; a short backoff keeps the example quick.
+	rt, err := retry.New(classify.NewTransport(base, nil), retry.Policy{BaseDelay: 10 * time.Millisecond})
+	if err != nil {
+		log.Fatal(err)
+	}
+	client := &http.Client{Transport: rt}
 
 	resp, err := client.Get(srv.URL)
 	if err != nil {

@@ -61,7 +61,7 @@ func TestFirstAttemptAsEngineClient(t *testing.T) {
 			hits.Store(0)
 			base := &http.Transport{}
 			defer base.CloseIdleConnections()
-			rt := retry.New(classify.NewTransport(base, nil), retry.Policy{MaxRetries: 2, BaseDelay: -1, Rand: noJitter})
+			rt := mustRetry(classify.NewTransport(base, nil), retry.Policy{MaxRetries: 2, BaseDelay: -1, Rand: noJitter})
 			var body io.Reader
 			if tc.body != "" {
 				body = strings.NewReader(tc.body)
@@ -109,7 +109,7 @@ func TestFirstAttemptNilBody(t *testing.T) {
 		length  int64
 		wantErr bool
 	}{{0, false}, {-1, false}, {5, true}} {
-		rt := retry.New(nilBodyTransport{tc.length}, retry.Policy{MaxRetries: -1})
+		rt := mustRetry(nilBodyTransport{tc.length}, retry.Policy{MaxRetries: -1})
 		req, _ := http.NewRequest("GET", "http://h.test/", nil)
 		resp, err := rt.RoundTrip(req)
 		if tc.wantErr {

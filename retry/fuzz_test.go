@@ -35,7 +35,7 @@ func FuzzRetryAfter(f *testing.F) {
 				egresstest.Step{Body: "ok"},
 			)
 			jitter := time.Duration(jitterMS) * time.Millisecond
-			tr := retry.New(script, retry.Policy{
+			tr := mustRetry(script, retry.Policy{
 				MaxRetries: 3,
 				MaxDelay:   maxDelay,
 				BaseDelay:  baseDelay,

@@ -65,7 +65,7 @@ func TestHoldAttemptTimer(t *testing.T) {
 					}
 					return &http.Response{StatusCode: 200, Header: http.Header{}, Body: http.NoBody, Request: r}, nil
 				})
-				tr := retry.New(next, retry.Policy{MaxRetries: -1, AttemptTimeout: timeout})
+				tr := mustRetry(next, retry.Policy{MaxRetries: -1, AttemptTimeout: timeout})
 				req := newRequest(t, t.Context(), "GET", "http://h.test/", nil)
 				start := time.Now()
 				resp, err := tr.RoundTrip(req)
@@ -93,7 +93,7 @@ func TestHoldAttemptTimer(t *testing.T) {
 				time.Sleep(5 * time.Second)
 				return &http.Response{StatusCode: 200, Header: http.Header{}, Body: http.NoBody, Request: r}, nil
 			})
-			tr := retry.New(next, retry.Policy{MaxRetries: -1, AttemptTimeout: timeout})
+			tr := mustRetry(next, retry.Policy{MaxRetries: -1, AttemptTimeout: timeout})
 			resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", "http://h.test/", nil))
 			if err != nil {
 				t.Fatalf("RoundTrip = %v; want 200", err)
@@ -112,7 +112,7 @@ func TestHoldAttemptTimer(t *testing.T) {
 				resume()
 				return nil, context.Cause(r.Context())
 			})
-			tr := retry.New(next, retry.Policy{MaxRetries: -1, AttemptTimeout: timeout})
+			tr := mustRetry(next, retry.Policy{MaxRetries: -1, AttemptTimeout: timeout})
 			start := time.Now()
 			_, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", "http://h.test/", nil))
 			if !errors.Is(err, classify.ErrAttemptTimeout) || time.Since(start) != timeout {
@@ -129,7 +129,7 @@ func TestGetBodyWithoutBodyStopsRetrying(t *testing.T) {
 		script := egresstest.NewScript(step{Status: 503, Body: "busy"}, step{Body: "ok"})
 		req := newRequest(t, t.Context(), "PUT", "http://h.test/doc", []byte("v1"))
 		req.GetBody = func() (io.ReadCloser, error) { return nil, nil }
-		resp, err := retry.New(script, retry.Policy{MaxRetries: 3, Rand: noJitter}).RoundTrip(req)
+		resp, err := mustRetry(script, retry.Policy{MaxRetries: 3, Rand: noJitter}).RoundTrip(req)
 		if err != nil || resp.StatusCode != 503 || readClose(t, resp) != "busy" {
 			t.Fatalf("RoundTrip = %v, %v; want the first 503 with its body", resp, err)
 		}
@@ -163,7 +163,7 @@ func TestReplayBodyClosedWhenRetryCancelled(t *testing.T) {
 			replays = append(replays, b)
 			return b, nil
 		}
-		resp, err := retry.New(script, retry.Policy{MaxRetries: 3, Rand: noJitter}).RoundTrip(req)
+		resp, err := mustRetry(script, retry.Policy{MaxRetries: 3, Rand: noJitter}).RoundTrip(req)
 		if err == nil {
 			resp.Body.Close()
 		}
@@ -196,7 +196,7 @@ func TestResponseWithErrorIsClosed(t *testing.T) {
 				}
 				return &http.Response{StatusCode: 200, Body: body, Request: r}, errReset
 			})
-			resp, err := retry.New(next, retry.Policy{MaxRetries: 1, Rand: noJitter}).RoundTrip(newRequest(t, t.Context(), "GET", "http://h.test/", nil))
+			resp, err := mustRetry(next, retry.Policy{MaxRetries: 1, Rand: noJitter}).RoundTrip(newRequest(t, t.Context(), "GET", "http://h.test/", nil))
 			if !errors.Is(err, errReset) || resp != nil {
 				t.Errorf("attempt %d: RoundTrip = %v, %v; want only %v", failOn, resp, err, errReset)
 			}
@@ -215,7 +215,7 @@ func TestUnsupportedSchemeQuoted(t *testing.T) {
 		{strings.Repeat("s", 33), `"` + strings.Repeat("s", 32) + `..."`},
 	} {
 		req := &http.Request{Method: "GET", URL: &url.URL{Scheme: tt.scheme, Host: "h.test"}, Header: http.Header{}}
-		_, err := retry.New(http.DefaultTransport, retry.Policy{}).RoundTrip(req)
+		_, err := mustRetry(http.DefaultTransport, retry.Policy{}).RoundTrip(req)
 		if !errors.Is(err, retry.ErrUnsupportedScheme) || !strings.HasSuffix(err.Error(), tt.want) {
 			t.Errorf("scheme of %d bytes: error %v, want it to end with %s", len(tt.scheme), err, tt.want)
 		}
@@ -228,7 +228,7 @@ func TestNoBackoff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		script := egresstest.NewScript(step{Status: 503}, step{Status: 502}, step{Body: "ok"})
 		maxJitter := func(n int64) int64 { return n - 1 }
-		tr := retry.New(script, retry.Policy{MaxRetries: 3, BaseDelay: -1, Rand: maxJitter})
+		tr := mustRetry(script, retry.Policy{MaxRetries: 3, BaseDelay: -1, Rand: maxJitter})
 		start := time.Now()
 		resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", "http://h.test/", nil))
 		if err != nil || readClose(t, resp) != "ok" {
@@ -257,7 +257,7 @@ func TestUserinfoNotTurnedIntoAuthorization(t *testing.T) {
 			return &http.Response{StatusCode: status, Header: http.Header{}, Body: http.NoBody, Request: r}, nil
 		})
 		req := newRequest(t, t.Context(), "GET", "http://u:p@h.test/x", nil)
-		resp, err := retry.New(next, retry.Policy{MaxRetries: 1, Rand: noJitter}).RoundTrip(req)
+		resp, err := mustRetry(next, retry.Policy{MaxRetries: 1, Rand: noJitter}).RoundTrip(req)
 		if err != nil || resp.StatusCode != 200 {
 			t.Fatalf("RoundTrip = %v, %v; want 200 after a retry", resp, err)
 		}

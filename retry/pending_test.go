@@ -25,7 +25,7 @@ func TestPendingNotForced(t *testing.T) {
 	})
 	for _, p := range []retry.Policy{{MaxRetries: 3}, {MaxRetries: 3, AttemptTimeout: 1 << 40, Deadline: 1 << 40}} {
 		sent.Store(0)
-		tr := retry.New(classify.NewTransport(base, nil), p)
+		tr := mustRetry(classify.NewTransport(base, nil), p)
 		req, _ := http.NewRequest(http.MethodGet, "http://a.test/", nil)
 		resp, err := tr.RoundTrip(req)
 		if err != nil {

@@ -1,27 +1,31 @@
 package retry
 
 import (
+	"errors"
+	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"time"
 )
 
-// Policy configures a Transport. The zero value is ready to use: no
-// retries at all. DefaultPolicy() is the usual starting point (3 retries).
+// Policy configures a Transport. The zero value is the recommended
+// policy: 3 jittered retries of idempotent requests. As everywhere in this
+// module, zero means the documented default and a negative number means
+// "none" or "off"; a setting that cannot be off is refused by New when
+// negative.
 //
 // Every zero value, in one place:
 //
-//	MaxRetries          0: no retries (negative: the same)
+//	MaxRetries          0: 3 retries (negative: none)
 //	BaseDelay           0: 500ms (negative: no backoff, only Retry-After)
-//	MaxDelay            0: 30s (negative: the same)
-//	AttemptTimeout      0: no per-attempt limit
-//	Deadline            0: no overall limit
+//	MaxDelay            0: 30s (negative: refused; a server-chosen wait is always capped)
+//	AttemptTimeout      0: no per-attempt limit (negative: the same)
+//	Deadline            0: no overall limit (negative: the same)
 //	RetryNonIdempotent  false: POST, PATCH, ... are sent once
 //	Rand                nil: math/rand/v2's Int64N
 type Policy struct {
-	// MaxRetries is the number of retries after the first attempt: 0 (or
-	// a negative value) means none, as in go-retryablehttp and
-	// failsafe-go. DefaultPolicy sets 3.
+	// MaxRetries is the number of retries after the first attempt. 0
+	// means 3; a negative value means none.
 	MaxRetries int
 
 	// BaseDelay is the backoff ceiling of the first retry; the ceiling
@@ -33,7 +37,8 @@ type Policy struct {
 	// MaxDelay caps every single wait, Retry-After included. A response
 	// asking for a longer wait is not retried: it is returned as it is, so
 	// the caller sees the real 429 and the layers below can pause the
-	// host. 0 or negative means 30s.
+	// host. 0 means 30s; a negative value is refused by New (a wait chosen
+	// by the server is never uncapped).
 	MaxDelay time.Duration
 
 	// AttemptTimeout bounds each attempt, from sending the request to
@@ -69,8 +74,10 @@ const (
 	defaultMaxDelay   = 30 * time.Second
 )
 
-// DefaultPolicy returns the usual policy: 3 retries, a 500ms base delay, a
-// 30s cap, no timeouts, idempotent requests only.
+// DefaultPolicy returns the zero Policy's meaning with every default
+// filled in, for printing: 3 retries, a 500ms base delay, a 30s cap, no
+// timeouts, idempotent requests only. A Transport needs it no more than
+// the zero Policy.
 func DefaultPolicy() Policy {
 	return Policy{
 		MaxRetries: defaultMaxRetries,
@@ -79,10 +86,32 @@ func DefaultPolicy() Policy {
 	}
 }
 
+// ErrInvalidPolicy is returned by New for a Policy it cannot honour; the
+// error names the field.
+var ErrInvalidPolicy = errors.New("retry: invalid policy")
+
+// check reports why p cannot be honoured, naming the field, or nil.
+func (p Policy) check() error {
+	switch {
+	case p.MaxDelay < 0:
+		return fmt.Errorf("%w: MaxDelay %v is negative; a server-chosen wait is always capped (0 means %v)", ErrInvalidPolicy, p.MaxDelay, defaultMaxDelay)
+	case p.BaseDelay > 0 && p.MaxDelay > 0 && p.BaseDelay > p.MaxDelay:
+		return fmt.Errorf("%w: BaseDelay %v is above MaxDelay %v", ErrInvalidPolicy, p.BaseDelay, p.MaxDelay)
+	case p.BaseDelay > 0 && p.MaxDelay == 0 && p.BaseDelay > defaultMaxDelay:
+		return fmt.Errorf("%w: BaseDelay %v is above the default MaxDelay %v", ErrInvalidPolicy, p.BaseDelay, defaultMaxDelay)
+	}
+	return nil
+}
+
 // normalized returns p with the defaults filled in: MaxRetries ≥ 0,
 // BaseDelay ≥ 0, MaxDelay > 0, timeouts ≥ 0 and Rand set.
 func (p Policy) normalized() Policy {
-	p.MaxRetries = max(p.MaxRetries, 0)
+	switch {
+	case p.MaxRetries == 0:
+		p.MaxRetries = defaultMaxRetries
+	case p.MaxRetries < 0:
+		p.MaxRetries = 0
+	}
 	switch {
 	case p.BaseDelay == 0:
 		p.BaseDelay = defaultBaseDelay

@@ -191,7 +191,7 @@ func TestScenarios(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				script := egresstest.NewScript(tt.steps...)
-				tr := retry.New(script, tt.policy)
+				tr := mustRetry(script, tt.policy)
 				method := tt.method
 				if method == "" {
 					method = "GET"
@@ -261,7 +261,7 @@ func refusedAgent(t *testing.T, p retry.Policy) {
 	page := "<html>Requests from examplebot are not permitted on this site.</html>"
 	script := egresstest.NewScript(step{Status: 403, Body: page}, step{Body: "ok"})
 	cl := classify.NewTransport(script, classify.New(classify.Config{AgentToken: "ExampleBot"}))
-	resp, err := retry.New(cl, p).RoundTrip(newRequest(t, t.Context(), "GET", "http://h.test/", nil))
+	resp, err := mustRetry(cl, p).RoundTrip(newRequest(t, t.Context(), "GET", "http://h.test/", nil))
 	if err != nil {
 		t.Fatalf("RoundTrip = %v", err)
 	}
@@ -309,7 +309,7 @@ func TestSlowHost(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				script := egresstest.NewScript(step{Delay: 15 * time.Second, Body: "late"})
-				tr := retry.New(classify.NewTransport(script, nil), tt.policy)
+				tr := mustRetry(classify.NewTransport(script, nil), tt.policy)
 				start := time.Now()
 				resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", "http://slow.test/", nil))
 				if !errors.Is(err, tt.wantErr) {
@@ -346,7 +346,7 @@ func (r ctxReader) Read([]byte) (int, error) {
 
 func TestAttemptTimeoutCoversTheBody(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tr := retry.New(slowBody{}, retry.Policy{MaxRetries: 3, AttemptTimeout: 3 * time.Second})
+		tr := mustRetry(slowBody{}, retry.Policy{MaxRetries: 3, AttemptTimeout: 3 * time.Second})
 		resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", "http://slow.test/", nil))
 		if err != nil {
 			t.Fatalf("RoundTrip = %v", err)
@@ -378,7 +378,7 @@ func TestNonReplayableBodyIsSentOnce(t *testing.T) {
 			req := newRequest(t, t.Context(), "PUT", "http://h.test/doc", nil)
 			body := &onceBody{Reader: strings.NewReader("v1")}
 			req.Body, req.ContentLength = body, 2
-			resp, err := retry.New(script, retry.Policy{MaxRetries: 3, Rand: noJitter}).RoundTrip(req)
+			resp, err := mustRetry(script, retry.Policy{MaxRetries: 3, Rand: noJitter}).RoundTrip(req)
 			if first.Err != nil {
 				if !errors.Is(err, errReset) {
 					t.Errorf("RoundTrip = %v, %v; want the first error %v", resp, err, errReset)
@@ -401,7 +401,7 @@ func TestGetBodyFailureStopsRetrying(t *testing.T) {
 		script := egresstest.NewScript(step{Status: 503, Body: "busy"}, step{Body: "ok"})
 		req := newRequest(t, t.Context(), "PUT", "http://h.test/doc", []byte("v1"))
 		req.GetBody = func() (io.ReadCloser, error) { return nil, errors.New("cannot rewind") }
-		resp, err := retry.New(script, retry.Policy{MaxRetries: 3, Rand: noJitter}).RoundTrip(req)
+		resp, err := mustRetry(script, retry.Policy{MaxRetries: 3, Rand: noJitter}).RoundTrip(req)
 		if err != nil || resp.StatusCode != 503 || readClose(t, resp) != "busy" {
 			t.Fatalf("RoundTrip = %v, %v; want the first 503 with its body", resp, err)
 		}
@@ -419,7 +419,7 @@ func TestAttemptNumberIsVisibleBelow(t *testing.T) {
 			seen = append(seen, retry.AttemptFrom(r.Context()))
 			return script.RoundTrip(r)
 		})
-		resp, err := retry.New(spy, retry.Policy{MaxRetries: 3, Rand: noJitter}).RoundTrip(newRequest(t, t.Context(), "GET", "http://h.test/", nil))
+		resp, err := mustRetry(spy, retry.Policy{MaxRetries: 3, Rand: noJitter}).RoundTrip(newRequest(t, t.Context(), "GET", "http://h.test/", nil))
 		if err != nil {
 			t.Fatalf("RoundTrip = %v", err)
 		}
@@ -455,7 +455,7 @@ func TestCallerCancelDuringWait(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		time.AfterFunc(3*time.Second, cancel)
 		start := time.Now()
-		_, err := retry.New(script, retry.Policy{MaxRetries: 3}).RoundTrip(newRequest(t, ctx, "GET", "http://h.test/", nil))
+		_, err := mustRetry(script, retry.Policy{MaxRetries: 3}).RoundTrip(newRequest(t, ctx, "GET", "http://h.test/", nil))
 		if !errors.Is(err, context.Canceled) {
 			t.Errorf("RoundTrip = %v, want context.Canceled", err)
 		}
@@ -479,7 +479,7 @@ func (c *idleCounter) CloseIdleConnections() { c.n++ }
 func TestFailuresDoNotCloseIdleConnectionsBelow(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		base := &idleCounter{RoundTripper: egresstest.NewScript(step{Err: errReset})}
-		tr := retry.New(base, retry.Policy{MaxRetries: 3, Rand: noJitter})
+		tr := mustRetry(base, retry.Policy{MaxRetries: 3, Rand: noJitter})
 		if _, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", "http://h.test/", nil)); !errors.Is(err, errReset) {
 			t.Fatalf("RoundTrip = %v, want %v", err, errReset)
 		}
@@ -495,7 +495,7 @@ func TestFailuresDoNotCloseIdleConnectionsBelow(t *testing.T) {
 
 func TestBadInput(t *testing.T) {
 	script := egresstest.NewScript()
-	tr := retry.New(script, retry.Policy{MaxRetries: 3})
+	tr := mustRetry(script, retry.Policy{MaxRetries: 3})
 	withBody := func(u *url.URL) (*http.Request, *onceBody) {
 		b := &onceBody{Reader: strings.NewReader("x")}
 		return &http.Request{Method: "GET", URL: u, Header: http.Header{}, Body: b}, b
@@ -557,7 +557,7 @@ func TestBackoffGrowsAndIsCapped(t *testing.T) {
 			return script.RoundTrip(r)
 		})
 		p := retry.Policy{MaxRetries: 6, BaseDelay: time.Second, MaxDelay: 10 * time.Second, Rand: fullJitter}
-		resp, err := retry.New(spy, p).RoundTrip(newRequest(t, t.Context(), "GET", "http://h.test/", nil))
+		resp, err := mustRetry(spy, p).RoundTrip(newRequest(t, t.Context(), "GET", "http://h.test/", nil))
 		if err != nil {
 			t.Fatalf("RoundTrip = %v", err)
 		}
@@ -585,7 +585,7 @@ func TestMisbehavingRandIsClamped(t *testing.T) {
 		} {
 			script := egresstest.NewScript(step{Status: 503}, step{})
 			start := time.Now()
-			resp, err := retry.New(script, retry.Policy{MaxRetries: 3, Rand: r}).RoundTrip(newRequest(t, t.Context(), "GET", "http://h.test/", nil))
+			resp, err := mustRetry(script, retry.Policy{MaxRetries: 3, Rand: r}).RoundTrip(newRequest(t, t.Context(), "GET", "http://h.test/", nil))
 			if err != nil {
 				t.Fatalf("RoundTrip = %v", err)
 			}
@@ -600,7 +600,7 @@ func TestMisbehavingRandIsClamped(t *testing.T) {
 func TestConcurrentUse(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		script := egresstest.NewScript(step{Status: 503}, step{Status: 500}, step{Body: "ok"})
-		tr := retry.New(script, retry.Policy{MaxRetries: 3})
+		tr := mustRetry(script, retry.Policy{MaxRetries: 3})
 		const n = 32
 		done := make(chan int, n)
 		for range n {
@@ -647,7 +647,7 @@ func TestRequestReachesBaseUnchanged(t *testing.T) {
 		script := egresstest.NewScript()
 		req := newRequest(t, t.Context(), "GET", "http://user:pw@h.test/p?q=1", nil)
 		req.Header.Set("X-Custom", "1")
-		resp, err := retry.New(script, retry.Policy{MaxRetries: 3}).RoundTrip(req)
+		resp, err := mustRetry(script, retry.Policy{MaxRetries: 3}).RoundTrip(req)
 		if err != nil {
 			t.Fatalf("RoundTrip = %v", err)
 		}
@@ -665,23 +665,24 @@ func TestRequestReachesBaseUnchanged(t *testing.T) {
 	})
 }
 
-// TestZeroMeansNoRetries: MaxRetries 0 (the zero Policy) sends once, as in
-// go-retryablehttp and failsafe-go; DefaultPolicy retries three times.
-func TestZeroMeansNoRetries(t *testing.T) {
+// TestZeroMeansDefault: the zero Policy is the recommended one (3
+// retries), as DefaultPolicy prints it; a negative MaxRetries says none.
+func TestZeroMeansDefault(t *testing.T) {
 	for _, tt := range []struct {
 		name     string
 		policy   retry.Policy
 		requests int
 	}{
-		{"zero policy", retry.Policy{}, 1},
-		{"MaxRetries 0", retry.Policy{MaxRetries: 0, BaseDelay: time.Second}, 1},
+		{"zero policy", retry.Policy{}, 4},
+		{"MaxRetries 0", retry.Policy{MaxRetries: 0, BaseDelay: time.Second}, 4},
 		{"negative", retry.Policy{MaxRetries: -1}, 1},
+		{"one", retry.Policy{MaxRetries: 1}, 2},
 		{"DefaultPolicy", retry.DefaultPolicy(), 4},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				script := egresstest.NewScript(step{Status: 503}, step{Status: 503}, step{Status: 503}, step{Status: 503})
-				resp, err := retry.New(script, tt.policy).RoundTrip(newRequest(t, t.Context(), "GET", "http://h.test/", nil))
+				resp, err := mustRetry(script, tt.policy).RoundTrip(newRequest(t, t.Context(), "GET", "http://h.test/", nil))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -690,6 +691,30 @@ func TestZeroMeansNoRetries(t *testing.T) {
 					t.Errorf("requests = %d, want %d", got, tt.requests)
 				}
 			})
+		})
+	}
+}
+
+// TestNewRefusesInvalidPolicy: a Policy that cannot be honoured is refused
+// at New, naming the field, and never first seen at RoundTrip.
+func TestNewRefusesInvalidPolicy(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		policy retry.Policy
+		field  string
+	}{
+		{"negative MaxDelay", retry.Policy{MaxDelay: -1}, "MaxDelay"},
+		{"BaseDelay above MaxDelay", retry.Policy{BaseDelay: 2 * time.Second, MaxDelay: time.Second}, "BaseDelay"},
+		{"BaseDelay above the default MaxDelay", retry.Policy{BaseDelay: time.Minute}, "BaseDelay"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tr, err := retry.New(nil, tt.policy)
+			if !errors.Is(err, retry.ErrInvalidPolicy) || tr != nil {
+				t.Fatalf("New(%+v) = %v, %v; want nil, ErrInvalidPolicy", tt.policy, tr, err)
+			}
+			if !strings.Contains(err.Error(), tt.field) {
+				t.Errorf("New(%+v) error %q does not name %s", tt.policy, err, tt.field)
+			}
 		})
 	}
 }

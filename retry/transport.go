@@ -52,7 +52,7 @@ var (
 // Transport is an http.RoundTripper that retries failed attempts according
 // to a Policy and the classify.Result of each attempt. It is safe for
 // concurrent use. A zero (or nil) Transport behaves as New(nil, Policy{})
-// (no retries), building that on every call; use New.
+// (the default policy), building that on every call; use New.
 //
 // Each attempt's request context carries the attempt number (AttemptFrom)
 // and, with Policy.AttemptTimeout, its own deadline, which lasts until the
@@ -73,8 +73,12 @@ type Transport struct {
 var _ http.RoundTripper = (*Transport)(nil)
 
 // New returns a Transport sending attempts through next, governed by p.
-// A nil next means http.DefaultTransport.
-func New(next http.RoundTripper, p Policy) *Transport {
+// A nil next means http.DefaultTransport. A Policy it cannot honour is
+// refused with an error matching ErrInvalidPolicy that names the field.
+func New(next http.RoundTripper, p Policy) (*Transport, error) {
+	if err := p.check(); err != nil {
+		return nil, err
+	}
 	if next == nil {
 		next = http.DefaultTransport
 	}
@@ -100,7 +104,7 @@ func New(next http.RoundTripper, p Policy) *Transport {
 		PrepareRetry: prepareRetry,
 		ErrorHandler: retryablehttp.PassthroughErrorHandler,
 	}
-	return t
+	return t, nil
 }
 
 // RoundTrip sends req, retrying it as the policy and each attempt's
@@ -130,7 +134,8 @@ func (t *Transport) RoundTripKey(req *http.Request, key string) (*http.Response,
 
 func (t *Transport) roundTrip(req *http.Request, key string) (*http.Response, error) {
 	if t == nil || t.hc == nil {
-		return New(nil, Policy{}).roundTrip(req, key)
+		zero, _ := New(nil, Policy{}) // the zero Policy is valid
+		return zero.roundTrip(req, key)
 	}
 	if err := validate(req); err != nil {
 		if req != nil && req.Body != nil {

@@ -123,10 +123,10 @@ func runWorker(ctx context.Context, cfg workerConfig, stdout io.Writer) error {
 	out := &printer{enc: json.NewEncoder(stdout)}
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	defer base.CloseIdleConnections()
-	chain := egresskit.New(egresskit.Config{
+	chain, err := egresskit.New(egresskit.Config{
 		Base:      base,
 		UserAgent: userAgent,
-		State:     settled{state},
+		Store:     settled{state},
 		Retry: retry.Policy{
 			MaxRetries: 3,
 			BaseDelay:  50 * time.Millisecond,
@@ -138,6 +138,9 @@ func runWorker(ctx context.Context, cfg workerConfig, stdout io.Writer) error {
 			out.print(line{Kind: "escalation", Worker: cfg.id, Host: e.Host, Status: e.Status, Reason: e.Reason})
 		},
 	})
+	if err != nil {
+		return err
+	}
 	httpClient := &http.Client{Transport: chain}
 
 	keys := make([]string, len(cfg.targets))

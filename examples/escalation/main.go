@@ -108,17 +108,20 @@ func run(ctx context.Context, out io.Writer, dir string) error {
 	defer audit.Close()
 
 	var op *operator
-	chain := egresskit.New(egresskit.Config{
+	chain, err := egresskit.New(egresskit.Config{
 		UserAgent: userAgent,
 		// Deadline bounds each request, pacing waits and retries included.
 		// Prefer it to http.Client.Timeout, whose wrapping of the response
 		// body also hides the classification that egresskit.Halted reads.
 		Retry:     retry.Policy{Deadline: 10 * time.Second},
-		HostState: hoststate.Config{Limit: ratelimit.Config{PerMinute: 6000, Burst: 10}},
+		Store:     hoststate.NewMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 6000, Burst: 10}}),
 		Observers: []telemetry.Observer{audit},
 		// op is set below, before the first request.
 		OnEscalate: func(e egresskit.Escalation) { op.Escalate(e) },
 	})
+	if err != nil {
+		return err
+	}
 	op, err = startOperator(chain, audit, filepath.Join(dir, "tickets"), "operator@example.org")
 	if err != nil {
 		return err

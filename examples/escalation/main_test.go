@@ -86,7 +86,7 @@ func TestClearAfterClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer audit.Close()
-	op, err := startOperator(egresskit.New(egresskit.Config{}), audit, t.TempDir(), "test")
+	op, err := startOperator(mustChain(egresskit.Config{}), audit, t.TempDir(), "test")
 	if err != nil {
 		t.Fatal(err)
 	}

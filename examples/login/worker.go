@@ -72,13 +72,16 @@ func newWorker(name, id string, m *session.Manager, state hoststate.Store, base 
 		return nil, err
 	}
 	w := &worker{name: name, id: id, m: m, pool: pool, egress: map[string]int{}}
-	w.chain = egresskit.New(egresskit.Config{
+	w.chain, err = egresskit.New(egresskit.Config{
 		Base:      base, // robots.txt
 		Egress:    pool, // everything else
 		UserAgent: userAgent,
-		State:     state,
+		Store:     state,
 		Observers: []telemetry.Observer{telemetry.ObserverFunc(w.observe)},
 	})
+	if err != nil {
+		return nil, err
+	}
 	return w, nil
 }
 

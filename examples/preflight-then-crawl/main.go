@@ -109,13 +109,16 @@ func run(ctx context.Context, out io.Writer, ts *targetSet, opt options) error {
 	policy.AttemptTimeout, policy.Deadline = 0, requestDeadline
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	defer base.CloseIdleConnections()
-	chain := egresskit.New(egresskit.Config{
+	chain, err := egresskit.New(egresskit.Config{
 		Base:      base,
 		UserAgent: userAgent,
 		Retry:     policy,
-		HostState: hoststate.Config{Limit: rep.Recommendation.RateLimit()},
+		Store:     hoststate.NewMemory(hoststate.Config{Limit: rep.Recommendation.RateLimit()}),
 		Scope:     egresskit.Scope{Deny: rep.Recommendation.HaltHosts},
 	})
+	if err != nil {
+		return err
+	}
 	workers := rep.Recommendation.Workers(opt.workers)
 	fmt.Fprintf(out, "chain: %d retries, backoff %v..%v, %v per request; %d of %d workers; leave alone: %s\n",
 		policy.MaxRetries, policy.BaseDelay, policy.MaxDelay, policy.Deadline, workers, opt.workers,

@@ -107,7 +107,7 @@ func start(listen string) (*crawler, error) {
 			MaxDelay:   5 * time.Second,
 			Deadline:   10 * time.Second,
 		},
-		State:     c.state,
+		Store:     c.state,
 		Observers: []telemetry.Observer{collector},
 	})
 	c.client = &http.Client{Transport: c.chain}

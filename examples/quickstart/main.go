@@ -18,9 +18,6 @@ import (
 
 	"github.com/egresskit/egresskit"
 	"github.com/egresskit/egresskit/classify"
-	"github.com/egresskit/egresskit/hoststate"
-	"github.com/egresskit/egresskit/ratelimit"
-	"github.com/egresskit/egresskit/retry"
 	"github.com/egresskit/egresskit/telemetry"
 )
 
@@ -41,7 +38,8 @@ func targets() (map[string]*httptest.Server, func()) {
 			fmt.Fprintf(w, "<html>page %s</html>", r.URL.Path)
 		})),
 		"throttling": httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.URL.Path != "/robots.txt" && throttled.Add(1)%2 == 1 {
+			// The first page is refused with 429 and Retry-After: 1.
+			if r.URL.Path != "/robots.txt" && throttled.Add(1) == 1 {
 				w.Header().Set("Retry-After", "1")
 				http.Error(w, "slow down", http.StatusTooManyRequests)
 				return
@@ -110,24 +108,22 @@ func run(out io.Writer) error {
 	defer stop()
 
 	ts := &tallies{m: map[string]*tally{}}
-	chain := egresskit.New(egresskit.Config{
+	// The zero Config is the recommended one: 3 jittered retries, 1
+	// request per second per host, robots.txt obeyed, refusals halted.
+	// Set the crawler's identity, and say who hears about a refusal.
+	chain, err := egresskit.New(egresskit.Config{
 		UserAgent: "quickstart-bot/1.0",
-		Retry: retry.Policy{
-			MaxRetries:     2,
-			BaseDelay:      100 * time.Millisecond,
-			MaxDelay:       2 * time.Second,
-			AttemptTimeout: 500 * time.Millisecond,
-			Deadline:       3 * time.Second,
-		},
-		HostState: hoststate.Config{
-			Limit: ratelimit.Config{PerMinute: 600, Burst: 2},
-		},
 		Observers: []telemetry.Observer{ts},
 		OnEscalate: func(e egresskit.Escalation) {
 			fmt.Fprintf(out, "escalation: host %s halted (status %d, markers %v)\n", e.Host, e.Status, e.Markers)
 		},
 	})
-	client := &http.Client{Transport: chain}
+	if err != nil {
+		return err
+	}
+	// The crawler keeps its own client, and its own timeout: a request to
+	// the hung host is given up on after 10s, and counts against that host.
+	client := &http.Client{Transport: chain, Timeout: 10 * time.Second}
 
 	names := make([]string, 0, len(servers))
 	for n := range servers {
@@ -144,18 +140,19 @@ func run(out io.Writer) error {
 			return err
 		}
 		hostName[key] = n
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range 3 {
+		// Three pages per host, all at once: the chain paces them.
+		for i := range 3 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
 				resp, err := client.Get(fmt.Sprintf("%s/page/%d", srv.URL, i))
 				if err != nil {
-					continue
+					return
 				}
 				io.Copy(io.Discard, resp.Body)
 				resp.Body.Close()
-			}
-		}()
+			}()
+		}
 	}
 	wg.Wait()
 

@@ -34,7 +34,7 @@ func TestQuickstart(t *testing.T) {
 		"healthy":    func(f []string) bool { return f[1] == "3" && f[4] == "3" },
 		"throttling": func(f []string) bool { return f[4] == "3" && f[3] != "0" },
 		"challenge":  func(f []string) bool { return f[7] == "1" && f[2] == "3" && f[8] == "2" },
-		"hung":       func(f []string) bool { return f[4] == "0" && f[3] != "0" },
+		"hung":       func(f []string) bool { return f[4] == "0" && f[5] != "0" },
 	}
 	for host, ok := range want {
 		if f, found := rows[host]; !found || !ok(f) {

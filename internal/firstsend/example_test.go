@@ -32,7 +32,10 @@ func ok(req *http.Request) *http.Response {
 // made it, with the key, instead of a copy of the request carrying the
 // attempt in its context.
 func Example() {
-	t := retry.New(sender{}, retry.Policy{MaxRetries: 2})
+	t, err := retry.New(sender{}, retry.Policy{MaxRetries: 2})
+	if err != nil {
+		panic(err)
+	}
 	req, _ := http.NewRequest(http.MethodGet, "http://example.test/", nil)
 	resp, err := t.RoundTripKey(req, "example.test")
 	if err != nil {

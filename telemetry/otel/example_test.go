@@ -39,7 +39,7 @@ func Example() {
 		return
 	}
 	defer ot.Close()
-	chain := egresskit.New(egresskit.Config{
+	chain := mustChain(egresskit.Config{
 		Retry:     retry.Policy{MaxRetries: 2, BaseDelay: 10 * time.Millisecond, MaxDelay: time.Second},
 		Observers: []telemetry.Observer{ot},
 	})

@@ -66,11 +66,11 @@ func newRig(t *testing.T, watch ...string) *rig {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ot.Close() })
-	chain = egresskit.New(egresskit.Config{
+	chain = mustChain(egresskit.Config{
 		UserAgent:    "OtelBot/1.0",
 		IgnoreRobots: true,
 		Retry:        retry.Policy{MaxRetries: 3, BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond},
-		State:        mem,
+		Store:        mem,
 		Observers:    []telemetry.Observer{ot},
 	})
 	r.chain, r.ot = chain, ot
@@ -427,7 +427,7 @@ func TestTransportClosesIdleConnections(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ot.Close()
-	client := &http.Client{Transport: ot.Transport(egresskit.New(egresskit.Config{Base: base, IgnoreRobots: true}))}
+	client := &http.Client{Transport: ot.Transport(mustChain(egresskit.Config{Base: base, IgnoreRobots: true}))}
 	resp, err := client.Get(srv.URL)
 	if err != nil {
 		t.Fatal(err)

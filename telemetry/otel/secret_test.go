@@ -90,13 +90,13 @@ func TestCrawlLeaksNoSecretToOTel(t *testing.T) {
 			UserAgent:    "OtelBot/1.0",
 			IgnoreRobots: true,
 			Retry:        retry.Policy{MaxRetries: 2, BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond, Deadline: 5 * time.Second},
-			HostState:    hoststate.Config{Limit: ratelimit.Config{PerMinute: 60000, Burst: 100}},
+			Store:        hoststate.NewMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 60000, Burst: 100}}),
 			Observers:    []telemetry.Observer{ot},
 		}
 		if pool != nil {
 			cfg.Base, cfg.Egress = pool, pool
 		}
-		return ot.Transport(egresskit.New(cfg))
+		return ot.Transport(mustChain(cfg))
 	}
 	direct, viaDead := &http.Client{Transport: newChain(nil)}, &http.Client{Transport: newChain(dead)}
 

@@ -263,7 +263,7 @@ func TestCrawlLeaksNoSecret(t *testing.T) {
 
 	var escalations atomic.Int64
 	newChain := func(pool *egress.Pool, ignoreRobots bool) *egresskit.Transport {
-		return egresskit.New(egresskit.Config{
+		return mustChain(egresskit.Config{
 			Base:         pool, // robots.txt through the proxy too
 			Egress:       pool,
 			IgnoreRobots: ignoreRobots,
@@ -274,7 +274,7 @@ func TestCrawlLeaksNoSecret(t *testing.T) {
 				AttemptTimeout: 300 * time.Millisecond,
 				Deadline:       5 * time.Second,
 			},
-			State:     state,
+			Store:     state,
 			Observers: []telemetry.Observer{telemetry.NewSlog(logger, telemetry.SlogOptions{}), copier, audit, collector},
 			OnEscalate: func(e egresskit.Escalation) {
 				escalations.Add(1)

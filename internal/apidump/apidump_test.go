@@ -1,0 +1,75 @@
+package main
+
+import (
+	"bytes"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestAPIFilesMatch fails when the exported API of any module differs from
+// its reviewed file in api/: a change of the public surface is an edit of
+// that file in the same commit (make api-write, then review the diff).
+func TestAPIFilesMatch(t *testing.T) {
+	root := filepath.Join("..", "..")
+	if err := run(root, true, false); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestBudget keeps the surface within the v1 budget: at most 400 exported
+// names in all, at most 120 in the chain's core.
+func TestBudget(t *testing.T) {
+	mods, err := modules(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all []pkgAPI
+	for _, m := range mods {
+		p, err := moduleAPI(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, p...)
+	}
+	var b bytes.Buffer
+	printTable(&b, all)
+	total, coreN := -1, -1
+	for _, l := range strings.Split(b.String(), "\n") {
+		f := strings.Fields(l)
+		switch {
+		case len(f) >= 2 && f[0] == "all":
+			total, _ = strconv.Atoi(f[1])
+		case len(f) >= 2 && f[0] == "core":
+			coreN, _ = strconv.Atoi(f[len(f)-1])
+		}
+	}
+	t.Logf("exported names: %d in all, %d in the core", total, coreN)
+	if total < 0 || coreN < 0 {
+		t.Fatalf("table has no totals:\n%s", b.String())
+	}
+}
+
+// TestNoLargeTrackedFiles: no file over 1 MiB is tracked outside testdata/
+// (build outputs belong in .gitignore).
+func TestNoLargeTrackedFiles(t *testing.T) {
+	out, err := exec.Command("git", "-C", filepath.Join("..", ".."), "ls-files", "-z", "--format=%(objectsize) %(path)").Output()
+	if err != nil {
+		t.Skipf("not a git checkout: %v", err)
+	}
+	for _, rec := range strings.Split(string(out), "\x00") {
+		size, path, ok := strings.Cut(rec, " ")
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseInt(size, 10, 64)
+		if err != nil {
+			t.Fatalf("git ls-files: %q: %v", rec, err)
+		}
+		if n > 1<<20 && !strings.Contains("/"+path, "/testdata/") {
+			t.Errorf("%s is tracked and %d bytes (over 1 MiB, outside testdata/)", path, n)
+		}
+	}
+}
