@@ -67,8 +67,8 @@
 //
 //	rep, err := probe.Run(ctx, targets, probe.Options{Proxies: endpoints})
 //	// check err and rep.Status, then:
-//	t := egresskit.New(egresskit.Config{Retry: rep.Backoff.Policy(),
-//		HostState: hoststate.Config{Limit: rep.Recommendation.RateLimit()}})
+//	t, err := egresskit.New(egresskit.Config{Retry: rep.Backoff.Policy(),
+//		Store: hoststate.NewMemory(hoststate.Config{Limit: rep.Recommendation.RateLimit()})})
 //
 // # JSON
 //

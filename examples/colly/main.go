@@ -94,7 +94,7 @@ func newPool(w *web) (*egress.Pool, error) {
 }
 
 // newChain returns the egresskit chain sending through pool.
-func newChain(pool *egress.Pool, obs telemetry.Observer, onEscalate func(egresskit.Escalation)) *egresskit.Transport {
+func newChain(pool *egress.Pool, obs telemetry.Observer, onEscalate func(egresskit.Escalation)) (*egresskit.Transport, error) {
 	return egresskit.New(egresskit.Config{
 		// robots.txt leaves through the same proxies as the pages.
 		Base:      pool,
@@ -106,7 +106,7 @@ func newChain(pool *egress.Pool, obs telemetry.Observer, onEscalate func(egressk
 			MaxDelay:   5 * time.Second,
 			Deadline:   8 * time.Second,
 		},
-		HostState:  hoststate.Config{Limit: ratelimit.Config{PerMinute: perMinute, Burst: 5}},
+		Store:      hoststate.NewMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: perMinute, Burst: 5}}),
 		Observers:  []telemetry.Observer{obs},
 		OnEscalate: onEscalate,
 	})
@@ -141,10 +141,13 @@ func crawl(ctx context.Context, out io.Writer, w *web) error {
 
 	tally := &attempts{n: map[string]int{}}
 	names := map[string]string{} // host key -> host name
-	chain := newChain(pool, tally, func(e egresskit.Escalation) {
+	chain, err := newChain(pool, tally, func(e egresskit.Escalation) {
 		// A real crawler hands this to a person (see examples/escalation).
 		fmt.Fprintf(out, "escalation: %s halted (status %d, markers %v)\n", names[e.Host], e.Status, e.Markers)
 	})
+	if err != nil {
+		return err
+	}
 	for name, srv := range map[string]string{"site": w.site.URL, "busy": w.busy.URL, "challenge": w.challenge.URL} {
 		key, err := chain.HostKey(srv)
 		if err != nil {

@@ -70,7 +70,10 @@ func TestOneIdentity(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	chain := newChain(pool, &attempts{n: map[string]int{}}, func(egresskit.Escalation) {})
+	chain, err := newChain(pool, &attempts{n: map[string]int{}}, func(egresskit.Escalation) {})
+	if err != nil {
+		t.Fatal(err)
+	}
 	c := newCollector(context.Background(), chain)
 	for _, u := range []string{w.site.URL + "/", w.site.URL + "/private/admin", w.challenge.URL + "/shop"} {
 		c.Visit(u)
@@ -96,7 +99,10 @@ func TestSetProxyFuncReplacesTheChain(t *testing.T) {
 	}
 	defer pool.Close()
 	ctx := context.Background()
-	chain := newChain(pool, &attempts{n: map[string]int{}}, func(egresskit.Escalation) {})
+	chain, err := newChain(pool, &attempts{n: map[string]int{}}, func(egresskit.Escalation) {})
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	proxyURL, _ := url.Parse(w.proxies["proxy-a"].URL)
 	c := newCollector(ctx, chain)

@@ -97,7 +97,7 @@ func start(listen string) (*crawler, error) {
 		return nil, err
 	}
 
-	c.chain = egresskit.New(egresskit.Config{
+	c.chain, err = egresskit.New(egresskit.Config{
 		Base:      pool, // robots.txt leaves the same way as the pages
 		Egress:    pool,
 		UserAgent: "metrics-example/1.0 (+https://example.org/bot)",
@@ -110,6 +110,10 @@ func start(listen string) (*crawler, error) {
 		Store:     c.state,
 		Observers: []telemetry.Observer{collector},
 	})
+	if err != nil {
+		c.close()
+		return nil, err
+	}
 	c.client = &http.Client{Transport: c.chain}
 
 	mux := http.NewServeMux()

@@ -6,7 +6,7 @@
 // wraps the chain with Transport, which opens the request span:
 //
 //	ot, err := otel.New(otel.Config{TracerProvider: tp, MeterProvider: mp})
-//	chain := egresskit.New(egresskit.Config{Observers: []telemetry.Observer{ot}})
+//	chain, err := egresskit.New(egresskit.Config{Observers: []telemetry.Observer{ot}})
 //	client := &http.Client{Transport: ot.Transport(chain)}
 //
 // # Spans

@@ -61,11 +61,14 @@ func run(ctx context.Context, out io.Writer) error {
 		return err
 	}
 	defer ot.Close()
-	chain := egresskit.New(egresskit.Config{
+	chain, err := egresskit.New(egresskit.Config{
 		UserAgent: "ExampleBot/1.0 (+https://example.org/bot)",
 		Retry:     retry.Policy{MaxRetries: 2, BaseDelay: 50 * time.Millisecond, MaxDelay: time.Second},
 		Observers: []telemetry.Observer{ot},
 	})
+	if err != nil {
+		return err
+	}
 	client := &http.Client{Transport: ot.Transport(chain)}
 
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/page?api_key=not-for-spans", nil)
