@@ -294,13 +294,13 @@ func (t *Transport) settle(ctx context.Context, key string, adm hoststate.Admiss
 		case <-timer.C:
 		}
 		late := time.Since(due)
-		st, err := t.state.State(ctx, key)
+		st, err := t.state.Status(ctx, key)
 		if err != nil {
 			return adm, true, nil // the state is unavailable: the admission stands
 		}
 		switch {
 		case st.Halted:
-			return adm, true, &breaker.HaltError{Host: key, Since: st.HaltedAt}
+			return adm, true, &breaker.HaltError{Host: key, HaltedAt: st.HaltedAt}
 		case st.Breaker == breaker.Open && !adm.Probe:
 			return adm, true, &breaker.OpenError{Host: key, Until: st.OpenUntil}
 		case st.Epoch != adm.Epoch || (lateOnce && late > slotSlack(st.PerMinute)):

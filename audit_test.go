@@ -135,7 +135,7 @@ func TestEgressRefusalIsNotAHostFailure(t *testing.T) {
 		t.Fatalf("err = %v, want ErrBindingUnavailable", err)
 	}
 	host, _ := chain.HostKey(srv.URL)
-	st, _ := chain.State(context.Background(), host)
+	st, _ := chain.Status(context.Background(), host)
 	if st.ConsecutiveFailures != 0 || st.Recent.Transient != 0 || st.Recent.Permanent != 1 {
 		t.Errorf("host state after an unsent request: %+v; want no failure and one attempt", st)
 	}

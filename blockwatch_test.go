@@ -89,7 +89,7 @@ func TestBlockWatchHaltsRunOfRefusals(t *testing.T) {
 		t.Errorf("server received %d requests, want 10", n)
 	}
 	key, _ := tr.HostKey(srv.URL)
-	st, err := tr.State(context.Background(), key)
+	st, err := tr.Status(context.Background(), key)
 	if err != nil || !st.Halted {
 		t.Errorf("State = %+v, %v; want halted", st, err)
 	}

@@ -180,7 +180,7 @@ func TestRetryAfterPastCapReturnsResponseAndPausesHost(t *testing.T) {
 		if got := s.requests("a.test"); got != 1 {
 			t.Errorf("server saw %d requests, want 1 (no retry past the cap)", got)
 		}
-		st, err := chain.State(context.Background(), "a.test")
+		st, err := chain.Status(context.Background(), "a.test")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -329,7 +329,7 @@ func TestBreakerOpensAndRecovers(t *testing.T) {
 						t.Fatalf("request %d: status %d, want 502", i+1, status)
 					}
 				}
-				before, _ := chain.State(context.Background(), "down.test")
+				before, _ := chain.Status(context.Background(), "down.test")
 				_, err := get(c, "http://down.test/")
 				var open *breaker.OpenError
 				if !errors.As(err, &open) || !errors.Is(err, breaker.ErrOpen) {
@@ -338,7 +338,7 @@ func TestBreakerOpensAndRecovers(t *testing.T) {
 				if got := s.requests("down.test"); got != 8 {
 					t.Errorf("server saw %d requests, want 8 (the 9th never sent)", got)
 				}
-				after, _ := chain.State(context.Background(), "down.test")
+				after, _ := chain.Status(context.Background(), "down.test")
 				if before.Breaker != breaker.Open || after.Breaker != breaker.Open {
 					t.Errorf("breaker state after 8 failures %v, after the refused 9th %v; want open, open", before.Breaker, after.Breaker)
 				}
@@ -354,7 +354,7 @@ func TestBreakerOpensAndRecovers(t *testing.T) {
 				if got := s.requests("down.test"); got != 9 {
 					t.Errorf("after open time: server saw %d requests, want 9 (one probe)", got)
 				}
-				st, _ := chain.State(context.Background(), "down.test")
+				st, _ := chain.Status(context.Background(), "down.test")
 				if probeOK {
 					if status != 200 || st.Breaker != breaker.Closed {
 						t.Errorf("successful probe: status %d, breaker %v; want 200, closed", status, st.Breaker)
@@ -431,7 +431,7 @@ func Test429HalvesRateAndPauses(t *testing.T) {
 		if status, _ := get(c, "http://busy.test/"); status != 429 {
 			t.Fatalf("status %d, want 429", status)
 		}
-		st, err := chain.State(context.Background(), "busy.test")
+		st, err := chain.Status(context.Background(), "busy.test")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -498,7 +498,7 @@ func TestRobotsDisallowNeverReachesBreakerOrLimiter(t *testing.T) {
 				t.Fatal("a disallowed request waited for a token")
 			}
 		}
-		st, _ := chain.State(context.Background(), "r.test")
+		st, _ := chain.Status(context.Background(), "r.test")
 		if st.Recent != (ratelimit.Outcomes{}) || st.ConsecutiveFailures != 0 {
 			t.Errorf("disallowed requests reached the host state: %+v", st)
 		}
@@ -527,7 +527,7 @@ func TestCrawlDelayBecomesCeiling(t *testing.T) {
 		if _, err := get(c, "http://slow.test/"); err != nil {
 			t.Fatal(err)
 		}
-		st, _ := chain.State(context.Background(), "slow.test")
+		st, _ := chain.Status(context.Background(), "slow.test")
 		if st.Ceiling != 6 || st.PerMinute > 6 {
 			t.Errorf("ceiling %v, rate %v; want 6/min from Crawl-delay 10", st.Ceiling, st.PerMinute)
 		}

@@ -140,7 +140,7 @@ func TestHungHostTripsBreakerUnderClientTimeout(t *testing.T) {
 		if got := s.requests("hung.test"); got > 9 {
 			t.Errorf("the hung host received %d of 16 requests, want at most 9", got)
 		}
-		st, err := chain.State(context.Background(), "hung.test")
+		st, err := chain.Status(context.Background(), "hung.test")
 		if err != nil || st.Breaker != breaker.Open || open == 0 {
 			t.Errorf("breaker %v (%v), %d requests failed fast; want open, some failed fast", st.Breaker, err, open)
 		}

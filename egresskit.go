@@ -382,8 +382,8 @@ func (t *Transport) Resume(ctx context.Context, host string) error {
 }
 
 // State returns the per-host state of host (a host key).
-func (t *Transport) State(ctx context.Context, host string) (hoststate.HostState, error) {
-	return t.state.State(ctx, host)
+func (t *Transport) Status(ctx context.Context, host string) (hoststate.Status, error) {
+	return t.state.Status(ctx, host)
 }
 
 // HostKey returns the key under which the chain keeps the state of the host

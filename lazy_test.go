@@ -127,7 +127,7 @@ func TestChallenge200JudgedWhenRead(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer resp.Body.Close()
-				if st, _ := tr.State(t.Context(), "a.test"); st.Halted || len(escalations) != 0 {
+				if st, _ := tr.Status(t.Context(), "a.test"); st.Halted || len(escalations) != 0 {
 					t.Errorf("before the body is touched: halted %v, %d escalations; want neither", st.Halted, len(escalations))
 				}
 				if len(rec.events) != 1 || rec.events[0].Status != 503 || rec.events[0].Final {
@@ -142,7 +142,7 @@ func TestChallenge200JudgedWhenRead(t *testing.T) {
 				if r := classify.Of(resp, nil); r.Outcome != want {
 					t.Errorf("Of = %v, want %v", r.Outcome, want)
 				}
-				st, _ := tr.State(t.Context(), "a.test")
+				st, _ := tr.Status(t.Context(), "a.test")
 				if st.Halted != tc.halted || egresskit.Halted(resp) != tc.halted {
 					t.Errorf("host halted %v, Halted(resp) %v; want %v", st.Halted, egresskit.Halted(resp), tc.halted)
 				}

@@ -97,7 +97,7 @@ func chainConfig(pool *egress.Pool) egresskit.Config {
 // counted a failure.
 func hostUntouched(t *testing.T, tr *egresskit.Transport, host string) {
 	t.Helper()
-	st, err := tr.State(context.Background(), host)
+	st, err := tr.Status(context.Background(), host)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -118,7 +118,7 @@ func TestWaitingAttemptRechecksHost(t *testing.T) {
 						t.Errorf("B reached the host at %v, want once, not before %v (the pause's end)", sent, tt.sentAt)
 					}
 				}
-				st, err := chain.State(context.Background(), "h.test")
+				st, err := chain.Status(context.Background(), "h.test")
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -184,7 +184,7 @@ func redisAddr() string {
 // or fails it when EGRESSKIT_REQUIRE_REDIS is 1. The state fails closed,
 // so that a slow Redis shows up as an error instead of a silent fallback
 // to memory.
-func redisState(tb testing.TB, hc hoststate.Config) *redisstore.State {
+func redisState(tb testing.TB, hc hoststate.Config) *redisstore.Store {
 	addr := redisAddr()
 	client := redis.NewClient(&redis.Options{
 		Addr:                  addr,

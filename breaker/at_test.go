@@ -22,7 +22,7 @@ func TestAllowAtDoneAt(t *testing.T) {
 	if !eff.Halted {
 		t.Fatalf("DoneAt of a refusal = %+v, want Halted", eff)
 	}
-	if st := s.Status("no.example"); !st.Halted || !st.HaltedSince.Equal(at) {
+	if st := s.Status("no.example"); !st.Halted || !st.HaltedAt.Equal(at) {
 		t.Errorf("Status = %+v, want halted since %v", st, at)
 	}
 	if _, err := s.AllowAt("no.example", at.Add(time.Second)); err == nil {

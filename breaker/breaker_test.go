@@ -274,7 +274,7 @@ func TestHalt(t *testing.T) {
 		s.Done(host, tk, result(classify.Refused))
 		_, err := s.Allow(host)
 		var he *breaker.HaltError
-		if !errors.Is(err, breaker.ErrHalted) || !errors.As(err, &he) || he.Host != host || !he.Since.Equal(halted) {
+		if !errors.Is(err, breaker.ErrHalted) || !errors.As(err, &he) || he.Host != host || !he.HaltedAt.Equal(halted) {
 			t.Fatalf("Allow while halted = %v, want *HaltError{%q, %v}", err, host, halted)
 		}
 		if got, want := err.Error(), "breaker: host example.com halted since 2000-01-01T00:00:00Z"; got != want {

@@ -41,13 +41,13 @@ func (e *OpenError) Unwrap() error { return ErrOpen }
 type HaltError struct {
 	// Host is the host key.
 	Host string
-	// Since is when the host was halted.
-	Since time.Time
+	// HaltedAt is when the host was halted.
+	HaltedAt time.Time
 }
 
 // Error returns "breaker: host HOST halted since TIME".
 func (e *HaltError) Error() string {
-	return "breaker: host " + e.Host + " halted since " + e.Since.UTC().Format(time.RFC3339)
+	return "breaker: host " + e.Host + " halted since " + e.HaltedAt.UTC().Format(time.RFC3339)
 }
 
 // Unwrap returns ErrHalted.

@@ -18,7 +18,7 @@ func TestStatusSnapshots(t *testing.T) {
 		s := breaker.New(breaker.Config{})
 		attempt(t, s, "ok.example", classify.Transient)
 		for range 3 {
-			if st := s.Status("ok.example"); st.Halted || !st.HaltedSince.IsZero() || st.ConsecutiveFailures != 1 {
+			if st := s.Status("ok.example"); st.Halted || !st.HaltedAt.IsZero() || st.ConsecutiveFailures != 1 {
 				t.Fatalf("Status(ok.example) = %+v, want one failure, not halted", st)
 			}
 		}
@@ -26,7 +26,7 @@ func TestStatusSnapshots(t *testing.T) {
 		attempt(t, s, "no.example", classify.Refused)
 		time.Sleep(time.Minute)
 		for range 3 {
-			if st := s.Status("no.example"); !st.Halted || !st.HaltedSince.Equal(refusedAt) {
+			if st := s.Status("no.example"); !st.Halted || !st.HaltedAt.Equal(refusedAt) {
 				t.Fatalf("Status(no.example) = %+v, want halted since %v", st, refusedAt)
 			}
 		}

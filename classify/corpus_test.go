@@ -266,7 +266,7 @@ func runSample(t *testing.T, c *http.Client, tr *egresskit.Transport, i int, s s
 		t.Errorf("%s: %v", s.File, err)
 		return out
 	}
-	st, err := tr.State(ctx, key)
+	st, err := tr.Status(ctx, key)
 	if err != nil {
 		t.Errorf("%s: %v", s.File, err)
 		return out

@@ -119,7 +119,7 @@ func trustServer(srv *httptest.Server) *tls.Config {
 }
 
 // stateOf returns the snapshot of endpoint id.
-func stateOf(t *testing.T, p *egress.Pool, id string) egress.EndpointState {
+func stateOf(t *testing.T, p *egress.Pool, id string) egress.EndpointStatus {
 	t.Helper()
 	for _, s := range p.Endpoints() {
 		if s.ID == id {
@@ -127,5 +127,5 @@ func stateOf(t *testing.T, p *egress.Pool, id string) egress.EndpointState {
 		}
 	}
 	t.Fatalf("endpoint %q not found", id)
-	return egress.EndpointState{}
+	return egress.EndpointStatus{}
 }

@@ -44,8 +44,8 @@ func TestScenarios(t *testing.T) {
 
 func TestStateUnknownHost(t *testing.T) {
 	m := hoststate.NewMemory(hoststate.Config{})
-	st, err := m.State(context.Background(), "never.example")
-	want := hoststate.HostState{Host: "never.example", Breaker: breaker.Closed, PerMinute: 60}
+	st, err := m.Status(context.Background(), "never.example")
+	want := hoststate.Status{Host: "never.example", Breaker: breaker.Closed, PerMinute: 60}
 	if err != nil || st != want {
 		t.Errorf("State(unknown) = %+v, %v; want %+v", st, err, want)
 	}
@@ -94,7 +94,7 @@ func TestConcurrent(t *testing.T) {
 				case 1:
 					m.SetCeiling(ctx, h, float64(r.IntN(1000)))
 				case 2:
-					m.State(ctx, h)
+					m.Status(ctx, h)
 				case 3:
 					m.Counts()
 				case 4:

@@ -37,7 +37,7 @@ func TestReserveAtObserveAt(t *testing.T) {
 
 	at := t0.Add(time.Hour)
 	s.ObserveAt("other.example", classify.Result{Outcome: classify.Throttled, RetryAfter: 5 * time.Second}, at)
-	if got := s.State("other.example").PausedUntil; got.Before(at.Add(5 * time.Second)) {
+	if got := s.Status("other.example").PausedUntil; got.Before(at.Add(5 * time.Second)) {
 		t.Errorf("after ObserveAt of a 429 with Retry-After 5s at t0+1h: paused until %v, want at least %v", got, at.Add(5*time.Second))
 	}
 

@@ -29,7 +29,7 @@ type Config struct {
 	RecoverStep float64
 	// MaxPause caps the pause a Retry-After may impose. Default (<= 0): 1h.
 	MaxPause time.Duration
-	// Window is the span of the recent outcome counts State reports.
+	// Window is the span of the recent outcome counts Status reports.
 	// Default (<= 0): 5 minutes.
 	Window time.Duration
 	// Overrides sets the configured rate of individual hosts (by host key),

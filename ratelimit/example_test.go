@@ -24,7 +24,7 @@ func Example() {
 
 	// The second attempt is answered 429 with Retry-After: 5.
 	s.Observe("example.com", classify.Result{Outcome: classify.Throttled, Status: 429, RetryAfter: 5 * time.Second})
-	st := s.State("example.com")
+	st := s.Status("example.com")
 	fmt.Println("rate", st.PerMinute, "paused for", st.PausedUntil.Sub(now))
 
 	// The throttle drained the bucket: the attempts waiting for the pause
@@ -45,7 +45,7 @@ func ExampleSet_SetCeiling() {
 	s := ratelimit.New(ratelimit.Config{})
 	// robots.txt says Crawl-delay: 10, i.e. 6 requests a minute.
 	_ = s.SetCeiling("example.com", 60.0/10)
-	st := s.State("example.com")
+	st := s.Status("example.com")
 	fmt.Println(st.PerMinute, st.Ceiling, st.Configured)
 	// Output: 6 6 60
 }

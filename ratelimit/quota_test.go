@@ -34,16 +34,16 @@ func TestQuota(t *testing.T) {
 			s := newSet(c, ratelimit.Config{})
 			observe(s, host, classify.Throttled, 0)
 			c.Advance(reserve(t, s, host)) // the pause
-			if got := s.State(host).PerMinute; got != 30 {
+			if got := s.Status(host).PerMinute; got != 30 {
 				t.Fatalf("rate after the throttle = %v, want 30", got)
 			}
 			c.Advance(reserve(t, s, host))
 			okQuota(s, tt.quota)
-			if got := s.State(host).PerMinute; !near(got, tt.after) {
+			if got := s.Status(host).PerMinute; !near(got, tt.after) {
 				t.Errorf("rate after an OK with quota %v = %v, want %v", tt.quota, got, tt.after)
 			}
 			okRun(t, c, s, 20)
-			if got := s.State(host).PerMinute; !near(got, tt.final) {
+			if got := s.Status(host).PerMinute; !near(got, tt.final) {
 				t.Errorf("rate 20 OKs later = %v, want %v", got, tt.final)
 			}
 		})

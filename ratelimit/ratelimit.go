@@ -17,7 +17,7 @@
 //     outcome that arrives while the host is already paused (another
 //     attempt answered by the same episode) extends the pause, draining the
 //     bucket again, but does not halve again.
-//   - Every pause that starts or grows bumps the host's epoch (State.Epoch,
+//   - Every pause that starts or grows bumps the host's epoch (Status.Epoch,
 //     Reservation.Epoch): a reservation taken in an earlier epoch was
 //     computed before the latest throttle, and its holder must reserve
 //     again rather than send at the time it was given.
@@ -79,14 +79,14 @@ type Outcomes struct {
 type Reservation struct {
 	// Wait is how long the caller must wait before sending.
 	Wait time.Duration
-	// Epoch is the host's epoch when the token was taken. When State's
+	// Epoch is the host's epoch when the token was taken. When Status's
 	// Epoch has moved past it, a throttle has paused the host since, and
 	// the token must not be used: reserve again.
 	Epoch uint64
 }
 
-// State is a snapshot of one host's pacing.
-type State struct {
+// Status is a snapshot of one host's pacing.
+type Status struct {
 	// PerMinute is the current rate; Configured the rate it recovers to
 	// (Config.PerMinute or the host's override); Ceiling the cap set by
 	// SetCeiling (0: none).
@@ -176,9 +176,9 @@ func interval(perMinute float64, max time.Duration) time.Duration {
 	return time.Duration(d)
 }
 
-// State returns a snapshot of host's pacing. A host with no state is at
+// Status returns a snapshot of host's pacing. A host with no state is at
 // its configured rate.
-func (s *Set) State(host string) State {
+func (s *Set) Status(host string) Status {
 	now := s.cfg.Now()
 	sh := s.hosts.Shard(host)
 	sh.Lock()
@@ -186,9 +186,9 @@ func (s *Set) State(host string) State {
 	e := sh.Get(host)
 	if e == nil {
 		pm := s.configured(host)
-		return State{PerMinute: pm, Configured: pm}
+		return Status{PerMinute: pm, Configured: pm}
 	}
-	st := State{PerMinute: e.perMinute, Configured: e.configured, Ceiling: e.ceiling,
+	st := Status{PerMinute: e.perMinute, Configured: e.configured, Ceiling: e.ceiling,
 		Epoch: e.epoch, Target: e.target, Accepted: e.accepted()}
 	if now.Before(e.pausedUntil) {
 		st.PausedUntil = e.pausedUntil

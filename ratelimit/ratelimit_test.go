@@ -77,7 +77,7 @@ func TestThrottle(t *testing.T) {
 	s := newSet(c, ratelimit.Config{PerMinute: 40})
 	reserve(t, s, host)
 	observe(s, host, classify.Throttled, 5*time.Second)
-	st := s.State(host)
+	st := s.Status(host)
 	if st.PerMinute != 20 || st.PausedUntil.Sub(c.Now()) != 5*time.Second {
 		t.Errorf("after 429 Retry-After 5s: rate %v, paused for %v; want 20, 5s", st.PerMinute, st.PausedUntil.Sub(c.Now()))
 	}
@@ -116,7 +116,7 @@ func TestThrottleTable(t *testing.T) {
 				}
 				observe(s, host, classify.Throttled, ra)
 			}
-			st := s.State(host)
+			st := s.Status(host)
 			if st.PerMinute != tt.wantRate || st.PausedUntil.Sub(c.Now()) != tt.wantPause {
 				t.Errorf("rate %v, pause %v; want %v, %v", st.PerMinute, st.PausedUntil.Sub(c.Now()), tt.wantRate, tt.wantPause)
 			}
@@ -187,7 +187,7 @@ func TestRecovery(t *testing.T) {
 					}
 					observe(s, host, classify.OK, 0)
 				}
-				if got, want := s.State(host).Accepted, float64(time.Minute)/float64(tt.spacing); !near(got, want) {
+				if got, want := s.Status(host).Accepted, float64(time.Minute)/float64(tt.spacing); !near(got, want) {
 					t.Fatalf("accepted rate after OKs %v apart = %v, want %v", tt.spacing, got, want)
 				}
 			}
@@ -197,7 +197,7 @@ func TestRecovery(t *testing.T) {
 			for _, w := range tt.want {
 				okRun(t, c, s, w.oks-oks)
 				oks = w.oks
-				if got := s.State(host).PerMinute; !near(got, w.rate) {
+				if got := s.Status(host).PerMinute; !near(got, w.rate) {
 					t.Errorf("%d OKs after the throttle: rate %v, want %v", oks, got, w.rate)
 				}
 			}
@@ -218,19 +218,19 @@ func TestPlateauDoubles(t *testing.T) {
 	}
 	observe(s, host, classify.Throttled, 0)
 	okRun(t, c, s, 31) // climb 10, plateau 20, then probing
-	if st := s.State(host); st.PerMinute <= st.Target {
+	if st := s.Status(host); st.PerMinute <= st.Target {
 		t.Fatalf("31 OKs after the throttle: rate %v, want probing above the target %v", st.PerMinute, st.Target)
 	}
 	c.Advance(time.Minute)
 	observe(s, host, classify.Throttled, 0)
-	target := s.State(host).Target
+	target := s.Status(host).Target
 	c.Advance(reserve(t, s, host))
 	okRun(t, c, s, 49)
-	if got := s.State(host).PerMinute; got != target {
+	if got := s.Status(host).PerMinute; got != target {
 		t.Errorf("49 OKs after the second throttle: rate %v, want the target %v", got, target)
 	}
 	okRun(t, c, s, 11)
-	if got := s.State(host).PerMinute; got <= target {
+	if got := s.Status(host).PerMinute; got <= target {
 		t.Errorf("60 OKs after the second throttle: rate %v, want probing above %v", got, target)
 	}
 }
@@ -243,7 +243,7 @@ func TestOtherOutcomesLeaveRecoveryAlone(t *testing.T) {
 		okRun(t, c, s, 5)
 		observe(s, host, mid, 0)
 		okRun(t, c, s, 5)
-		if got := s.State(host).PerMinute; got != 60 {
+		if got := s.Status(host).PerMinute; got != 60 {
 			t.Errorf("5 OK, %v, 5 OK after a throttle: rate %v, want 60", mid, got)
 		}
 	}
@@ -261,7 +261,7 @@ func TestThrottleDrains(t *testing.T) {
 		t.Fatal(err)
 	}
 	observe(s, host, classify.Throttled, 2*time.Second)
-	st := s.State(host)
+	st := s.Status(host)
 	if st.Epoch != before.Epoch+1 || st.PerMinute != 300 {
 		t.Fatalf("after the 429: epoch %d, rate %v; want %d, 300", st.Epoch, st.PerMinute, before.Epoch+1)
 	}
@@ -277,7 +277,7 @@ func TestThrottleDrains(t *testing.T) {
 	// A second 429 of the same episode extends the pause without halving,
 	// and drains again from the new end.
 	observe(s, host, classify.Throttled, 3*time.Second)
-	if st2 := s.State(host); st2.Epoch != st.Epoch+1 || st2.PerMinute != 300 {
+	if st2 := s.Status(host); st2.Epoch != st.Epoch+1 || st2.PerMinute != 300 {
 		t.Errorf("after a second 429 of the episode: epoch %d, rate %v; want %d, 300", st2.Epoch, st2.PerMinute, st.Epoch+1)
 	}
 	if got := reserve(t, s, host); got != 3*time.Second {
@@ -292,7 +292,7 @@ func TestObserveFloored(t *testing.T) {
 	s := newSet(c, ratelimit.Config{Floor: 15})
 	for i, want := range []bool{false, false, true, true} {
 		if got := s.Observe(host, classify.Result{Outcome: classify.Throttled}); got != want {
-			t.Errorf("throttle %d at rate %v: floored %v, want %v", i+1, s.State(host).PerMinute, got, want)
+			t.Errorf("throttle %d at rate %v: floored %v, want %v", i+1, s.Status(host).PerMinute, got, want)
 		}
 		c.Advance(time.Minute) // past the pause: a new episode
 	}
@@ -307,7 +307,7 @@ func TestSetCeiling(t *testing.T) {
 	if err := s.SetCeiling(host, 30); err != nil {
 		t.Fatal(err)
 	}
-	if st := s.State(host); st.PerMinute != 30 || st.Ceiling != 30 || st.Configured != 60 {
+	if st := s.Status(host); st.PerMinute != 30 || st.Ceiling != 30 || st.Configured != 60 {
 		t.Errorf("after SetCeiling(30): %+v, want rate 30, ceiling 30, configured 60", st)
 	}
 	reserve(t, s, host)
@@ -317,18 +317,18 @@ func TestSetCeiling(t *testing.T) {
 	if err := s.SetCeiling(host, 120); err != nil {
 		t.Fatal(err)
 	}
-	if st := s.State(host); st.PerMinute != 30 || st.Ceiling != 120 {
+	if st := s.Status(host); st.PerMinute != 30 || st.Ceiling != 120 {
 		t.Errorf("after SetCeiling(120): %+v, want rate still 30", st)
 	}
 	if err := s.SetCeiling(host, 0); err != nil {
 		t.Fatal(err)
 	}
-	if st := s.State(host); st.PerMinute != 30 || st.Ceiling != 0 {
+	if st := s.Status(host); st.PerMinute != 30 || st.Ceiling != 0 {
 		t.Errorf("after SetCeiling(0): %+v, want rate 30, no ceiling", st)
 	}
 	for _, bad := range []float64{-1, math.Inf(1), math.Inf(-1)} {
-		if err := s.SetCeiling(host, bad); err != nil || s.State(host).Ceiling != 0 {
-			t.Errorf("SetCeiling(%v) = %v, ceiling %v; want no error, no ceiling", bad, err, s.State(host).Ceiling)
+		if err := s.SetCeiling(host, bad); err != nil || s.Status(host).Ceiling != 0 {
+			t.Errorf("SetCeiling(%v) = %v, ceiling %v; want no error, no ceiling", bad, err, s.Status(host).Ceiling)
 		}
 	}
 	if err := s.SetCeiling(host, math.NaN()); !errors.Is(err, ratelimit.ErrInvalidRate) {
@@ -340,7 +340,7 @@ func TestSetCeiling(t *testing.T) {
 		t.Fatal(err)
 	}
 	observe(s, "slow.example", classify.Throttled, 0)
-	if got := s.State("slow.example").PerMinute; got != 0.5 {
+	if got := s.Status("slow.example").PerMinute; got != 0.5 {
 		t.Errorf("429 under a 0.5/min ceiling: rate %v, want 0.5", got)
 	}
 
@@ -361,7 +361,7 @@ func TestInvalidConfig(t *testing.T) {
 		Overrides: map[string]float64{"a": -1, "b": math.NaN(), "c": math.Inf(1), "d": 0},
 	})
 	for _, h := range []string{host, "a", "b", "c", "d"} {
-		if st := s.State(h); st.PerMinute != 60 || st.Configured != 60 {
+		if st := s.Status(h); st.PerMinute != 60 || st.Configured != 60 {
 			t.Errorf("State(%q) with invalid config = %+v, want the 60/min default", h, st)
 		}
 	}
@@ -435,7 +435,7 @@ func TestThrottleStorm(t *testing.T) {
 			t.Errorf("request %d sent at %v, want %v", i+1, sent[i], want[i])
 		}
 	}
-	if got := s.State(host).PerMinute; got != 1.875 {
+	if got := s.Status(host).PerMinute; got != 1.875 {
 		t.Errorf("rate after the storm = %v, want 1.875", got)
 	}
 }
@@ -448,7 +448,7 @@ func TestRecent(t *testing.T) {
 		classify.Refused, classify.Permanent, classify.Canceled, classify.Outcome(42)} {
 		observe(s, host, o, 0)
 	}
-	st := s.State(host)
+	st := s.Status(host)
 	want := ratelimit.Outcomes{OK: 2, Transient: 1, Throttled: 1, Refused: 1, Permanent: 1, Canceled: 1}
 	if st.Recent != want || !st.RecentSince.Equal(start) {
 		t.Errorf("Recent = %v since %v, want %v since %v", st.Recent, st.RecentSince, want, start)
@@ -457,11 +457,11 @@ func TestRecent(t *testing.T) {
 		t.Errorf("Outcomes.String() = %q, want %q", got, want)
 	}
 	c.Advance(time.Minute)
-	if st := s.State(host); st.Recent != (ratelimit.Outcomes{}) || !st.RecentSince.IsZero() {
+	if st := s.Status(host); st.Recent != (ratelimit.Outcomes{}) || !st.RecentSince.IsZero() {
 		t.Errorf("Recent after the window = %v since %v, want none", st.Recent, st.RecentSince)
 	}
 	observe(s, host, classify.OK, 0)
-	if st := s.State(host); st.Recent != (ratelimit.Outcomes{OK: 1}) || !st.RecentSince.Equal(c.Now()) {
+	if st := s.Status(host); st.Recent != (ratelimit.Outcomes{OK: 1}) || !st.RecentSince.Equal(c.Now()) {
 		t.Errorf("Recent in a new window = %v since %v, want ok=1 since now", st.Recent, st.RecentSince)
 	}
 }
@@ -482,8 +482,8 @@ func TestEvict(t *testing.T) {
 	if n := s.Evict(); n != 1 || s.Len() != 0 {
 		t.Errorf("Evict() after the pause = %d, Len %d; want 1, 0", n, s.Len())
 	}
-	if st := s.State("paused.example"); st.PerMinute != 60 {
-		t.Errorf("State of an evicted host = %+v, want configured rate", st)
+	if st := s.Status("paused.example"); st.PerMinute != 60 {
+		t.Errorf("Status of an evicted host = %+v, want configured rate", st)
 	}
 }
 

@@ -66,7 +66,7 @@ func TestForeignValues(t *testing.T) {
 			check("Admit", err)
 			_, err = st.Record(ctx, host, hoststate.Admission{}, classify.Result{Outcome: classify.OK})
 			check("Record", err)
-			_, err = st.State(ctx, host)
+			_, err = st.Status(ctx, host)
 			check("State", err)
 			check("SetCeiling", st.SetCeiling(ctx, host, 10))
 			if tt.key == "state" {
@@ -172,7 +172,7 @@ func TestBadHost(t *testing.T) {
 		if err := st.SetCeiling(ctx, host, 1); !errors.Is(err, redisstore.ErrInvalidHost) {
 			t.Errorf("SetCeiling(%q) = %v, want ErrInvalidHost", host, err)
 		}
-		if _, err := st.State(ctx, host); !errors.Is(err, redisstore.ErrInvalidHost) {
+		if _, err := st.Status(ctx, host); !errors.Is(err, redisstore.ErrInvalidHost) {
 			t.Errorf("State(%q) = %v, want ErrInvalidHost", host, err)
 		}
 	}

@@ -30,7 +30,7 @@ func clusterClient(t testing.TB, c *redistest.Cluster) *redis.ClusterClient {
 }
 
 // halt halts host through st.
-func halt(t testing.TB, st *redisstore.State, host string) {
+func halt(t testing.TB, st *redisstore.Store, host string) {
 	t.Helper()
 	ctx := context.Background()
 	a, err := st.Admit(ctx, host)
@@ -87,7 +87,7 @@ func TestCluster(t *testing.T) {
 // it remembers. When the master comes back empty, the remembered halts
 // of its slots are written back.
 func testMasterKilled(t *testing.T, cluster *redistest.Cluster) {
-	for _, policy := range []redisstore.Policy{redisstore.FailClosed, redisstore.FailOpen} {
+	for _, policy := range []redisstore.ErrorPolicy{redisstore.FailClosed, redisstore.FailOpen} {
 		t.Run(policy.String(), func(t *testing.T) {
 			ctx := context.Background()
 			clk := newClock()
@@ -166,7 +166,7 @@ func testMasterKilled(t *testing.T, cluster *redistest.Cluster) {
 			if _, err := seen.Admit(ctx, free[live]); !errors.Is(err, breaker.ErrHalted) {
 				t.Errorf("halt made after the kill on a live master: Admit = %v, want ErrHalted", err)
 			}
-			if st, err := seen.State(ctx, free[live]); err != nil || !st.Halted || st.Recent.Refused != 1 {
+			if st, err := seen.Status(ctx, free[live]); err != nil || !st.Halted || st.Recent.Refused != 1 {
 				t.Errorf("live master's host read by the worker that met the killed one: %+v, %v; want Redis's state (halted, 1 refusal)", st, err)
 			}
 
@@ -200,9 +200,9 @@ func testMasterKilled(t *testing.T, cluster *redistest.Cluster) {
 					t.Errorf("FailOpen: warnings %v, want Recovered naming %s", warn.kinds(), killed.Addr)
 				}
 			}
-			var st hoststate.HostState
+			var st hoststate.Status
 			for range 3 {
-				if st, err = other.State(ctx, halted[killed]); err == nil {
+				if st, err = other.Status(ctx, halted[killed]); err == nil {
 					break
 				}
 			}

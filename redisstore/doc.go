@@ -1,5 +1,5 @@
 // Package redisstore keeps egresskit's shared state in Redis, so that many
-// worker processes on many machines share it: State implements
+// worker processes on many machines share it: Store implements
 // hoststate.Store — one circuit breaker, one pacing budget and one halt
 // per host, with exactly the semantics of hoststate.Memory (both pass the
 // scenarios of package hoststatetest).
@@ -40,7 +40,7 @@
 // Redis can lose a halt: a restart without persistence, a failover to a
 // replica that had not received it, an eviction. New therefore refuses a
 // server whose maxmemory-policy evicts keys without a TTL (allkeys-*;
-// Config.AllowEviction accepts it, unsafely), and every State remembers
+// Config.AllowEviction accepts it, unsafely), and every Store remembers
 // the halts it has seen — those it made and those Redis reported to it (up
 // to 65,536) — and writes them back, unless the host was resumed since:
 //
@@ -49,9 +49,9 @@
 //     Redis lost it (window: none);
 //   - when a Redis server's run_id changed, or its evicted_keys grew
 //     (read with INFO), checked after every new connection to Redis
-//     (go-redis reconnects after a restart or failover) on the State's
+//     (go-redis reconnects after a restart or failover) on the Store's
 //     next operation, and every Config.CheckInterval (5s) while it is
-//     used or while State.Watch runs. A worker that never saw a halt is protected once one that
+//     used or while Store.Watch runs. A worker that never saw a halt is protected once one that
 //     remembers it has written it back: at that worker's next operation
 //     after the restart, or within CheckInterval when it runs Watch
 //     (window: one CheckInterval, if every worker that saw the halt is
@@ -75,7 +75,7 @@
 // other slots keep their breakers, pacing and halts in Redis; the hosts
 // of the lost slots follow Config.OnRedisError: FailClosed fails their
 // attempts (not sent); FailOpen runs those hosts alone on local state
-// until their master answers again (the halts the State remembers stay
+// until their master answers again (the halts the Store remembers stay
 // refused; halts other workers make on those hosts meanwhile are not
 // seen), with a Degraded and then a Recovered Warning naming the master.
 // When the master comes back empty, the halts of its slots are written

@@ -16,7 +16,7 @@ import (
 
 // A halt lives in one Redis key without a TTL; Redis can still lose it: a
 // restart without persistence, a failover to a replica that had not
-// received it, an eviction. Each State therefore remembers the halts it
+// received it, an eviction. Each Store therefore remembers the halts it
 // has seen (its own and those Redis reported) and writes them back when
 // Redis may have lost data:
 //
@@ -26,7 +26,7 @@ import (
 //   - when a Redis server's run_id (INFO) is not the one seen before, or
 //     its evicted_keys grew: after every new connection to Redis (a
 //     reconnect follows a restart or a failover), on the next operation,
-//     and at least every Config.CheckInterval while the State is used (or
+//     and at least every Config.CheckInterval while the Store is used (or
 //     while Watch runs).
 //
 // A halt is not written back over a Resume made after it began: Resume
@@ -35,7 +35,7 @@ import (
 // check looks for a server whose run_id changed (or a new server) and, if
 // there is one, writes every remembered halt back. It runs at most once at
 // a time; a concurrent call returns at once.
-func (s *State) check(ctx context.Context, op string) {
+func (s *Store) check(ctx context.Context, op string) {
 	if !s.checking.CompareAndSwap(false, true) {
 		return
 	}
@@ -91,7 +91,7 @@ type serverInfo struct {
 func evicts(policy string) bool { return strings.HasPrefix(policy, "allkeys-") }
 
 // scheduleCheck sets when the next periodic check is due.
-func (s *State) scheduleCheck() {
+func (s *Store) scheduleCheck() {
 	if s.set.cfg.CheckInterval > 0 {
 		s.nextCheck.Store(s.localNow().Add(s.set.cfg.CheckInterval).UnixNano())
 	}
@@ -99,7 +99,7 @@ func (s *State) scheduleCheck() {
 
 // checkDue reports whether an operation must run check first: a new
 // connection was made, or CheckInterval has passed.
-func (s *State) checkDue() bool {
+func (s *Store) checkDue() bool {
 	if s.dialed.Load() {
 		return true
 	}
@@ -110,7 +110,7 @@ func (s *State) checkDue() bool {
 // lost any (or the write-back failed), sends a Restored warning naming the
 // hosts it halted again, after already: the hosts the caller wrote back
 // itself.
-func (s *State) restore(ctx context.Context, op string, servers, already []string) {
+func (s *Store) restore(ctx context.Context, op string, servers, already []string) {
 	s.mu.Lock()
 	todo := make([]haltAt, 0, len(s.known))
 	for h, t := range s.known {
@@ -139,7 +139,7 @@ type haltAt struct {
 // halt began is forgotten; a host whose keys are corrupt is skipped (Admit
 // reports it). done, if not nil, is called for each halt Redis answered
 // for. The error is a redisErr, or ctx.Err().
-func (s *State) writeHalts(ctx context.Context, todo []haltAt, done func(haltAt)) ([]string, error) {
+func (s *Store) writeHalts(ctx context.Context, todo []haltAt, done func(haltAt)) ([]string, error) {
 	var halted []string
 	for len(todo) > 0 {
 		batch := todo[:min(len(todo), pushBatch)]
@@ -184,19 +184,19 @@ func (s *State) writeHalts(ctx context.Context, todo []haltAt, done func(haltAt)
 	return halted, nil
 }
 
-// recheck is called when Redis admitted a host whose halt this State
+// recheck is called when Redis admitted a host whose halt this Store
 // remembers: either the host was resumed, or Redis lost the halt. It
 // writes the halt back unless the host was resumed since; then the
 // admission is dropped and a *breaker.HaltError returned, and every other
 // remembered halt is written back too. When Redis does not answer, the
 // remembered halt stands.
-func (s *State) recheck(ctx context.Context, host string, since time.Time, a hoststate.Admission) (hoststate.Admission, error) {
+func (s *Store) recheck(ctx context.Context, host string, since time.Time, a hoststate.Admission) (hoststate.Admission, error) {
 	halted, err := s.writeHalts(ctx, []haltAt{{host, since}}, nil)
 	if err != nil {
 		if ctx.Err() != nil {
 			return hoststate.Admission{}, ctx.Err()
 		}
-		return hoststate.Admission{}, &breaker.HaltError{Host: host, Since: since}
+		return hoststate.Admission{}, &breaker.HaltError{Host: host, HaltedAt: since}
 	}
 	if _, ok := s.knownHalt(host); !ok {
 		return a, nil // resumed since the halt began
@@ -204,7 +204,7 @@ func (s *State) recheck(ctx context.Context, host string, since time.Time, a hos
 	if len(halted) > 0 {
 		s.restore(ctx, "admit", nil, halted)
 	}
-	return hoststate.Admission{}, &breaker.HaltError{Host: host, Since: since}
+	return hoststate.Admission{}, &breaker.HaltError{Host: host, HaltedAt: since}
 }
 
 // Watch checks for a restart or failover of Redis every
@@ -213,7 +213,7 @@ func (s *State) recheck(ctx context.Context, host string, since time.Time, a hos
 // connection and every CheckInterval; Watch makes an idle worker write the
 // halts it remembers back within one interval, so that workers that never
 // saw them stop too. Run it on a goroutine the caller owns.
-func (s *State) Watch(ctx context.Context) error {
+func (s *Store) Watch(ctx context.Context) error {
 	every := s.set.cfg.CheckInterval
 	if every <= 0 {
 		every = 5 * time.Second
@@ -236,7 +236,7 @@ func (s *State) Watch(ctx context.Context) error {
 }
 
 // allDown reports an outage of the whole client (FailOpen).
-func (s *State) allDown() bool {
+func (s *Store) allDown() bool {
 	if !s.down.Load() {
 		return false
 	}
@@ -248,7 +248,7 @@ func (s *State) allDown() bool {
 
 // eachServer calls fn for every master of the client, concurrently for a
 // Cluster or a Ring.
-func (s *State) eachServer(ctx context.Context, fn func(ctx context.Context, c redis.Cmdable, addr string) error) error {
+func (s *Store) eachServer(ctx context.Context, fn func(ctx context.Context, c redis.Cmdable, addr string) error) error {
 	switch c := s.client.(type) {
 	case *redis.ClusterClient:
 		return c.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
@@ -268,7 +268,7 @@ func (s *State) eachServer(ctx context.Context, fn func(ctx context.Context, c r
 
 // runIDs returns the run_id, evicted keys and maxmemory-policy of every
 // master that answered, by address, and the first error.
-func (s *State) runIDs(ctx context.Context) (map[string]serverInfo, error) {
+func (s *Store) runIDs(ctx context.Context) (map[string]serverInfo, error) {
 	rctx, cancel := context.WithTimeout(ctx, s.set.cfg.Timeout)
 	defer cancel()
 	var mu sync.Mutex // guards ids
@@ -304,7 +304,7 @@ func infoField(info, name string) string {
 // inspect is New's look at the servers: an evicting maxmemory-policy is
 // refused (unless Config.AllowEviction), and the run_ids are noted. A
 // server that does not answer, or refuses CONFIG GET, gets a Warning.
-func (s *State) inspect() error {
+func (s *Store) inspect() error {
 	timeout := max(s.set.cfg.Timeout, inspectTimeout)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
@@ -350,7 +350,7 @@ const inspectTimeout = 2 * time.Second
 
 // dialHook notes every new connection of the client: the next operation
 // checks whether Redis restarted or failed over.
-type dialHook struct{ s *State }
+type dialHook struct{ s *Store }
 
 func (h dialHook) DialHook(next redis.DialHook) redis.DialHook {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -370,7 +370,7 @@ func (h dialHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 
 // hook installs dialHook on the client, or on each node client of a
 // Cluster or a Ring (their own dial hooks do not reach the nodes).
-func (s *State) hook() {
+func (s *Store) hook() {
 	switch c := s.client.(type) {
 	case *redis.ClusterClient:
 		c.OnNewNode(s.hookNode)
@@ -382,7 +382,7 @@ func (s *State) hook() {
 }
 
 // hookNode installs dialHook on a node client once.
-func (s *State) hookNode(n *redis.Client) {
+func (s *Store) hookNode(n *redis.Client) {
 	if _, loaded := s.hooked.LoadOrStore(n, true); !loaded {
 		n.AddHook(dialHook{s})
 	}

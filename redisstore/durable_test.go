@@ -39,7 +39,7 @@ func (w *warnings) restoredHosts() []string {
 // started after the restart and never told of the halt, is refused too
 // once the halt is written back. Under both policies.
 func TestHaltSurvivesRedisRestart(t *testing.T) {
-	for _, policy := range []redisstore.Policy{redisstore.FailOpen, redisstore.FailClosed} {
+	for _, policy := range []redisstore.ErrorPolicy{redisstore.FailOpen, redisstore.FailClosed} {
 		t.Run(policy.String(), func(t *testing.T) {
 			ctx := context.Background()
 			srv := redistest.Start(t)
@@ -179,7 +179,7 @@ func TestResumeStandsAfterRestart(t *testing.T) {
 			t.Errorf("b.Admit after a's Resume = %v, want admitted", err)
 		}
 	}
-	st, err := a.State(ctx, host)
+	st, err := a.Status(ctx, host)
 	if err != nil || st.Halted {
 		t.Errorf("State after Resume = halted %v, %v; want not halted", st.Halted, err)
 	}
@@ -391,7 +391,7 @@ func TestJournal(t *testing.T) {
 				t.Errorf("journal %q after New: %q, want %q", tt.content, b, tt.compacted)
 			}
 			host := strings.Fields(tt.compacted)[2]
-			if s, err := st.State(ctx, host); err != nil || !s.Halted {
+			if s, err := st.Status(ctx, host); err != nil || !s.Halted {
 				t.Errorf("journal %q: %s halted in Redis = %v, %v; want written back", tt.content, host, s.Halted, err)
 			}
 		case tt.line > 0 && (!errors.Is(err, redisstore.ErrJournal) || !errors.As(err, &je) || je.Line != tt.line):

@@ -39,7 +39,7 @@ var (
 type EvictionError struct {
 	// Addr is the server's address.
 	Addr string
-	// Policy is its maxmemory-policy, e.g. "allkeys-lru".
+	// ErrorPolicy is its maxmemory-policy, e.g. "allkeys-lru".
 	Policy string
 }
 

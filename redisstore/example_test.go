@@ -59,7 +59,7 @@ func ExampleFailClosed() {
 }
 
 // Every key of a host carries the host as its Cluster hash tag.
-func ExampleState_Keys() {
+func ExampleStore_Keys() {
 	client := redis.NewClient(&redis.Options{Addr: nowhere(), ContextTimeoutEnabled: true})
 	defer client.Close()
 	st, _ := redisstore.New(client, redisstore.Config{Prefix: "crawl"})

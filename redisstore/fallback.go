@@ -14,18 +14,18 @@ import (
 // WarningKind says what a Warning reports.
 type WarningKind uint8
 
-// The warnings of a FailOpen State.
+// The warnings of a FailOpen Store.
 const (
-	// Degraded: Redis is unreachable or slow; the State now runs on local,
+	// Degraded: Redis is unreachable or slow; the Store now runs on local,
 	// in-process state.
 	Degraded WarningKind = iota + 1
 	// Recovered: Redis answers again; the halts known locally were written
 	// to it and the local state was dropped.
 	Recovered
-	// Restored: Redis lost data, and the halts this State remembers were
+	// Restored: Redis lost data, and the halts this Store remembers were
 	// written back; Hosts lists the ones Redis had lost. The loss is
 	// noticed when a server's run_id changed (a restart, a failover), when
-	// it evicted keys, or when Redis admitted a host whose halt this State
+	// it evicted keys, or when Redis admitted a host whose halt this Store
 	// remembers and which was not resumed. Sent under both policies, only
 	// when Redis had lost a halt (or the write-back failed: Err).
 	Restored
@@ -54,7 +54,7 @@ func (k WarningKind) String() string {
 	return "unknown"
 }
 
-// Warning reports a change of a FailOpen State between Redis and local
+// Warning reports a change of a FailOpen Store between Redis and local
 // state (one per change, and per Cluster master, not per failed call), halts written back after
 // Redis lost data, and what New could not check.
 type Warning struct {
@@ -84,7 +84,7 @@ type Warning struct {
 // (local, true), in which case local is the fallback should the retry
 // fail. node is the Redis node of k (see nodeOf) whose outage applies,
 // when local is not nil.
-func (s *State) route(ctx context.Context, k keys) (local *hoststate.Memory, try bool, node string) {
+func (s *Store) route(ctx context.Context, k keys) (local *hoststate.Memory, try bool, node string) {
 	if !s.down.Load() {
 		return nil, false, ""
 	}
@@ -112,7 +112,7 @@ func (s *State) route(ctx context.Context, k keys) (local *hoststate.Memory, try
 // client is a Redis Cluster client, so that a master that is down sends
 // only its own hosts to local state; otherwise (or when the cluster's
 // layout is not known) "", the whole client.
-func (s *State) nodeOf(ctx context.Context, k keys) string {
+func (s *Store) nodeOf(ctx context.Context, k keys) string {
 	cc, ok := s.client.(*redis.ClusterClient)
 	if !ok {
 		return ""
@@ -128,7 +128,7 @@ func (s *State) nodeOf(ctx context.Context, k keys) string {
 
 // degrade switches node's hosts to local state (once per outage of node)
 // and returns it.
-func (s *State) degrade(ctx context.Context, op string, err error, k keys) *hoststate.Memory {
+func (s *Store) degrade(ctx context.Context, op string, err error, k keys) *hoststate.Memory {
 	node := s.nodeOf(ctx, k)
 	now := s.localNow()
 	s.mu.Lock()
@@ -181,7 +181,7 @@ func (s *State) degrade(ctx context.Context, op string, err error, k keys) *host
 // recovered ends node's outage after a successful retry, unless halts
 // were made locally since pushPending; they are written on the next try.
 // When no outage is left, the local state is dropped.
-func (s *State) recovered(op string, halts int, node string) {
+func (s *Store) recovered(op string, halts int, node string) {
 	s.mu.Lock()
 	if _, ok := s.outages[node]; !ok || len(s.pending) > 0 && s.pendingOn(node) {
 		s.mu.Unlock()
@@ -203,7 +203,7 @@ func (s *State) recovered(op string, halts int, node string) {
 // pendingOn reports a pending halt that a try of node must write: one of
 // node's hosts, or of a host whose node is unknown or not out. s.mu is
 // held.
-func (s *State) pendingOn(node string) bool {
+func (s *Store) pendingOn(node string) bool {
 	for _, p := range s.pending {
 		if _, out := s.outages[p.node]; p.node == node || p.node == "" || !out {
 			return true
@@ -230,7 +230,7 @@ type pendingHalt struct {
 // small), and returns how many hosts it halted. A halt key of another
 // type cannot take the halt; Admit reports it as corrupt, so the host
 // stays refused, and the halt is dropped from the pending ones.
-func (s *State) pushPending(ctx context.Context, node string) (int, error) {
+func (s *Store) pushPending(ctx context.Context, node string) (int, error) {
 	s.mu.Lock()
 	todo := make([]haltAt, 0, len(s.pending))
 	for h, p := range s.pending {
@@ -250,7 +250,7 @@ func (s *State) pushPending(ctx context.Context, node string) (int, error) {
 }
 
 // warn delivers w; no lock is held.
-func (s *State) warn(w Warning) {
+func (s *Store) warn(w Warning) {
 	if s.set.cfg.OnWarning != nil {
 		s.set.cfg.OnWarning(w)
 	}
@@ -259,7 +259,7 @@ func (s *State) warn(w Warning) {
 // remember notes a halt of host, for the fallback and for writing it back
 // should Redis lose it; and in the journal, if there is one, in the order
 // of the changes to the halts known.
-func (s *State) remember(host string, since time.Time) {
+func (s *Store) remember(host string, since time.Time) {
 	j := s.journal
 	if j != nil {
 		j.take()
@@ -288,7 +288,7 @@ func (s *State) remember(host string, since time.Time) {
 
 // forget drops a remembered halt of host, which was resumed; in the
 // journal too, as remember does.
-func (s *State) forget(host string) {
+func (s *Store) forget(host string) {
 	if s.nKnown.Load() == 0 {
 		return
 	}
@@ -313,28 +313,28 @@ func (s *State) forget(host string) {
 
 // journalErr sends an Unchecked warning for the first failed write of the
 // journal.
-func (s *State) journalErr(err error) {
+func (s *Store) journalErr(err error) {
 	if err != nil && s.warnedJournal.CompareAndSwap(false, true) {
 		s.warn(Warning{Kind: Unchecked, Op: "journal", Err: err, Time: s.localNow()})
 	}
 }
 
 // knownHalt reports a remembered halt of host.
-func (s *State) knownHalt(host string) (time.Time, bool) {
+func (s *Store) knownHalt(host string) (time.Time, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t, ok := s.known[host]
 	return t, ok
 }
 
-func (s *State) localAdmit(ctx context.Context, local *hoststate.Memory, host string) (hoststate.Admission, error) {
+func (s *Store) localAdmit(ctx context.Context, local *hoststate.Memory, host string) (hoststate.Admission, error) {
 	if since, ok := s.knownHalt(host); ok {
-		return hoststate.Admission{}, &breaker.HaltError{Host: host, Since: since}
+		return hoststate.Admission{}, &breaker.HaltError{Host: host, HaltedAt: since}
 	}
 	return local.Admit(ctx, host)
 }
 
-func (s *State) localRecord(ctx context.Context, local *hoststate.Memory, host string, a hoststate.Admission, r classify.Result) (hoststate.Effect, error) {
+func (s *Store) localRecord(ctx context.Context, local *hoststate.Memory, host string, a hoststate.Admission, r classify.Result) (hoststate.Effect, error) {
 	eff, err := local.Record(ctx, host, a, r)
 	if err != nil || !eff.Halted {
 		return eff, err
@@ -361,8 +361,8 @@ func (s *State) localRecord(ctx context.Context, local *hoststate.Memory, host s
 	return eff, nil
 }
 
-func (s *State) localState(ctx context.Context, local *hoststate.Memory, host string) (hoststate.HostState, error) {
-	st, err := local.State(ctx, host)
+func (s *Store) localState(ctx context.Context, local *hoststate.Memory, host string) (hoststate.Status, error) {
+	st, err := local.Status(ctx, host)
 	if err != nil {
 		return st, err
 	}

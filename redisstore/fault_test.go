@@ -117,7 +117,7 @@ func TestFailOpenSurvivesRedisCrash(t *testing.T) {
 	if _, err := w.get(ctx, during.URL); !errors.Is(err, breaker.ErrHalted) {
 		t.Errorf("host halted during the crash: err = %v, want ErrHalted", err)
 	}
-	if st, err := w.state.State(ctx, site.host()); err != nil || st.Recent.OK != 3 {
+	if st, err := w.state.Status(ctx, site.host()); err != nil || st.Recent.OK != 3 {
 		t.Errorf("local State = %+v, %v; want the 3 OKs since the crash", st.Recent, err)
 	}
 
@@ -144,11 +144,11 @@ func TestFailOpenSurvivesRedisCrash(t *testing.T) {
 	// OK sent since the return.
 	obs := mustState(t, srv.Addr, cfg)
 	for _, o := range []*origin{before, during} {
-		if st, err := obs.State(ctx, o.host()); err != nil || !st.Halted {
+		if st, err := obs.Status(ctx, o.host()); err != nil || !st.Halted {
 			t.Errorf("Redis after the re-sync: %s halted = %v, %v; want halted", o.host(), st.Halted, err)
 		}
 	}
-	if st, err := obs.State(ctx, site.host()); err != nil || st.Recent.OK != 1 {
+	if st, err := obs.Status(ctx, site.host()); err != nil || st.Recent.OK != 1 {
 		t.Errorf("Redis after the re-sync: recent %v, %v; want 1 OK (local state dropped)", st.Recent, err)
 	}
 	if n1, n2, n3 := site.n.Load(), before.n.Load(), during.n.Load(); n1 != 8 || n2 != 1 || n3 != 1 {
@@ -232,7 +232,7 @@ func TestFailClosed(t *testing.T) {
 			t.Errorf("request with Redis down: err = %v, want ErrUnavailable", err)
 		}
 	}
-	if _, err := w.state.State(ctx, site.host()); !errors.Is(err, redisstore.ErrUnavailable) {
+	if _, err := w.state.Status(ctx, site.host()); !errors.Is(err, redisstore.ErrUnavailable) {
 		t.Errorf("State with Redis down = %v, want ErrUnavailable", err)
 	}
 	if got := site.n.Load(); got != 1 {

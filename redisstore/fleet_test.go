@@ -55,7 +55,7 @@ func (o *origin) host() string { return strings.TrimPrefix(o.URL, "http://") }
 // worker is one crawler process: its own Redis client, State, HTTP
 // transport and egresskit chain.
 type worker struct {
-	state       *redisstore.State
+	state       *redisstore.Store
 	chain       *egresskit.Transport
 	client      *http.Client
 	escalations atomic.Int64
@@ -82,7 +82,7 @@ func newWorker(t *testing.T, addr string, cfg redisstore.Config) *worker {
 }
 
 // workerFor builds a worker around st, with its own HTTP transport.
-func workerFor(t testing.TB, st *redisstore.State) *worker {
+func workerFor(t testing.TB, st *redisstore.Store) *worker {
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	t.Cleanup(base.CloseIdleConnections)
 	w := &worker{state: st}
@@ -148,7 +148,7 @@ func TestFleetSharesBreaker(t *testing.T) {
 		t.Errorf("origin saw %d requests, want 8", got)
 	}
 	for i, w := range fleet {
-		st, err := w.chain.State(ctx, o.host())
+		st, err := w.chain.Status(ctx, o.host())
 		if err != nil || st.Breaker != breaker.Open {
 			t.Errorf("worker %d: State = %v, %v; want open", i, st.Breaker, err)
 		}
@@ -170,7 +170,7 @@ func TestFleetSharesThrottle(t *testing.T) {
 	if status, err := a.get(ctx, o.URL+"/"); status != 429 {
 		t.Fatalf("worker A: %d, %v; want 429", status, err)
 	}
-	st, err := b.chain.State(ctx, o.host())
+	st, err := b.chain.Status(ctx, o.host())
 	if err != nil {
 		t.Fatal(err)
 	}

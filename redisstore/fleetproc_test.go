@@ -51,7 +51,7 @@ type reply struct {
 	Kind        string        // halted, open, deadline, or "" for other errors
 	Wait        time.Duration // of a *ratelimit.DeadlineError
 	Escalations int64
-	State       hoststate.HostState
+	State       hoststate.Status
 	Pid         int
 }
 
@@ -103,7 +103,7 @@ func runWorker(env string) int {
 		case "get":
 			r = workerGet(ctx, hc, c.URL)
 		case "state":
-			r.State, err = chain.State(ctx, c.Host)
+			r.State, err = chain.Status(ctx, c.Host)
 			if err != nil {
 				r.Err = err.Error()
 			}

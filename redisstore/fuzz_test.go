@@ -106,7 +106,7 @@ func FuzzStoredField(f *testing.F) {
 			_, err := st.Record(ctx, host, a, classify.Result{Outcome: o})
 			check("Record", err)
 		}
-		_, err = st.State(ctx, host)
+		_, err = st.Status(ctx, host)
 		check("State", err)
 		check("SetCeiling", st.SetCeiling(ctx, host, 30))
 		check("Resume", st.Resume(ctx, host))

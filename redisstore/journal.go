@@ -38,16 +38,16 @@ func (e *JournalError) Error() string {
 // Unwrap returns ErrJournal and the file's error.
 func (e *JournalError) Unwrap() []error { return []error{ErrJournal, e.Err} }
 
-// journal is the append-only file of the halts a State remembers: a line
+// journal is the append-only file of the halts a Store remembers: a line
 // "H SINCE HOST" when it learns a halt (SINCE in Unix microseconds), "R
 // HOST" when it forgets one (resumed). Hosts hold no control characters
 // (checkHost), so a line cannot be forged by a host name.
 type journal struct {
 	path string
-	// turn is held (holds a value) by a State from a change of its halts
+	// turn is held (holds a value) by a Store from a change of its halts
 	// to the line that records it, so that the lines keep the order of
 	// the changes: a resume and a halt of one host racing each other
-	// cannot leave the journal saying the opposite of the State. A
+	// cannot leave the journal saying the opposite of the Store. A
 	// channel rather than a mutex, so that a goroutine waiting its turn
 	// is seen as blocked under testing/synctest.
 	turn chan struct{}
@@ -148,7 +148,7 @@ func (j *journal) resume(host string) error { return j.append("R " + host + "\n"
 
 // append writes line at the end of the file and syncs it; the caller
 // holds the turn. The file is opened for each line: halts are learnt
-// rarely, and a State has no Close.
+// rarely, and a Store has no Close.
 func (j *journal) append(line string) error {
 	if testHookAppend != nil {
 		testHookAppend(line)

@@ -10,9 +10,9 @@ import (
 )
 
 // TestJournalKeepsOrderOfChanges: a resume and a halt of one host racing
-// each other leave the journal saying what the State holds. The resume's
+// each other leave the journal saying what the Store holds. The resume's
 // line is held back until the halt has had every chance to run in between
-// (its map change and its own line); whatever the halt could do, a State
+// (its map change and its own line); whatever the halt could do, a Store
 // loaded from the journal then knows the same halts as the one that wrote
 // it.
 func TestJournalKeepsOrderOfChanges(t *testing.T) {
@@ -21,12 +21,12 @@ func TestJournalKeepsOrderOfChanges(t *testing.T) {
 	t1 := t0.Add(time.Minute)
 	for _, tt := range []struct {
 		name   string
-		first  func(*State) // its journal line is held back
-		second func(*State) // run while first's line is held back
+		first  func(*Store) // its journal line is held back
+		second func(*Store) // run while first's line is held back
 		prefix string       // of first's line
 	}{
-		{"resume, then halt", func(s *State) { s.forget(host) }, func(s *State) { s.remember(host, t1) }, "R "},
-		{"halt, then resume", func(s *State) { s.remember(host, t1) }, func(s *State) { s.forget(host) }, "H "},
+		{"resume, then halt", func(s *Store) { s.forget(host) }, func(s *Store) { s.remember(host, t1) }, "R "},
+		{"halt, then resume", func(s *Store) { s.remember(host, t1) }, func(s *Store) { s.forget(host) }, "H "},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -35,7 +35,7 @@ func TestJournalKeepsOrderOfChanges(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				s := &State{journal: j, known: halts}
+				s := &Store{journal: j, known: halts}
 				if tt.prefix == "R " {
 					s.remember(host, t0) // halted, to be resumed
 				}
@@ -62,7 +62,7 @@ func TestJournalKeepsOrderOfChanges(t *testing.T) {
 				known := maps.Clone(s.known)
 				s.mu.Unlock()
 				if !maps.EqualFunc(reloaded, known, time.Time.Equal) {
-					t.Errorf("journal reloaded = %v, want the halts the State holds, %v", reloaded, known)
+					t.Errorf("journal reloaded = %v, want the halts the Store holds, %v", reloaded, known)
 				}
 			})
 		})

@@ -52,7 +52,7 @@ type keys struct {
 // host that is empty, too long, or contains a brace or a control
 // character is rejected with a *HostError: with a brace the hash tag would
 // not be exactly the host.
-func (s *State) keysOf(host string) (keys, error) {
+func (s *Store) keysOf(host string) (keys, error) {
 	if err := checkHost(host); err != nil {
 		return keys{}, err
 	}

@@ -27,7 +27,7 @@ func skewConfig(prefix string, now func() time.Time) redisstore.Config {
 	}
 }
 
-func mustState(t *testing.T, addr string, cfg redisstore.Config) *redisstore.State {
+func mustState(t *testing.T, addr string, cfg redisstore.Config) *redisstore.Store {
 	t.Helper()
 	st, err := redisstore.New(redistest.Dial(t, addr), cfg)
 	if err != nil {
@@ -36,7 +36,7 @@ func mustState(t *testing.T, addr string, cfg redisstore.Config) *redisstore.Sta
 	return st
 }
 
-func tripBreaker(t *testing.T, st *redisstore.State, n int) {
+func tripBreaker(t *testing.T, st *redisstore.Store, n int) {
 	t.Helper()
 	ctx := context.Background()
 	for range n {
@@ -62,7 +62,7 @@ func TestSkewedWorkersAgree(t *testing.T) {
 	prefix := redistest.Prefix(t)
 	a := mustState(t, addr, skewConfig(prefix, nil))
 	tripBreaker(t, a, 3)
-	stA, err := a.State(context.Background(), skewHost)
+	stA, err := a.Status(context.Background(), skewHost)
 	if err != nil || stA.Breaker != breaker.Open {
 		t.Fatalf("worker A: State = %+v, %v; want open", stA, err)
 	}
@@ -77,7 +77,7 @@ func TestSkewedWorkersAgree(t *testing.T) {
 		b := mustState(t, addr, skewConfig(prefix, nil))
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		stB, err := b.State(ctx, skewHost)
+		stB, err := b.Status(ctx, skewHost)
 		if err != nil || stB.Breaker != breaker.Open || !stB.OpenUntil.Equal(stA.OpenUntil) {
 			t.Errorf("worker B: State = %v until %v, %v; want open until %v as A sees it", stB.Breaker, stB.OpenUntil, err, stA.OpenUntil)
 		}
@@ -105,8 +105,8 @@ func TestSkewedLocalClocksDisagree(t *testing.T) {
 	b := mustState(t, addr, skewConfig(prefix, func() time.Time { return now.Add(7 * time.Minute) }))
 	tripBreaker(t, a, 3)
 	ctx := context.Background()
-	stA, errA := a.State(ctx, skewHost)
-	stB, errB := b.State(ctx, skewHost)
+	stA, errA := a.Status(ctx, skewHost)
+	stB, errB := b.Status(ctx, skewHost)
 	if errA != nil || errB != nil {
 		t.Fatal(errA, errB)
 	}

@@ -17,22 +17,22 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// State is the Redis implementation of hoststate.Store: one breaker, one
-// pacing budget and one halt per host, shared by every State that uses the
+// Store is the Redis implementation of hoststate.Store: one breaker, one
+// pacing budget and one halt per host, shared by every Store that uses the
 // same Redis and Prefix, with the semantics of hoststate.Memory.
 //
 // Admit and Record are one script each (EVALSHA), so an attempt costs two
 // round trips; no lock is held across a request. Resume, SetCeiling and
-// State are one script each.
+// Store are one script each.
 //
 // When Redis is unreachable or slower than Config.Timeout, a FailClosed
-// State fails the operation with *UnavailableError. A FailOpen State falls
+// Store fails the operation with *UnavailableError. A FailOpen Store falls
 // back to an in-process hoststate.Memory and sends a Warning; it tries
 // Redis again every RetryInterval, and when Redis answers it re-syncs:
 //
 //   - first the halts recorded locally during the outage are written to
 //     Redis (a host halted there already keeps its halt), so that no halt
-//     is lost; so are the halts this State had seen in Redis before the
+//     is lost; so are the halts this Store had seen in Redis before the
 //     outage, in case Redis lost its data (a restart without persistence,
 //     a failover to a stale replica) — a host resumed after its halt
 //     began stays resumed;
@@ -42,7 +42,7 @@ import (
 //     granted locally and recorded after the return change no Redis
 //     breaker (their generation does not match) but do feed the pacing.
 //
-// While it runs on local state, a State also refuses hosts whose halt it
+// While it runs on local state, a Store also refuses hosts whose halt it
 // has seen in Redis (up to 65,536 of them); a halt set by another worker
 // and never seen by this one is not known during the outage. Use
 // FailClosed where that matters more than crawling on.
@@ -50,11 +50,11 @@ import (
 // Resume always needs Redis: it fails with *UnavailableError, under both
 // policies, when Redis cannot be reached, and then changes nothing.
 //
-// Times in errors and snapshots (HaltError.Since, OpenError.Until,
-// HostState) are on the Redis server's clock unless Config.Now is set; a
+// Times in errors and snapshots (HaltError.HaltedAt, OpenError.Until,
+// Status) are on the Redis server's clock unless Config.Now is set; a
 // halt made locally during an outage keeps the local time it began.
 //
-// A State remembers the halts it has seen and writes them back when Redis
+// A Store remembers the halts it has seen and writes them back when Redis
 // lost them, under both policies: see the package documentation ("Halts
 // that outlive Redis's data").
 //
@@ -62,9 +62,9 @@ import (
 // its slots go to local state, and it is tried again, re-synced and
 // warned about on its own.
 //
-// State is safe for concurrent use and starts no goroutine (Watch runs on
+// Store is safe for concurrent use and starts no goroutine (Watch runs on
 // the caller's). It does not own the client: close the client when done.
-type State struct {
+type Store struct {
 	client redis.UniversalClient
 	set    settings
 	prefix string
@@ -91,12 +91,12 @@ type State struct {
 	runs    map[string]serverInfo  // what the last check read of each server, by address
 }
 
-var _ hoststate.Store = (*State)(nil)
+var _ hoststate.Store = (*Store)(nil)
 
-// maxKnown bounds the halts a State remembers for its fallback.
+// maxKnown bounds the halts a Store remembers for its fallback.
 const maxKnown = 1 << 16
 
-// New returns a State over client (a *redis.Client, a Sentinel failover
+// New returns a Store over client (a *redis.Client, a Sentinel failover
 // client, a *redis.ClusterClient or a *redis.Ring) configured by cfg.
 //
 // New asks every Redis master for its maxmemory-policy (CONFIG GET) and
@@ -107,8 +107,8 @@ const maxKnown = 1 << 16
 // refused (a managed Redis, an ACL without +config) or Redis does not
 // answer, New sends an Unchecked Warning and goes on. New adds a hook to
 // client (or to each node client of a Cluster or Ring) that notes new
-// connections, after which the State checks whether Redis restarted; the
-// hook stays with the client, so make one State per client and keep it,
+// connections, after which the Store checks whether Redis restarted; the
+// hook stays with the client, so make one Store per client and keep it,
 // rather than one per task.
 //
 // Errors: a *PrefixError for an unusable Config.Prefix; an error wrapping
@@ -119,7 +119,7 @@ const maxKnown = 1 << 16
 // call; an *EvictionError (errors.Is ErrEvicting); a *JournalError
 // (errors.Is ErrJournal) for a Config.Journal that cannot be used; an
 // error for a nil client.
-func New(client redis.UniversalClient, cfg Config) (*State, error) {
+func New(client redis.UniversalClient, cfg Config) (*Store, error) {
 	if client == nil {
 		return nil, errors.New("redisstore: nil client")
 	}
@@ -130,7 +130,7 @@ func New(client redis.UniversalClient, cfg Config) (*State, error) {
 	if err := checkClient(client, set.cfg.Timeout); err != nil {
 		return nil, err
 	}
-	s := &State{client: client, set: set, prefix: set.cfg.Prefix, sc: newScripts()}
+	s := &Store{client: client, set: set, prefix: set.cfg.Prefix, sc: newScripts()}
 	if set.cfg.Journal != "" {
 		j, halts, err := loadJournal(set.cfg.Journal)
 		if err != nil {
@@ -177,21 +177,21 @@ func checkClient(c redis.UniversalClient, timeout time.Duration) error {
 }
 
 // Prefix returns the key prefix in use.
-func (s *State) Prefix() string { return s.prefix }
+func (s *Store) Prefix() string { return s.prefix }
 
-// Policy returns the policy in use.
-func (s *State) Policy() Policy { return s.set.cfg.OnRedisError }
+// ErrorPolicy returns the policy in use.
+func (s *Store) ErrorPolicy() ErrorPolicy { return s.set.cfg.OnRedisError }
 
 // Keys returns the Redis keys holding host's state: the hash of its
 // breaker and pacing, and the string holding its halt. It returns a
 // *HostError for a host that cannot be part of a key.
-func (s *State) Keys(host string) (state, halt string, err error) {
+func (s *Store) Keys(host string) (state, halt string, err error) {
 	k, err := s.keysOf(host)
 	return k.state, k.halt, err
 }
 
 // nowArg is a script's ARGV[1]: empty for Redis time, else the fake clock.
-func (s *State) nowArg() string {
+func (s *Store) nowArg() string {
 	if s.set.cfg.Now == nil {
 		return ""
 	}
@@ -199,7 +199,7 @@ func (s *State) nowArg() string {
 }
 
 // localNow reads the local clock: Config.Now, else time.Now.
-func (s *State) localNow() time.Time {
+func (s *Store) localNow() time.Time {
 	if s.set.cfg.Now != nil {
 		return s.set.cfg.Now()
 	}
@@ -211,7 +211,7 @@ func (s *State) localNow() time.Time {
 // *ratelimit.DeadlineError (errors.Is context.DeadlineExceeded), ctx.Err()
 // when ctx ends first, *HostError, *CorruptError, *ScriptError, and under
 // FailClosed *UnavailableError.
-func (s *State) Admit(ctx context.Context, host string) (hoststate.Admission, error) {
+func (s *Store) Admit(ctx context.Context, host string) (hoststate.Admission, error) {
 	if err := ctx.Err(); err != nil {
 		return hoststate.Admission{}, err
 	}
@@ -251,7 +251,7 @@ func (s *State) Admit(ctx context.Context, host string) (hoststate.Admission, er
 	case v[0] == 1:
 		since := micros(v[1])
 		s.remember(host, since)
-		return hoststate.Admission{}, &breaker.HaltError{Host: host, Since: since}
+		return hoststate.Admission{}, &breaker.HaltError{Host: host, HaltedAt: since}
 	case v[0] == 2:
 		return hoststate.Admission{}, &breaker.OpenError{Host: host, Until: micros(v[1])}
 	case v[0] == 3:
@@ -265,7 +265,7 @@ func (s *State) Admit(ctx context.Context, host string) (hoststate.Admission, er
 // before anything else is read, so that even a corrupt state hash does not
 // lose the halt. Its errors are *HostError, *CorruptError, *ScriptError,
 // ctx.Err(), and under FailClosed *UnavailableError.
-func (s *State) Record(ctx context.Context, host string, a hoststate.Admission, r classify.Result) (hoststate.Effect, error) {
+func (s *Store) Record(ctx context.Context, host string, a hoststate.Admission, r classify.Result) (hoststate.Effect, error) {
 	k, err := s.keysOf(host)
 	if err != nil {
 		return hoststate.Effect{}, err
@@ -297,7 +297,7 @@ func (s *State) Record(ctx context.Context, host string, a hoststate.Admission, 
 // Resume lifts a halt on host, in Redis and locally. It needs Redis under
 // both policies: its errors are *HostError, *CorruptError, *ScriptError,
 // ctx.Err() and *UnavailableError.
-func (s *State) Resume(ctx context.Context, host string) error {
+func (s *Store) Resume(ctx context.Context, host string) error {
 	k, err := s.keysOf(host)
 	if err != nil {
 		return err
@@ -324,7 +324,7 @@ func (s *State) Resume(ctx context.Context, host string) error {
 // hoststate.Store. Its errors are one wrapping ratelimit.ErrInvalidRate
 // for NaN, *HostError, *CorruptError, *ScriptError, ctx.Err(), and under
 // FailClosed *UnavailableError.
-func (s *State) SetCeiling(ctx context.Context, host string, perMinute float64) error {
+func (s *Store) SetCeiling(ctx context.Context, host string, perMinute float64) error {
 	if math.IsNaN(perMinute) {
 		return fmt.Errorf("redisstore: ceiling is NaN: %w", ratelimit.ErrInvalidRate)
 	}
@@ -343,25 +343,25 @@ func (s *State) SetCeiling(ctx context.Context, host string, perMinute float64) 
 	return err
 }
 
-// State returns a snapshot of host; see hoststate.Store. Its errors are
+// Store returns a snapshot of host; see hoststate.Store. Its errors are
 // *HostError, *CorruptError, *ScriptError, ctx.Err(), and under FailClosed
 // *UnavailableError. On local state (FailOpen, Redis unreachable) it
 // reports the local snapshot, halted when a halt of the host is known.
-func (s *State) State(ctx context.Context, host string) (hoststate.HostState, error) {
+func (s *Store) Status(ctx context.Context, host string) (hoststate.Status, error) {
 	k, err := s.keysOf(host)
 	if err != nil {
-		return hoststate.HostState{}, err
+		return hoststate.Status{}, err
 	}
 	reply, local, err := s.exec(ctx, "state", s.sc.state, k, s.set.args(host, s.nowArg()))
 	if local != nil {
 		return s.localState(ctx, local, host)
 	}
 	if err != nil {
-		return hoststate.HostState{}, err
+		return hoststate.Status{}, err
 	}
 	st, err := decodeState(host, reply)
 	if err != nil {
-		return hoststate.HostState{}, &ScriptError{Op: "state", Msg: err.Error()}
+		return hoststate.Status{}, &ScriptError{Op: "state", Msg: err.Error()}
 	}
 	return st, nil
 }
@@ -371,7 +371,7 @@ type redisErr struct{ error }
 
 // call runs sc for k on Redis, bounded by Timeout. Its errors are ctx.Err()
 // when ctx ended, *CorruptError, *ScriptError, or redisErr.
-func (s *State) call(ctx context.Context, op string, sc *redis.Script, k keys, args []any) (any, error) {
+func (s *Store) call(ctx context.Context, op string, sc *redis.Script, k keys, args []any) (any, error) {
 	rctx, cancel := context.WithTimeout(ctx, s.set.cfg.Timeout)
 	ks := []string{k.state, k.halt, k.resumed}
 	if op != "resume" {
@@ -393,7 +393,7 @@ func (s *State) call(ctx context.Context, op string, sc *redis.Script, k keys, a
 
 // exec runs sc for k, or tells the caller to use local state: when local
 // is not nil the caller must run the operation on it instead.
-func (s *State) exec(ctx context.Context, op string, sc *redis.Script, k keys, args []any) (reply any, local *hoststate.Memory, err error) {
+func (s *Store) exec(ctx context.Context, op string, sc *redis.Script, k keys, args []any) (reply any, local *hoststate.Memory, err error) {
 	local, try, node := s.route(ctx, k)
 	if local != nil && !try {
 		return nil, local, nil
@@ -446,10 +446,10 @@ func ints(reply any, n int) ([]int64, error) {
 }
 
 // decodeState reads the reply of the state script.
-func decodeState(host string, reply any) (hoststate.HostState, error) {
+func decodeState(host string, reply any) (hoststate.Status, error) {
 	a, ok := reply.([]any)
 	if !ok || len(a) != 15 {
-		return hoststate.HostState{}, errors.New("unexpected reply")
+		return hoststate.Status{}, errors.New("unexpected reply")
 	}
 	var n [15]int64
 	var f [2]float64
@@ -458,23 +458,23 @@ func decodeState(host string, reply any) (hoststate.HostState, error) {
 		case 4, 5:
 			str, ok := x.(string)
 			if !ok {
-				return hoststate.HostState{}, errors.New("unexpected reply")
+				return hoststate.Status{}, errors.New("unexpected reply")
 			}
 			v, err := strconv.ParseFloat(str, 64)
 			if err != nil {
-				return hoststate.HostState{}, errors.New("unexpected reply")
+				return hoststate.Status{}, errors.New("unexpected reply")
 			}
 			f[i-4] = v
 		default:
 			if n[i], ok = x.(int64); !ok {
-				return hoststate.HostState{}, errors.New("unexpected reply")
+				return hoststate.Status{}, errors.New("unexpected reply")
 			}
 		}
 	}
 	if n[1] < 0 || n[1] > 2 {
-		return hoststate.HostState{}, errors.New("unexpected reply")
+		return hoststate.Status{}, errors.New("unexpected reply")
 	}
-	return hoststate.HostState{
+	return hoststate.Status{
 		Host:                host,
 		Breaker:             breaker.State(n[1]),
 		Halted:              n[0] > 0,

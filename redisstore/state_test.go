@@ -30,7 +30,7 @@ func TestConcurrentProbes(t *testing.T) {
 		Timeout:      testTimeout,
 		Now:          clk.Now,
 	}
-	states := make([]*redisstore.State, 4)
+	states := make([]*redisstore.Store, 4)
 	for i := range states {
 		states[i] = mustState(t, addr, cfg)
 	}

@@ -178,7 +178,7 @@ func crawl(ctx context.Context, out io.Writer, w *web) error {
 		case r.StatusCode != 0:
 			// Colly hands over no *http.Response, so egresskit.Halted
 			// cannot be asked; the chain's state can.
-			st, _ := chain.State(ctx, r.Request.URL.Host)
+			st, _ := chain.Status(ctx, r.Request.URL.Host)
 			what = fmt.Sprintf("%d, host halted: %v", r.StatusCode, st.Halted)
 		default:
 			what = "failed: " + telemetry.RedactError(err)
@@ -192,12 +192,12 @@ func crawl(ctx context.Context, out io.Writer, w *web) error {
 	c.Wait()
 
 	busyKey, _ := chain.HostKey(w.busy.URL)
-	busy, err := chain.State(ctx, busyKey)
+	busy, err := chain.Status(ctx, busyKey)
 	if err != nil {
 		return err
 	}
 	challengeKey, _ := chain.HostKey(w.challenge.URL)
-	challenge, err := chain.State(ctx, challengeKey)
+	challenge, err := chain.Status(ctx, challengeKey)
 	if err != nil {
 		return err
 	}

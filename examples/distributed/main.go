@@ -6,7 +6,7 @@
 // 127.0.0.1 (one failing with 502, one answering 429 once, one healthy, one
 // refusing the crawler by name), starts two worker processes — this same
 // binary with -worker 1 and -worker 2 — that crawl all four through their
-// own egresskit chain over their own redisstore.State, reads their JSON
+// own egresskit chain over their own redisstore.Store, reads their JSON
 // lines, and prints what each host received next to what each worker saw.
 //
 // It needs a Redis server: -redis ADDR ("host:port" or a redis:// URL), else

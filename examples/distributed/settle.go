@@ -42,14 +42,14 @@ func (s settled) Admit(ctx context.Context, host string) (hoststate.Admission, e
 		return hoststate.Admission{}, ctx.Err()
 	case <-timer.C:
 	}
-	st, err := s.Store.State(ctx, host)
+	st, err := s.Store.Status(ctx, host)
 	switch {
 	case err != nil:
 		s.release(ctx, host, adm)
 		return hoststate.Admission{}, err
 	case st.Halted:
 		s.release(ctx, host, adm)
-		return hoststate.Admission{}, &breaker.HaltError{Host: host, Since: st.HaltedAt}
+		return hoststate.Admission{}, &breaker.HaltError{Host: host, HaltedAt: st.HaltedAt}
 	case st.Breaker == breaker.Open:
 		s.release(ctx, host, adm)
 		return hoststate.Admission{}, &breaker.OpenError{Host: host, Until: st.OpenUntil}

@@ -68,7 +68,7 @@ func TestSettled(t *testing.T) {
 				}
 				if tt.wantErr != nil {
 					// The admission was handed back, as Canceled.
-					if st, _ := mem.State(ctx, host); st.Recent.Canceled != 1 {
+					if st, _ := mem.Status(ctx, host); st.Recent.Canceled != 1 {
 						t.Errorf("after the refused admission: recent outcomes %v, want one canceled", st.Recent)
 					}
 					return

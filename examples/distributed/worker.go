@@ -164,7 +164,7 @@ func runWorker(ctx context.Context, cfg workerConfig, stdout io.Writer) error {
 		return err
 	}
 	for _, key := range keys {
-		st, err := chain.State(ctx, key)
+		st, err := chain.Status(ctx, key)
 		if err != nil {
 			return err
 		}

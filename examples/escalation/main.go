@@ -186,7 +186,7 @@ func run(ctx context.Context, out io.Writer, dir string) error {
 	get(news.URL, "/sport")
 	get(partnerSrv.URL, "/members/2")
 	get(news.URL, "/weather")
-	st, err := chain.State(ctx, partnerKey)
+	st, err := chain.Status(ctx, partnerKey)
 	if err != nil {
 		return err
 	}

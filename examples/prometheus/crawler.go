@@ -80,9 +80,9 @@ func start(listen string) (*crawler, error) {
 				egressprom.StateOpen: n.Open, egressprom.StateHalted: n.Halted,
 			}
 		},
-		Watch:      watch,
-		HostState:  c.hostState,
-		PacingRate: c.pacingRate,
+		Watch:        watch,
+		BreakerState: c.hostState,
+		PacingRate:   c.pacingRate,
 		Endpoints: func() []egressprom.Endpoint {
 			var eps []egressprom.Endpoint
 			for _, e := range c.pool.Endpoints() {
@@ -139,7 +139,7 @@ func start(listen string) (*crawler, error) {
 func (c *crawler) pacingRate(host string) float64 {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	st, err := c.state.State(ctx, host)
+	st, err := c.state.Status(ctx, host)
 	if err != nil {
 		return 0
 	}
@@ -149,7 +149,7 @@ func (c *crawler) pacingRate(host string) float64 {
 func (c *crawler) hostState(host string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	st, err := c.state.State(ctx, host)
+	st, err := c.state.Status(ctx, host)
 	switch {
 	case err != nil:
 		return ""

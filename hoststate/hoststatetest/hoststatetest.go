@@ -93,9 +93,9 @@ func send(t *testing.T, env Env, host string, o classify.Outcome) hoststate.Effe
 	return record(t, env, host, a, classify.Result{Outcome: o})
 }
 
-func state(t *testing.T, env Env, host string) hoststate.HostState {
+func state(t *testing.T, env Env, host string) hoststate.Status {
 	t.Helper()
-	st, err := env.Store.State(context.Background(), host)
+	st, err := env.Store.Status(context.Background(), host)
 	if err != nil {
 		t.Fatalf("State(%q) = %v", host, err)
 	}
@@ -139,7 +139,7 @@ func wantHalted(t *testing.T, env Env, host string, since time.Time) {
 	t.Helper()
 	_, err := env.Store.Admit(context.Background(), host)
 	var he *breaker.HaltError
-	if !errors.Is(err, breaker.ErrHalted) || !errors.As(err, &he) || he.Host != host || !near(he.Since, since) {
+	if !errors.Is(err, breaker.ErrHalted) || !errors.As(err, &he) || he.Host != host || !near(he.HaltedAt, since) {
 		t.Fatalf("Admit(%q) = %v, want *breaker.HaltError{%q, %v}", host, err, host, since)
 	}
 }

@@ -52,8 +52,8 @@
 //	egresskit.token.wait        histogram, s
 //	egresskit.halts             counter: attempts whose result halted their host
 //	egresskit.breaker.hosts     gauge {state}, from Config.BreakerCounts
-//	egresskit.host.breaker_state gauge {host, state}, watched hosts, from Config.State
-//	egresskit.host.pacing_rate  gauge, requests/min {host}, watched hosts, from Config.State
+//	egresskit.host.breaker_state gauge {host, state}, watched hosts, from Config.Status
+//	egresskit.host.pacing_rate  gauge, requests/min {host}, watched hosts, from Config.Status
 //	egresskit.egress.endpoint.score       gauge {endpoint}, from Config.Endpoints
 //	egresskit.egress.endpoint.quarantined gauge {endpoint}, from Config.Endpoints
 //	egresskit.dns.lookups       counter {result: hit, miss, stale}, from Config.DNS

@@ -65,14 +65,14 @@ type Config struct {
 	// rate are exported. Nil exports none: never one series per crawled
 	// host by default.
 	Watch []string
-	// State returns a watched host's state at each collection; the
-	// method value of (*egresskit.Transport).State fits. Nil omits the
+	// Status returns a watched host's status at each collection; the
+	// method value of (*egresskit.Transport).Status fits. Nil omits the
 	// per-host metrics.
-	State func(ctx context.Context, host string) (hoststate.HostState, error)
+	Status func(ctx context.Context, host string) (hoststate.Status, error)
 	// Endpoints returns the egress endpoints at each collection; the
 	// method value of (*egress.Pool).Endpoints fits. Nil omits the
 	// endpoint score and quarantine gauges.
-	Endpoints func() []egress.EndpointState
+	Endpoints func() []egress.EndpointStatus
 	// DNS returns the egress DNS cache's counters at each collection; the
 	// method value of (*egress.Pool).DNSStats fits. Nil omits the DNS
 	// counters.
@@ -146,7 +146,7 @@ func New(cfg Config) (*Telemetry, error) {
 		breakerHosts = g
 		observables = append(observables, g)
 	}
-	if cfg.State != nil && len(cfg.Watch) > 0 {
+	if cfg.Status != nil && len(cfg.Watch) > 0 {
 		g, err := m.Int64ObservableGauge("egresskit.host.breaker_state",
 			metric.WithDescription("Breaker state of each watched host: 1 for its current state, 0 for the others."))
 		errs = append(errs, err)
@@ -383,11 +383,11 @@ func (t *Telemetry) observeDNS(o metric.Observer, lookups, queries, failures met
 	o.ObserveInt64(failures, int64(d.Failures))
 }
 
-func (t *Telemetry) state(ctx context.Context, host string) (st hoststate.HostState, err error) {
+func (t *Telemetry) state(ctx context.Context, host string) (st hoststate.Status, err error) {
 	defer func() {
 		if recover() != nil {
 			err = errors.New("otel: State panicked")
 		}
 	}()
-	return t.cfg.State(ctx, host)
+	return t.cfg.Status(ctx, host)
 }

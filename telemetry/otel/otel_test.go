@@ -59,8 +59,8 @@ func newRig(t *testing.T, watch ...string) *rig {
 			n := mem.Counts()
 			return map[string]int{otel.StateClosed: n.Closed, otel.StateHalfOpen: n.HalfOpen, otel.StateOpen: n.Open, otel.StateHalted: n.Halted}
 		},
-		Watch: watch,
-		State: func(ctx context.Context, host string) (hoststate.HostState, error) { return chain.State(ctx, host) },
+		Watch:  watch,
+		Status: func(ctx context.Context, host string) (hoststate.Status, error) { return chain.Status(ctx, host) },
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -259,16 +259,16 @@ func TestHaltAndHostGauges(t *testing.T) {
 		"host=" + rk + ",state=halted": 1, "host=" + rk + ",state=closed": 0, "host=" + rk + ",state=open": 0, "host=" + rk + ",state=half-open": 0,
 		"host=" + okk + ",state=closed": 1, "host=" + okk + ",state=halted": 0, "host=" + okk + ",state=open": 0, "host=" + okk + ",state=half-open": 0,
 	})
-	st, err := r.chain.State(context.Background(), okk)
+	st, err := r.chain.Status(context.Background(), okk)
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkGauge(t, m, "egresskit.host.pacing_rate", map[string]float64{"host=" + okk: st.PerMinute, "host=" + rk: mustState(t, r, rk).PerMinute})
 }
 
-func mustState(t *testing.T, r *rig, host string) hoststate.HostState {
+func mustState(t *testing.T, r *rig, host string) hoststate.Status {
 	t.Helper()
-	st, err := r.chain.State(context.Background(), host)
+	st, err := r.chain.Status(context.Background(), host)
 	if err != nil {
 		t.Fatal(err)
 	}

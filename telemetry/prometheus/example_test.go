@@ -15,7 +15,7 @@ func ExampleNew() {
 	c := egressprom.New(egressprom.Config{
 		BreakerCounts: func() map[string]int { return map[string]int{"closed": 41, "open": 1} },
 		Watch:         []string{"news.example"},
-		HostState:     func(host string) string { return "open" },
+		BreakerState:  func(host string) string { return "open" },
 	})
 	reg := prom.NewRegistry()
 	reg.MustRegister(c)

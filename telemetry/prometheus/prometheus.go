@@ -26,7 +26,7 @@ import (
 	prom "github.com/prometheus/client_golang/prometheus"
 )
 
-// Breaker states as reported by Config.BreakerCounts and Config.HostState.
+// Breaker states as reported by Config.BreakerCounts and Config.BreakerState.
 const (
 	StateClosed   = "closed"
 	StateHalfOpen = "half-open"
@@ -88,12 +88,12 @@ type Config struct {
 	// (egresskit_host_breaker_state, one series per state and host). Nil
 	// exports none: never one series per crawled host by default.
 	Watch []string
-	// HostState returns a watched host's breaker state; it is called on
+	// BreakerState returns a watched host's breaker state; it is called on
 	// every scrape for each watched host. Nil means the state seen in the
 	// host's latest event ("" until the first, exported as no series).
-	HostState func(host string) string
+	BreakerState func(host string) string
 	// PacingRate returns a watched host's current pacing rate, in
-	// requests per minute (hoststate.HostState.PerMinute); it is called on
+	// requests per minute (hoststate.Status.PerMinute); it is called on
 	// every scrape for each watched host. Nil omits
 	// egresskit_host_pacing_rate_per_minute.
 	PacingRate func(host string) float64
@@ -315,7 +315,7 @@ func (c *Collector) collectWatched(ch chan<- prom.Metric) {
 		return
 	}
 	current := make(map[string]string, len(c.cfg.Watch))
-	if c.cfg.HostState == nil {
+	if c.cfg.BreakerState == nil {
 		c.mu.Lock()
 		for h, s := range c.lastState {
 			current[h] = s
@@ -323,7 +323,7 @@ func (c *Collector) collectWatched(ch chan<- prom.Metric) {
 		c.mu.Unlock()
 	} else {
 		for _, h := range c.cfg.Watch {
-			current[h] = c.cfg.HostState(h)
+			current[h] = c.cfg.BreakerState(h)
 		}
 	}
 	for _, h := range c.cfg.Watch {

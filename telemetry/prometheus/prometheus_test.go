@@ -24,9 +24,9 @@ func fullConfig() egressprom.Config {
 		BreakerCounts: func() map[string]int {
 			return map[string]int{"closed": 90, "half-open": 3, "open": 5, "halted": 2}
 		},
-		Watch:      []string{"a.example", "b.example", "a.example"},
-		HostState:  func(h string) string { return map[string]string{"a.example": "open"}[h] },
-		PacingRate: func(h string) float64 { return map[string]float64{"a.example": 30, "b.example": 60}[h] },
+		Watch:        []string{"a.example", "b.example", "a.example"},
+		BreakerState: func(h string) string { return map[string]string{"a.example": "open"}[h] },
+		PacingRate:   func(h string) float64 { return map[string]float64{"a.example": 30, "b.example": 60}[h] },
 		Endpoints: func() []egressprom.Endpoint {
 			return []egressprom.Endpoint{{ID: "p1", Score: 0.9}, {ID: "p2", Score: 0.1, Quarantined: true}}
 		},

@@ -369,7 +369,7 @@ func TestCrawlLeaksNoSecret(t *testing.T) {
 	// Everything else that prints: host states, the pools and their
 	// configuration, configuration errors, the metrics.
 	for _, srv := range []*httptest.Server{okSrv, flakySrv, refusedSrv, hangSrv} {
-		st, err := chain.State(ctx, hostKey(srv.URL))
+		st, err := chain.Status(ctx, hostKey(srv.URL))
 		out.add("host state", "%+v %v", st, err)
 	}
 	for name, p := range map[string]*egress.Pool{"good": good, "bad": bad} {
