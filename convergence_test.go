@@ -14,7 +14,7 @@ import (
 	"github.com/egresskit/egresskit/internal/testprog"
 	"github.com/egresskit/egresskit/ratelimit"
 	"github.com/egresskit/egresskit/redisstore"
-	"github.com/egresskit/egresskit/redisstore/redistest"
+	"github.com/egresskit/egresskit/internal/redistest"
 )
 
 // convergeHostState is the pacing of a new user who configured it too fast

@@ -14,7 +14,7 @@ import (
 	"github.com/egresskit/egresskit/hoststate"
 	"github.com/egresskit/egresskit/ratelimit"
 	"github.com/egresskit/egresskit/redisstore"
-	"github.com/egresskit/egresskit/redisstore/redistest"
+	"github.com/egresskit/egresskit/internal/redistest"
 )
 
 // hammer runs 8 workers that request host's pages through chain until ctx

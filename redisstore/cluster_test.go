@@ -13,7 +13,7 @@ import (
 	"github.com/egresskit/egresskit/hoststate"
 	"github.com/egresskit/egresskit/hoststate/hoststatetest"
 	"github.com/egresskit/egresskit/redisstore"
-	"github.com/egresskit/egresskit/redisstore/redistest"
+	"github.com/egresskit/egresskit/internal/redistest"
 	"github.com/egresskit/egresskit/session"
 	"github.com/egresskit/egresskit/session/sessiontest"
 	"github.com/redis/go-redis/v9"

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/egresskit/egresskit/redisstore/redistest"
+	"github.com/egresskit/egresskit/internal/redistest"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 )

@@ -6,7 +6,7 @@ import (
 	"github.com/egresskit/egresskit/hoststate"
 	"github.com/egresskit/egresskit/hoststate/hoststatetest"
 	"github.com/egresskit/egresskit/redisstore"
-	"github.com/egresskit/egresskit/redisstore/redistest"
+	"github.com/egresskit/egresskit/internal/redistest"
 )
 
 // TestScenarios runs the shared behaviour scenarios of hoststatetest on a

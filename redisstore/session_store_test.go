@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/egresskit/egresskit/redisstore"
-	"github.com/egresskit/egresskit/redisstore/redistest"
+	"github.com/egresskit/egresskit/internal/redistest"
 	"github.com/egresskit/egresskit/session"
 	"github.com/egresskit/egresskit/session/sessiontest"
 	"github.com/redis/go-redis/v9"

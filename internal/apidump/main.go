@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -91,6 +92,7 @@ func render(pkgs []pkgAPI) []byte {
 		}
 	}
 	sort.Strings(lines)
+	lines = slices.Compact(lines) // a name declared per build tag is one name
 	var b bytes.Buffer
 	for _, l := range lines {
 		b.WriteString(l)

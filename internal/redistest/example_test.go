@@ -3,7 +3,7 @@ package redistest_test
 import (
 	"fmt"
 
-	"github.com/egresskit/egresskit/redisstore/redistest"
+	"github.com/egresskit/egresskit/internal/redistest"
 )
 
 // Options gives client options that bound socket I/O by context deadlines,

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/egresskit/egresskit/redisstore/redistest"
+	"github.com/egresskit/egresskit/internal/redistest"
 	"go.uber.org/goleak"
 )
 
