@@ -9,13 +9,13 @@ import (
 	"github.com/egresskit/egresskit/classify"
 )
 
-// Status is the verdict of a diagnosis.
-type Status uint8
+// Verdict is the verdict of a diagnosis: HEALTHY, DEGRADED or CRITICAL.
+type Verdict uint8
 
 // The statuses, from best to worst.
 const (
 	// Healthy: dispatch the fleet at full concurrency.
-	Healthy Status = iota
+	Healthy Verdict = iota
 	// Degraded: dispatch with reduced concurrency and the recommended
 	// backoff.
 	Degraded
@@ -27,7 +27,7 @@ const (
 var statusNames = [...]string{"HEALTHY", "DEGRADED", "CRITICAL"}
 
 // String returns "HEALTHY", "DEGRADED" or "CRITICAL".
-func (s Status) String() string {
+func (s Verdict) String() string {
 	if int(s) < len(statusNames) {
 		return statusNames[s]
 	}
@@ -94,7 +94,7 @@ type Counts struct {
 	OK, Transient, Throttled, Refused, Permanent, Canceled, Deadline int
 }
 
-func (c *Counts) add(r Result) {
+func (c *Counts) add(r TargetResult) {
 	switch {
 	case r.Deadline:
 		c.Deadline++
@@ -156,7 +156,7 @@ type Breakdown struct {
 // function of the results and the thresholds (see Diagnose).
 type Diagnosis struct {
 	// Status is the verdict.
-	Status Status
+	Status Verdict
 	// Reasons explain it, one sentence per rule that fired, in rule order.
 	Reasons []string
 
@@ -164,7 +164,7 @@ type Diagnosis struct {
 	// cancelled and those robots.txt disallowed (they say nothing about
 	// the targets' health).
 	Total, Measured int
-	// Succeeded counts the results for which Result.Success holds.
+	// Succeeded counts the results for which TargetResult.Success holds.
 	Succeeded int
 	// SuccessRate is Succeeded / Measured, or 0 when Measured is 0.
 	SuccessRate float64
@@ -200,7 +200,7 @@ type Diagnosis struct {
 
 	// Egresses and Hosts break the results down, sorted by name. Hosts
 	// leave out the results that failed on their egress route
-	// (Result.EgressFailure): a proxy refusing our credentials or down
+	// (TargetResult.EgressFailure): a proxy refusing our credentials or down
 	// says nothing about the host.
 	Egresses, Hosts []Breakdown
 	// FailingEgresses are egresses through which no probe succeeded while
@@ -220,11 +220,11 @@ type Diagnosis struct {
 	Recommendation Recommendation
 }
 
-func isRateLimited(r Result) bool {
+func isRateLimited(r TargetResult) bool {
 	return !r.Deadline && (r.Status == 429 || r.Outcome == classify.Throttled)
 }
 
-func isBlocked(r Result) bool {
+func isBlocked(r TargetResult) bool {
 	if isRateLimited(r) {
 		return false
 	}
@@ -232,7 +232,7 @@ func isBlocked(r Result) bool {
 		(r.Status == 0 && r.Outcome == classify.Transient)
 }
 
-func isCallerCanceled(r Result) bool { return r.Outcome == classify.Canceled && !r.Deadline }
+func isCallerCanceled(r TargetResult) bool { return r.Outcome == classify.Canceled && !r.Deadline }
 
 // Diagnose draws the diagnosis from results under th (zero fields mean the
 // defaults). It is deterministic: the same results in any order give the
@@ -245,14 +245,14 @@ func isCallerCanceled(r Result) bool { return r.Outcome == classify.Canceled && 
 // CriticalSuccessRate is CRITICAL; below DegradedSuccessRate is DEGRADED; a
 // mean latency above DegradedLatency is DEGRADED. The status is CRITICAL
 // exactly when Recommendation.Halt() is true.
-func Diagnose(results []Result, th Thresholds) Diagnosis {
+func Diagnose(results []TargetResult, th Thresholds) Diagnosis {
 	th = th.withDefaults()
 	d := Diagnosis{Total: len(results)}
 	var lat []time.Duration
 	var sum time.Duration
 	egresses := map[string]*Breakdown{}
 	hosts := map[string]*Breakdown{}
-	tally := func(m map[string]*Breakdown, name string, r Result) {
+	tally := func(m map[string]*Breakdown, name string, r TargetResult) {
 		b := m[name]
 		if b == nil {
 			b = &Breakdown{Name: name}
@@ -352,7 +352,7 @@ func sortedBreakdowns(m map[string]*Breakdown) []Breakdown {
 // attribute singles out the egresses that failed every target while
 // another egress worked, and the hosts that failed through every egress
 // while some egress worked for another host.
-func attribute(results []Result, egresses, hosts []Breakdown) (failing, blocking []string) {
+func attribute(results []TargetResult, egresses, hosts []Breakdown) (failing, blocking []string) {
 	working := map[string]bool{}   // egresses with a success
 	reachable := map[string]bool{} // hosts with a success
 	unsent := map[string]int{}     // robots.txt-disallowed probes per egress
@@ -387,10 +387,10 @@ func attribute(results []Result, egresses, hosts []Breakdown) (failing, blocking
 }
 
 // judge applies the status rules.
-func judge(d Diagnosis, th Thresholds) (Status, []string) {
+func judge(d Diagnosis, th Thresholds) (Verdict, []string) {
 	status := Healthy
 	var reasons []string
-	fire := func(s Status, format string, args ...any) {
+	fire := func(s Verdict, format string, args ...any) {
 		status = max(status, s)
 		reasons = append(reasons, fmt.Sprintf(format, args...))
 	}

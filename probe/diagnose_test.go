@@ -14,50 +14,50 @@ import (
 const ms = time.Millisecond
 
 // Result constructors for table tests.
-func okAt(lat time.Duration) probe.Result {
-	return probe.Result{Host: "a.example", Egress: "direct", Status: 200, Outcome: classify.OK, Stage: probe.StageResponse, Latency: lat}
+func okAt(lat time.Duration) probe.TargetResult {
+	return probe.TargetResult{Host: "a.example", Egress: "direct", Status: 200, Outcome: classify.OK, Stage: probe.StageResponse, Latency: lat}
 }
 
-func statusAt(code int, o classify.Outcome, lat time.Duration) probe.Result {
+func statusAt(code int, o classify.Outcome, lat time.Duration) probe.TargetResult {
 	r := okAt(lat)
 	r.Status, r.Outcome, r.Err = code, o, "HTTP status"
 	return r
 }
 
-func throttled(ra time.Duration) probe.Result {
+func throttled(ra time.Duration) probe.TargetResult {
 	r := statusAt(429, classify.Throttled, 10*ms)
 	r.RetryAfter = ra
 	return r
 }
 
-func timedOut() probe.Result {
-	return probe.Result{Host: "a.example", Egress: "direct", Outcome: classify.Transient, TimedOut: true, Stage: probe.StageConnect, Latency: time.Second, Err: "timeout"}
+func timedOut() probe.TargetResult {
+	return probe.TargetResult{Host: "a.example", Egress: "direct", Outcome: classify.Transient, TimedOut: true, Stage: probe.StageConnect, Latency: time.Second, Err: "timeout"}
 }
 
-func cutByDeadline(stage probe.Stage) probe.Result {
-	return probe.Result{Host: "a.example", Egress: "direct", Outcome: classify.Canceled, Deadline: true, Stage: stage, Err: "deadline"}
+func cutByDeadline(stage probe.Stage) probe.TargetResult {
+	return probe.TargetResult{Host: "a.example", Egress: "direct", Outcome: classify.Canceled, Deadline: true, Stage: stage, Err: "deadline"}
 }
 
-func refusedConn() probe.Result {
-	return probe.Result{Host: "a.example", Egress: "direct", Outcome: classify.Transient, Stage: probe.StageConnect, Latency: ms, Err: "connection refused"}
+func refusedConn() probe.TargetResult {
+	return probe.TargetResult{Host: "a.example", Egress: "direct", Outcome: classify.Transient, Stage: probe.StageConnect, Latency: ms, Err: "connection refused"}
 }
 
-func repeat(n int, r probe.Result) []probe.Result {
-	out := make([]probe.Result, n)
+func repeat(n int, r probe.TargetResult) []probe.TargetResult {
+	out := make([]probe.TargetResult, n)
 	for i := range out {
 		out[i] = r
 	}
 	return out
 }
 
-func concat(rs ...[]probe.Result) []probe.Result { return slices.Concat(rs...) }
+func concat(rs ...[]probe.TargetResult) []probe.TargetResult { return slices.Concat(rs...) }
 
 func TestDiagnoseStatus(t *testing.T) {
 	tests := []struct {
 		name    string
-		results []probe.Result
+		results []probe.TargetResult
 		th      probe.Thresholds
-		want    probe.Status
+		want    probe.Verdict
 		rate    float64
 	}{
 		{"no results", nil, probe.Thresholds{}, probe.Critical, 0},
@@ -65,7 +65,7 @@ func TestDiagnoseStatus(t *testing.T) {
 		{"one failure", repeat(1, refusedConn()), probe.Thresholds{}, probe.Critical, 0},
 		{"all timeouts", repeat(10, timedOut()), probe.Thresholds{}, probe.Critical, 0},
 		{"all cut by the deadline", repeat(10, cutByDeadline(probe.StageConnect)), probe.Thresholds{}, probe.Critical, 0},
-		{"all cancelled by the caller", repeat(3, probe.Result{Outcome: classify.Canceled, Err: "canceled"}), probe.Thresholds{}, probe.Critical, 0},
+		{"all cancelled by the caller", repeat(3, probe.TargetResult{Outcome: classify.Canceled, Err: "canceled"}), probe.Thresholds{}, probe.Critical, 0},
 		{"success exactly 0.9 is healthy", concat(repeat(9, okAt(ms)), repeat(1, statusAt(500, classify.Transient, ms))), probe.Thresholds{}, probe.Healthy, 0.9},
 		{"success 45/50 is healthy", concat(repeat(45, okAt(ms)), repeat(5, refusedConn())), probe.Thresholds{}, probe.Healthy, 0.9},
 		{"success just below 0.9", concat(repeat(8, okAt(ms)), repeat(1, refusedConn())), probe.Thresholds{}, probe.Degraded, 8.0 / 9},
@@ -157,7 +157,7 @@ func TestDiagnoseEdges(t *testing.T) {
 		}
 	})
 	t.Run("caller cancellation is not measured", func(t *testing.T) {
-		rs := concat(repeat(3, okAt(ms)), repeat(7, probe.Result{Host: "a.example", Outcome: classify.Canceled, Err: "canceled"}))
+		rs := concat(repeat(3, okAt(ms)), repeat(7, probe.TargetResult{Host: "a.example", Outcome: classify.Canceled, Err: "canceled"}))
 		d := probe.Diagnose(rs, probe.Thresholds{})
 		if d.Measured != 3 || d.SuccessRate != 1 || d.Status != probe.Healthy || d.Blocked != 0 {
 			t.Errorf("got measured %d rate %v status %v blocked %d, want 3 1 HEALTHY 0", d.Measured, d.SuccessRate, d.Status, d.Blocked)
@@ -173,7 +173,7 @@ func TestDiagnoseCounts(t *testing.T) {
 		repeat(1, statusAt(503, classify.Throttled, ms)), // 503 with Retry-After
 		repeat(3, statusAt(403, classify.Permanent, ms)),
 		repeat(2, statusAt(503, classify.Transient, ms)),
-		repeat(4, probe.Result{Host: "a.example", Status: 200, Outcome: classify.Refused, Markers: []string{"cloudflare"}, Latency: ms}),
+		repeat(4, probe.TargetResult{Host: "a.example", Status: 200, Outcome: classify.Refused, Markers: []string{"cloudflare"}, Latency: ms}),
 		repeat(5, refusedConn()),
 		repeat(6, timedOut()),
 		repeat(7, cutByDeadline(probe.StageConnect)),
@@ -276,23 +276,23 @@ func TestPercentile(t *testing.T) {
 // TestDiagnoseConsistency: CRITICAL exactly when Halt, and BlockingHosts
 // only for hosts with blocked probes, on results across hosts.
 func TestDiagnoseConsistency(t *testing.T) {
-	on := func(host string, r probe.Result) probe.Result { r.Host = host; return r }
+	on := func(host string, r probe.TargetResult) probe.TargetResult { r.Host = host; return r }
 	tests := []struct {
 		name         string
-		results      []probe.Result
-		wantStatus   probe.Status
+		results      []probe.TargetResult
+		wantStatus   probe.Verdict
 		wantBlocking []string
 		wantBlocked  int
 	}{
-		{"a 429-only host among three", []probe.Result{on("a.example", okAt(ms)), on("b.example", throttled(7*time.Second)), on("c.example", okAt(ms))},
+		{"a 429-only host among three", []probe.TargetResult{on("a.example", okAt(ms)), on("b.example", throttled(7*time.Second)), on("c.example", okAt(ms))},
 			probe.Degraded, nil, 0},
-		{"a 404-only host is not blocking", []probe.Result{on("a.example", okAt(ms)), on("b.example", statusAt(404, classify.Permanent, ms)), on("c.example", okAt(ms))},
+		{"a 404-only host is not blocking", []probe.TargetResult{on("a.example", okAt(ms)), on("b.example", statusAt(404, classify.Permanent, ms)), on("c.example", okAt(ms))},
 			probe.Degraded, nil, 0},
-		{"a refusing host is blocking", []probe.Result{on("a.example", okAt(ms)), on("b.example", statusAt(403, classify.Refused, ms)), on("c.example", okAt(ms))},
+		{"a refusing host is blocking", []probe.TargetResult{on("a.example", okAt(ms)), on("b.example", statusAt(403, classify.Refused, ms)), on("c.example", okAt(ms))},
 			probe.Degraded, []string{"b.example"}, 1},
-		{"every host throttles", []probe.Result{on("a.example", throttled(0)), on("b.example", throttled(0))},
+		{"every host throttles", []probe.TargetResult{on("a.example", throttled(0)), on("b.example", throttled(0))},
 			probe.Critical, nil, 0},
-		{"a host that throttles and refuses", []probe.Result{on("a.example", okAt(ms)), on("a.example", okAt(ms)), on("b.example", throttled(0)), on("b.example", refusedConn())},
+		{"a host that throttles and refuses", []probe.TargetResult{on("a.example", okAt(ms)), on("a.example", okAt(ms)), on("b.example", throttled(0)), on("b.example", refusedConn())},
 			probe.Degraded, []string{"b.example"}, 1},
 	}
 	for _, tt := range tests {
@@ -313,13 +313,13 @@ func TestDiagnoseConsistency(t *testing.T) {
 func TestDiagnoseDisallowed(t *testing.T) {
 	ok := okAt(ms)
 	ok.Egress = "p1"
-	dis := probe.Result{Host: "b.example", Egress: "p2", Outcome: classify.Permanent, Disallowed: true, Err: "disallowed by robots.txt"}
-	d := probe.Diagnose([]probe.Result{ok, dis}, probe.Thresholds{})
+	dis := probe.TargetResult{Host: "b.example", Egress: "p2", Outcome: classify.Permanent, Disallowed: true, Err: "disallowed by robots.txt"}
+	d := probe.Diagnose([]probe.TargetResult{ok, dis}, probe.Thresholds{})
 	if d.Measured != 1 || d.Disallowed != 1 || d.Status != probe.Healthy || len(d.FailingEgresses) != 0 || len(d.BlockingHosts) != 0 {
 		t.Errorf("Diagnose = Measured %d, Disallowed %d, Status %v, FailingEgresses %v, BlockingHosts %v; want 1, 1, HEALTHY, none, none",
 			d.Measured, d.Disallowed, d.Status, d.FailingEgresses, d.BlockingHosts)
 	}
-	d = probe.Diagnose([]probe.Result{dis}, probe.Thresholds{})
+	d = probe.Diagnose([]probe.TargetResult{dis}, probe.Thresholds{})
 	if want := []string{"no probe was measured: 1 of 1 disallowed by robots.txt"}; d.Status != probe.Critical || !reflect.DeepEqual(d.Reasons, want) {
 		t.Errorf("Diagnose(only disallowed) = %v %q, want CRITICAL %q", d.Status, d.Reasons, want)
 	}

@@ -22,7 +22,7 @@
 // in flight to one host, while probes to other hosts go; each URL is first
 // checked against its host's robots.txt, fetched through the probe's own
 // egress with the probe's User-Agent, and a disallowed URL is reported
-// (Result.Disallowed) rather than probed; and the User-Agent defaults to
+// (TargetResult.Disallowed) rather than probed; and the User-Agent defaults to
 // the chain's, so that robots.txt and refusals judge the probe under the
 // crawl's agent token.
 //

@@ -12,14 +12,14 @@ import (
 // egress route count against the egress and never in their host's
 // breakdown, nor make the host a blocking one.
 func TestDiagnoseEgressFailures(t *testing.T) {
-	ok := func(host, egress string) probe.Result {
-		return probe.Result{Host: host, Egress: egress, Status: 200, Outcome: classify.OK, Stage: probe.StageResponse}
+	ok := func(host, egress string) probe.TargetResult {
+		return probe.TargetResult{Host: host, Egress: egress, Status: 200, Outcome: classify.OK, Stage: probe.StageResponse}
 	}
-	authFail := func(host string) probe.Result {
-		return probe.Result{Host: host, Egress: "tinyproxy", Outcome: classify.Transient, Stage: probe.StageProxy,
+	authFail := func(host string) probe.TargetResult {
+		return probe.TargetResult{Host: host, Egress: "tinyproxy", Outcome: classify.Transient, Stage: probe.StageProxy,
 			EgressFailure: "auth", Reason: "proxy authentication failed", Err: "egress: proxy authentication failed"}
 	}
-	var results []probe.Result
+	var results []probe.TargetResult
 	for _, h := range []string{"a.example", "b.example"} {
 		results = append(results, ok(h, "squid"), ok(h, "microsocks"), authFail(h))
 	}

@@ -54,7 +54,7 @@ func ExampleRun() {
 // The diagnosis marshals to a stable "diagnosis" object, plus fields of
 // its own.
 func ExampleDiagnose() {
-	results := []probe.Result{
+	results := []probe.TargetResult{
 		{Host: "a.example", Egress: "direct", Status: 200, Outcome: classify.OK, Latency: 120 * time.Millisecond},
 		{Host: "a.example", Egress: "direct", Status: 200, Outcome: classify.OK, Latency: 80 * time.Millisecond},
 		{Host: "b.example", Egress: "direct", Status: 403, Outcome: classify.Refused, Markers: []string{"cloudflare"}, Latency: 40 * time.Millisecond},

@@ -147,7 +147,7 @@ type Progress struct {
 	// Total is the number of probes in the run.
 	Total int
 	// Result is the probe that just finished.
-	Result Result
+	Result TargetResult
 }
 
 // settings are Options resolved to their defaults.

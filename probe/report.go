@@ -27,7 +27,7 @@ type Report struct {
 	// Results holds one entry per probe, in input order (in matrix mode:
 	// target by target, each through every egress in turn). Probes cut
 	// short or never started by the deadline are included.
-	Results []Result
+	Results []TargetResult
 	// Rules says, in matrix mode with Options.Rules, per rule and host,
 	// whether an eligible egress got through; nil otherwise.
 	Rules []RuleCoverage
@@ -171,7 +171,7 @@ func (c Counts) wire() wireCounts {
 	return wireCounts(c)
 }
 
-func (r Result) wire() wireResult {
+func (r TargetResult) wire() wireResult {
 	w := wireResult{
 		URL:        r.URL,
 		LatencyMS:  ms(r.Latency),

@@ -31,7 +31,7 @@ const (
 	// StageProxy: the probe failed on its egress route, at the proxy,
 	// whatever step it had reached: the proxy refused the credentials,
 	// could not be reached, failed its TLS or SOCKS handshake or answered
-	// with an error of its own. Result.EgressFailure says which; the
+	// with an error of its own. TargetResult.EgressFailure says which; the
 	// target was not judged.
 	StageProxy
 )
@@ -63,8 +63,8 @@ type Phases struct {
 	TTFB time.Duration
 }
 
-// Result is the outcome of one probe.
-type Result struct {
+// TargetResult is the outcome of one probe.
+type TargetResult struct {
 	// URL is the target URL, redacted: no userinfo, no fragment, secret
 	// query values replaced by REDACTED.
 	URL string
@@ -129,11 +129,11 @@ type Result struct {
 
 // Success reports whether the probe succeeded: its Outcome is classify.OK
 // (a response that is neither a failure nor a challenge page).
-func (r Result) Success() bool { return r.Outcome == classify.OK && !r.Deadline && r.Status != 0 }
+func (r TargetResult) Success() bool { return r.Outcome == classify.OK && !r.Deadline && r.Status != 0 }
 
 // OutcomeName is the outcome as the report spells it: "deadline" for a probe
 // cut short by the Run's deadline, else Outcome.String().
-func (r Result) OutcomeName() string {
+func (r TargetResult) OutcomeName() string {
 	if r.Deadline {
 		return "deadline"
 	}
@@ -141,7 +141,7 @@ func (r Result) OutcomeName() string {
 }
 
 // Started reports whether the probe was sent at all.
-func (r Result) Started() bool { return r.Stage != StageQueued }
+func (r TargetResult) Started() bool { return r.Stage != StageQueued }
 
 // recorder collects httptrace events for one probe. The transport may call
 // it from its dialing goroutine even after the probe has returned, so it is

@@ -21,7 +21,7 @@ var ErrExcludedEgress = errors.New("excluded by egress rule")
 type RuleCoverage struct {
 	// Rule is the rule's name.
 	Rule string
-	// Host is the host key, as in Result.Host.
+	// Host is the host key, as in TargetResult.Host.
 	Host string
 	// Eligible are the IDs of the egresses the rule allows for the host,
 	// in the order probed.
@@ -69,7 +69,7 @@ func excluded(i int, shown string, rule *egress.Rule, e *exit) error {
 
 // coverage builds Report.Rules from the results of a matrix run: one
 // entry per (rule, host), in the order first probed.
-func coverage(jobs []job, results []Result) []RuleCoverage {
+func coverage(jobs []job, results []TargetResult) []RuleCoverage {
 	var out []RuleCoverage
 	index := map[[2]string]int{}
 	for i, j := range jobs {

@@ -73,7 +73,7 @@ func Run(ctx context.Context, targets []Target, opts Options) (*Report, error) {
 	// children of one context contend for its lock when it ends.
 	stop := context.AfterFunc(ctx, r.callerCancel)
 
-	rep := &Report{Started: started, Results: make([]Result, len(p.jobs))}
+	rep := &Report{Started: started, Results: make([]TargetResult, len(p.jobs))}
 	var wg sync.WaitGroup
 	for range min(s.Concurrency, len(p.jobs)) {
 		wg.Go(func() {
@@ -297,7 +297,7 @@ func checkRedirect(limit int) func(*http.Request, []*http.Request) error {
 	}
 }
 
-func (r *runner) progress(res Result) {
+func (r *runner) progress(res TargetResult) {
 	n := r.done.Add(1)
 	if r.Progress != nil {
 		r.Progress(Progress{Done: int(n), Total: r.total, Result: res})
@@ -305,8 +305,8 @@ func (r *runner) progress(res Result) {
 }
 
 // probe sends one probe and classifies it.
-func (r *runner) probe(j *job) Result {
-	res := Result{URL: j.shown, Host: j.host, Egress: j.exit.id, Proxy: j.exit.shown, Rule: j.rule}
+func (r *runner) probe(j *job) TargetResult {
+	res := TargetResult{URL: j.shown, Host: j.host, Egress: j.exit.id, Proxy: j.exit.shown, Rule: j.rule}
 	ctx, done, ok := r.start(j)
 	if !ok {
 		cut := r.cut()
