@@ -38,7 +38,7 @@ var _ firstsend.Sender = (*gatedSender)(nil)
 // RoundTrip sends an attempt whose context is the retry layer's.
 func (a *gatedSender) RoundTrip(req *http.Request) (*http.Response, error) {
 	// Transport.RoundTrip derived the key once for all the attempts.
-	key, ok := retry.KeyFrom(req.Context())
+	key, ok := firstsend.KeyFrom(req.Context())
 	if !ok {
 		var err error
 		if key, err = hostkey.Of(req.URL, a.t.cfg.HostKey); err != nil {
@@ -90,7 +90,7 @@ func (a *gatedSender) send(req *http.Request, key string, first bool) (*http.Res
 	if adm.Wait > 0 {
 		resume := noResume
 		if !first {
-			resume = retry.HoldAttemptTimer(ctx)
+			resume = firstsend.HoldAttemptTimer(ctx)
 		}
 		var held bool
 		adm, held, err = t.settle(ctx, key, adm)

@@ -93,6 +93,7 @@ import (
 	"github.com/egresskit/egresskit/egress"
 	"github.com/egresskit/egresskit/hostkey"
 	"github.com/egresskit/egresskit/hoststate"
+	"github.com/egresskit/egresskit/internal/firstsend"
 	"github.com/egresskit/egresskit/retry"
 	"github.com/egresskit/egresskit/robots"
 	"github.com/egresskit/egresskit/telemetry"
@@ -140,7 +141,7 @@ type Config struct {
 	// http.DefaultTransport is used. robots.txt is fetched through Base too
 	// when Egress is nil. A request's first attempt reaches Base (or
 	// Egress) as the caller made it, unless Retry.AttemptTimeout gives it
-	// a deadline: retry.AttemptFrom reports 0 and retry.KeyFrom nothing for
+	// a deadline: retry.AttemptFrom reports 0 for
 	// it there; retries carry their attempt number (2, 3, ...) as with a
 	// standalone retry.Transport.
 	Base http.RoundTripper
@@ -349,7 +350,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		p = &pending{}
 		req = req.WithContext(context.WithValue(ctx, pendingKey{}, p))
 	}
-	resp, err := t.retry.RoundTripKey(req, key) // gatedSender reads key back
+	resp, err := firstsend.RoundTripKey(t.retry, req, key) // gatedSender reads key back
 	if p != nil {
 		p.flush(ctx, t.observers)
 	}

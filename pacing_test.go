@@ -12,9 +12,9 @@ import (
 
 	"github.com/egresskit/egresskit"
 	"github.com/egresskit/egresskit/hoststate"
+	"github.com/egresskit/egresskit/internal/redistest"
 	"github.com/egresskit/egresskit/ratelimit"
 	"github.com/egresskit/egresskit/redisstore"
-	"github.com/egresskit/egresskit/internal/redistest"
 )
 
 // hammer runs 8 workers that request host's pages through chain until ctx

@@ -10,10 +10,10 @@ import (
 
 	"github.com/egresskit/egresskit"
 	"github.com/egresskit/egresskit/hoststate"
+	"github.com/egresskit/egresskit/internal/redistest"
 	"github.com/egresskit/egresskit/internal/testprog"
 	"github.com/egresskit/egresskit/ratelimit"
 	"github.com/egresskit/egresskit/redisstore"
-	"github.com/egresskit/egresskit/internal/redistest"
 	"github.com/gocolly/colly/v2"
 )
 

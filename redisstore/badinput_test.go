@@ -10,8 +10,8 @@ import (
 	"github.com/egresskit/egresskit/breaker"
 	"github.com/egresskit/egresskit/classify"
 	"github.com/egresskit/egresskit/hoststate"
-	"github.com/egresskit/egresskit/redisstore"
 	"github.com/egresskit/egresskit/internal/redistest"
+	"github.com/egresskit/egresskit/redisstore"
 	"github.com/redis/go-redis/v9"
 )
 

@@ -16,9 +16,9 @@ import (
 	"github.com/egresskit/egresskit"
 	"github.com/egresskit/egresskit/classify"
 	"github.com/egresskit/egresskit/hoststate"
+	"github.com/egresskit/egresskit/internal/redistest"
 	"github.com/egresskit/egresskit/ratelimit"
 	"github.com/egresskit/egresskit/redisstore"
-	"github.com/egresskit/egresskit/internal/redistest"
 	"github.com/egresskit/egresskit/retry"
 	"github.com/redis/go-redis/v9"
 )

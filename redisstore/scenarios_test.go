@@ -5,8 +5,8 @@ import (
 
 	"github.com/egresskit/egresskit/hoststate"
 	"github.com/egresskit/egresskit/hoststate/hoststatetest"
-	"github.com/egresskit/egresskit/redisstore"
 	"github.com/egresskit/egresskit/internal/redistest"
+	"github.com/egresskit/egresskit/redisstore"
 )
 
 // TestScenarios runs the shared behaviour scenarios of hoststatetest on a

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/egresskit/egresskit/redisstore"
 	"github.com/egresskit/egresskit/internal/redistest"
+	"github.com/egresskit/egresskit/redisstore"
 	"github.com/egresskit/egresskit/session"
 	"github.com/redis/go-redis/v9"
 )

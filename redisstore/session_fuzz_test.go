@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/egresskit/egresskit/redisstore"
 	"github.com/egresskit/egresskit/internal/redistest"
+	"github.com/egresskit/egresskit/redisstore"
 	"github.com/egresskit/egresskit/session"
 )
 

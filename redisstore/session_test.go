@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/egresskit/egresskit/redisstore"
 	"github.com/egresskit/egresskit/internal/redistest"
+	"github.com/egresskit/egresskit/redisstore"
 	"github.com/egresskit/egresskit/session"
 	"github.com/egresskit/egresskit/session/sessiontest"
 )

@@ -9,8 +9,8 @@ import (
 
 	"github.com/egresskit/egresskit/breaker"
 	"github.com/egresskit/egresskit/classify"
-	"github.com/egresskit/egresskit/redisstore"
 	"github.com/egresskit/egresskit/internal/redistest"
+	"github.com/egresskit/egresskit/redisstore"
 	"github.com/egresskit/egresskit/session"
 	"github.com/redis/go-redis/v9"
 )

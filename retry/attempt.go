@@ -27,12 +27,8 @@ func AttemptFrom(ctx context.Context) int {
 	return 0
 }
 
-// KeyFrom returns the key given to RoundTripKey for the request whose
-// attempt's context is ctx, and whether there is one (an empty key is
-// none): a layer below the
-// retry layer reads the per-host key its caller derived once per request
-// instead of deriving it again for every attempt.
-func KeyFrom(ctx context.Context) (string, bool) {
+// keyFrom is firstsend.KeyFrom.
+func keyFrom(ctx context.Context) (string, bool) {
 	if c, ok := ctx.Value(callKey{}).(*call); ok && c.key != "" {
 		return c.key, true
 	}
@@ -41,7 +37,7 @@ func KeyFrom(ctx context.Context) (string, bool) {
 
 // call is the state of one RoundTrip. go-retryablehttp's hooks receive
 // no request, so the hooks are bound to a call, and attemptSender and
-// HoldAttemptTimer find it in the request context (its one key). All of it is used by the goroutine
+// holdAttemptTimer find it in the request context (its one key). All of it is used by the goroutine
 // running RoundTrip only: the engine calls the hooks and the http.Client
 // calls attempts synchronously.
 type call struct {
@@ -51,7 +47,7 @@ type call struct {
 
 	p *Policy
 
-	key string // the caller's key for the request (KeyFrom); "" for none
+	key string // the caller's key for the request (keyFrom); "" for none
 
 	getBody  func() (io.ReadCloser, error) // the caller's GetBody; nil without a body
 	url      *url.URL                      // the caller's URL when it has userinfo, else nil

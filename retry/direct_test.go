@@ -29,7 +29,7 @@ type directSeen struct {
 }
 
 func (d *directLog) RoundTrip(r *http.Request) (*http.Response, error) {
-	key, _ := retry.KeyFrom(r.Context())
+	key, _ := firstsend.KeyFrom(r.Context())
 	d.seen = append(d.seen, directSeen{"attempt", r, retry.AttemptFrom(r.Context()), key})
 	return d.next.RoundTrip(r)
 }
@@ -60,7 +60,7 @@ func TestSendFirst(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				d := &directLog{next: egresstest.NewScript(step{Status: 503}, step{Body: "ok"})}
 				req := newRequest(t, t.Context(), "GET", tc.target, nil)
-				resp, err := mustRetry(d, tc.p).RoundTripKey(req, "h.test")
+				resp, err := firstsend.RoundTripKey(mustRetry(d, tc.p), req, "h.test")
 				if err != nil {
 					t.Fatalf("RoundTripKey = %v", err)
 				}
@@ -116,7 +116,7 @@ func TestSendFirstReplaysBody(t *testing.T) {
 				next = &directLog{next: echo}
 			}
 			req := newRequest(t, t.Context(), http.MethodPut, "http://h.test/", []byte("payload"))
-			resp, err := mustRetry(next, retry.Policy{MaxRetries: 2, Rand: noJitter}).RoundTripKey(req, "h.test")
+			resp, err := firstsend.RoundTripKey(mustRetry(next, retry.Policy{MaxRetries: 2, Rand: noJitter}), req, "h.test")
 			if err != nil {
 				t.Fatalf("direct %v: RoundTripKey = %v", direct, err)
 			}

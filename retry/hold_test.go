@@ -13,6 +13,7 @@ import (
 
 	"github.com/egresskit/egresskit/classify"
 	"github.com/egresskit/egresskit/egresstest"
+	"github.com/egresskit/egresskit/internal/firstsend"
 	"github.com/egresskit/egresskit/retry"
 )
 
@@ -51,9 +52,9 @@ func TestHoldAttemptTimer(t *testing.T) {
 					if err := sleep(tt.before); err != nil {
 						return nil, err
 					}
-					resume := retry.HoldAttemptTimer(ctx)
+					resume := firstsend.HoldAttemptTimer(ctx)
 					if tt.holdTwice {
-						retry.HoldAttemptTimer(ctx)() // held already: its resume does nothing
+						firstsend.HoldAttemptTimer(ctx)() // held already: its resume does nothing
 					}
 					if err := sleep(tt.held); err != nil {
 						return nil, err
@@ -89,7 +90,7 @@ func TestHoldAttemptTimer(t *testing.T) {
 	t.Run("attempt ends while held", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			next := roundTripFunc(func(r *http.Request) (*http.Response, error) {
-				retry.HoldAttemptTimer(r.Context()) // never resumed
+				firstsend.HoldAttemptTimer(r.Context()) // never resumed
 				time.Sleep(5 * time.Second)
 				return &http.Response{StatusCode: 200, Header: http.Header{}, Body: http.NoBody, Request: r}, nil
 			})
@@ -102,13 +103,13 @@ func TestHoldAttemptTimer(t *testing.T) {
 		})
 	})
 	t.Run("outside an attempt", func(t *testing.T) {
-		retry.HoldAttemptTimer(context.Background())()
+		firstsend.HoldAttemptTimer(context.Background())()
 	})
 	t.Run("after the timer fired", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			next := roundTripFunc(func(r *http.Request) (*http.Response, error) {
 				<-r.Context().Done() // AttemptTimeout fires
-				resume := retry.HoldAttemptTimer(r.Context())
+				resume := firstsend.HoldAttemptTimer(r.Context())
 				resume()
 				return nil, context.Cause(r.Context())
 			})

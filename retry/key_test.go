@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/egresskit/egresskit/classify"
+	"github.com/egresskit/egresskit/internal/firstsend"
 	"github.com/egresskit/egresskit/retry"
 )
 
@@ -21,7 +22,7 @@ type keyLog struct {
 }
 
 func (k *keyLog) RoundTrip(r *http.Request) (*http.Response, error) {
-	key, ok := retry.KeyFrom(r.Context())
+	key, ok := firstsend.KeyFrom(r.Context())
 	if !ok {
 		key = "-"
 	}
@@ -53,9 +54,11 @@ func TestKeyFromEveryAttempt(t *testing.T) {
 		want string
 	}{
 		{"RoundTripKey", func(rt *retry.Transport, r *http.Request) (*http.Response, error) {
-			return rt.RoundTripKey(r, "h.test:8080")
+			return firstsend.RoundTripKey(rt, r, "h.test:8080")
 		}, "h.test:8080"},
-		{"RoundTripKey empty", func(rt *retry.Transport, r *http.Request) (*http.Response, error) { return rt.RoundTripKey(r, "") }, "-"},
+		{"RoundTripKey empty", func(rt *retry.Transport, r *http.Request) (*http.Response, error) {
+			return firstsend.RoundTripKey(rt, r, "")
+		}, "-"},
 		{"RoundTrip", (*retry.Transport).RoundTrip, "-"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -79,7 +82,7 @@ func TestKeyFromEveryAttempt(t *testing.T) {
 			}
 		})
 	}
-	if _, ok := retry.KeyFrom(t.Context()); ok {
+	if _, ok := firstsend.KeyFrom(t.Context()); ok {
 		t.Error("KeyFrom of a context outside any attempt reports a key")
 	}
 }

@@ -10,7 +10,7 @@ import (
 
 // attemptTimer is an attempt's AttemptTimeout: it cancels the attempt's
 // context with classify.ErrAttemptTimeout when it runs out, and can be held
-// while a layer below waits before sending (HoldAttemptTimer).
+// while a layer below waits before sending (holdAttemptTimer).
 type attemptTimer struct {
 	cancel context.CancelCauseFunc
 
@@ -23,7 +23,7 @@ type attemptTimer struct {
 
 // startAttemptTimer returns ctx bounded by d and the function that releases
 // it, and makes the timer the call's current one. Unlike a context
-// deadline, the bound can be held (HoldAttemptTimer).
+// deadline, the bound can be held (holdAttemptTimer).
 func (c *call) startAttemptTimer(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	at := &attemptTimer{cancel: cancel, remaining: d}
@@ -45,12 +45,10 @@ func (at *attemptTimer) start() {
 	at.t = time.AfterFunc(at.remaining, func() { at.cancel(classify.ErrAttemptTimeout) })
 }
 
-// HoldAttemptTimer stops the AttemptTimeout of the attempt whose context is
-// ctx and returns the function that starts it again with the time that was
-// left. The chain holds it while an attempt waits for its pacing token, so
-// that AttemptTimeout counts from sending, as Policy documents. Outside an
-// attempt with an AttemptTimeout it does nothing.
-func HoldAttemptTimer(ctx context.Context) (resume func()) {
+// holdAttemptTimer is firstsend.HoldAttemptTimer: the chain holds the
+// attempt's timer while the attempt waits for its pacing token, so that
+// AttemptTimeout counts from sending, as Policy documents.
+func holdAttemptTimer(ctx context.Context) (resume func()) {
 	c, _ := ctx.Value(callKey{}).(*call)
 	if c == nil || c.timer == nil {
 		return func() {}

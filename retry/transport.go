@@ -125,11 +125,12 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return t.roundTrip(req, "")
 }
 
-// RoundTripKey is RoundTrip for a request whose caller already derived a
-// key for it (egresskit's per-host key): the layers below find it in every
-// attempt's context with KeyFrom. An empty key is none.
-func (t *Transport) RoundTripKey(req *http.Request, key string) (*http.Response, error) {
-	return t.roundTrip(req, key)
+func init() {
+	firstsend.KeyFrom = keyFrom
+	firstsend.HoldAttemptTimer = holdAttemptTimer
+	firstsend.RoundTripKey = func(rt http.RoundTripper, req *http.Request, key string) (*http.Response, error) {
+		return rt.(*Transport).roundTrip(req, key)
+	}
 }
 
 func (t *Transport) roundTrip(req *http.Request, key string) (*http.Response, error) {

@@ -37,7 +37,7 @@ func Example() {
 		panic(err)
 	}
 	req, _ := http.NewRequest(http.MethodGet, "http://example.test/", nil)
-	resp, err := t.RoundTripKey(req, "example.test")
+	resp, err := firstsend.RoundTripKey(t, req, "example.test")
 	if err != nil {
 		fmt.Println(err)
 		return
