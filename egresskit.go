@@ -75,6 +75,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"reflect"
 	"time"
@@ -88,6 +89,7 @@ import (
 	"github.com/egresskit/egresskit/retry"
 	"github.com/egresskit/egresskit/robots"
 	"github.com/egresskit/egresskit/telemetry"
+	"golang.org/x/time/rate"
 )
 
 // DefaultUserAgent is sent when neither the Config nor the request sets a
@@ -208,6 +210,17 @@ type Config struct {
 	// BlockWatch.Disabled to switch it off. Detection is per Transport
 	// (per worker); the halt is shared through State like any other.
 	BlockWatch blockwatch.Config
+
+	// CrawlRate caps the requests per second this Transport sends, over
+	// every host: the bandwidth and cost of a crawl. It is per Transport,
+	// so per process with one Transport per process: each worker of a
+	// fleet has its own cap. An attempt takes its token after the host
+	// layers admitted it (an open or halted host spends none) and before
+	// egress, from a golang.org/x/time/rate Limiter whose burst is a tenth
+	// of a second's worth (at least 1); the wait honours the request's
+	// context. Default (0): no cap. Negative, NaN or infinite: refused
+	// (ErrInvalidConfig).
+	CrawlRate float64
 }
 
 // Escalation is the evidence handed to Config.OnEscalate when a host is
@@ -244,6 +257,7 @@ type Transport struct {
 	watch     *blockwatch.Watch // nil when Config.BlockWatch.Disabled
 	send      http.RoundTripper // Egress or Base: what finally sends
 	base      http.RoundTripper // Base, or http.DefaultTransport
+	crawl     *rate.Limiter     // Config.CrawlRate; nil without a cap
 }
 
 var _ http.RoundTripper = (*Transport)(nil)
@@ -277,6 +291,7 @@ func New(cfg Config) *Transport {
 	t.send, t.base = send, base
 	t.ids = &identities{defUA: t.ua, def: t.newIdentity(t.ua), build: t.newIdentity}
 	t.retry = retry.New(&gatedSender{t: t}, cfg.Retry)
+	t.crawl = crawlLimiter(cfg.CrawlRate)
 	return t
 }
 
@@ -402,6 +417,8 @@ func (c *Config) check() error {
 	switch {
 	case c.State != nil && !reflect.ValueOf(c.HostState).IsZero():
 		return fmt.Errorf("%w: HostState configures the in-memory store and cannot apply to the State given; configure that store instead", ErrInvalidConfig)
+	case c.CrawlRate < 0 || math.IsNaN(c.CrawlRate) || math.IsInf(c.CrawlRate, 0):
+		return fmt.Errorf("%w: CrawlRate %v is not a finite number of requests per second >= 0", ErrInvalidConfig, c.CrawlRate)
 	case c.Robots.UserAgent != "" || c.Robots.AgentToken != "" || c.Classify.AgentToken != "":
 		return fmt.Errorf("%w: set the crawler's identity with Config.UserAgent (or the requests' User-Agent), not Robots.UserAgent, Robots.AgentToken or Classify.AgentToken", ErrInvalidConfig)
 	}
