@@ -38,7 +38,7 @@ var _ firstsend.Sender = (*gatedSender)(nil)
 // RoundTrip sends an attempt whose context is the retry layer's.
 func (a *gatedSender) RoundTrip(req *http.Request) (*http.Response, error) {
 	// Transport.RoundTrip derived the key once for all the attempts.
-	key, ok := retry.KeyFrom(req.Context())
+	key, ok := firstsend.KeyFrom(req.Context())
 	if !ok {
 		var err error
 		if key, err = hostkey.Of(req.URL, a.t.cfg.HostKey); err != nil {
@@ -90,7 +90,7 @@ func (a *gatedSender) send(req *http.Request, key string, first bool) (*http.Res
 	if adm.Wait > 0 {
 		resume := noResume
 		if !first {
-			resume = retry.HoldAttemptTimer(ctx)
+			resume = firstsend.HoldAttemptTimer(ctx)
 		}
 		var held bool
 		adm, held, err = t.settle(ctx, key, adm)
@@ -302,13 +302,13 @@ func (t *Transport) settle(ctx context.Context, key string, adm hoststate.Admiss
 		case <-timer.C:
 		}
 		late := time.Since(due)
-		st, err := t.state.State(ctx, key)
+		st, err := t.state.Status(ctx, key)
 		if err != nil {
 			return adm, true, nil // the state is unavailable: the admission stands
 		}
 		switch {
 		case st.Halted:
-			return adm, true, &breaker.HaltError{Host: key, Since: st.HaltedAt}
+			return adm, true, &breaker.HaltError{Host: key, HaltedAt: st.HaltedAt}
 		case st.Breaker == breaker.Open && !adm.Probe:
 			return adm, true, &breaker.OpenError{Host: key, Until: st.OpenUntil}
 		case st.Epoch != adm.Epoch || (lateOnce && late > slotSlack(st.PerMinute)):

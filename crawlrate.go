@@ -6,7 +6,7 @@ import (
 	"math"
 
 	"github.com/egresskit/egresskit/classify"
-	"github.com/egresskit/egresskit/retry"
+	"github.com/egresskit/egresskit/internal/firstsend"
 	"golang.org/x/time/rate"
 )
 
@@ -29,7 +29,7 @@ func crawlLimiter(perSecond float64) *rate.Limiter {
 func (t *Transport) crawlWait(ctx context.Context, first bool) error {
 	resume := noResume
 	if !first {
-		resume = retry.HoldAttemptTimer(ctx)
+		resume = firstsend.HoldAttemptTimer(ctx)
 	}
 	err := t.crawl.Wait(ctx)
 	resume()

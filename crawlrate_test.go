@@ -23,7 +23,7 @@ import (
 // newCrawlChain builds a chain for the crawl-rate tests.
 func newCrawlChain(t *testing.T, cfg egresskit.Config) *egresskit.Transport {
 	t.Helper()
-	return egresskit.New(cfg)
+	return mustChain(cfg)
 }
 
 // TestCrawlRateCapsAllHosts sends 70 requests at once, spread over 50
@@ -51,7 +51,7 @@ func TestCrawlRateCapsAllHosts(t *testing.T) {
 		Base:         base,
 		IgnoreRobots: true,
 		Retry:        retry.Policy{MaxRetries: -1},
-		HostState:    hoststate.Config{Limit: ratelimit.Config{PerMinute: 60000, Burst: 10}},
+		Store:        hoststate.NewMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 60000, Burst: 10}}),
 		CrawlRate:    perSecond,
 	})
 	client := &http.Client{Transport: tr}
@@ -132,7 +132,7 @@ func TestCrawlRateWaitPastDeadline(t *testing.T) {
 	tr := newCrawlChain(t, egresskit.Config{
 		IgnoreRobots: true,
 		Retry:        retry.Policy{MaxRetries: -1},
-		HostState:    hoststate.Config{Limit: ratelimit.Config{PerMinute: 60000}}, // the host's pacing does not bind
+		Store:        hoststate.NewMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 60000}}), // the host's pacing does not bind
 		CrawlRate:    0.01,
 	})
 	get := func() error {

@@ -154,7 +154,7 @@ type Config struct {
 
 	// State is the per-host state (halts, breakers, pacing). If nil, an
 	// in-memory store configured by HostState is used; pass a
-	// redisstore.State to share it across a fleet.
+	// redisstore.Store to share it across a fleet.
 	State hoststate.Store
 
 	// HostState configures the in-memory store used when State is nil.
@@ -347,7 +347,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		p = &pending{}
 		req = req.WithContext(context.WithValue(ctx, pendingKey{}, p))
 	}
-	resp, err := t.retry.RoundTripKey(req, key) // gatedSender reads key back
+	resp, err := firstsend.RoundTripKey(t.retry, req, key) // gatedSender reads key back
 	if p != nil {
 		p.flush(ctx, t.observers)
 	}
@@ -380,8 +380,8 @@ func (t *Transport) Resume(ctx context.Context, host string) error {
 }
 
 // State returns the per-host state of host (a host key).
-func (t *Transport) State(ctx context.Context, host string) (hoststate.HostState, error) {
-	return t.state.State(ctx, host)
+func (t *Transport) Status(ctx context.Context, host string) (hoststate.Status, error) {
+	return t.state.Status(ctx, host)
 }
 
 // HostKey returns the key under which the chain keeps the state of the host

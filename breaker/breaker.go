@@ -151,9 +151,9 @@ type Status struct {
 	// OpenUntil is when an open circuit admits its first probe; zero unless
 	// State is Open.
 	OpenUntil time.Time
-	// Halted reports a halt; HaltedSince is when it began.
-	Halted      bool
-	HaltedSince time.Time
+	// Halted reports a halt; HaltedAt is when it began.
+	Halted   bool
+	HaltedAt time.Time
 }
 
 // Counts is the number of tracked hosts in each state, for a gauge. A
@@ -213,7 +213,7 @@ func (s *Set) AllowAt(host string, now time.Time) (Ticket, error) {
 	var t Ticket
 	var err error
 	if !e.halted.IsZero() {
-		err = &HaltError{Host: host, Since: e.halted}
+		err = &HaltError{Host: host, HaltedAt: e.halted}
 	} else {
 		t, err = s.allow(host, e, now)
 	}
@@ -285,7 +285,7 @@ func (s *Set) Status(host string) Status {
 		State:               e.state,
 		ConsecutiveFailures: int(e.cb.Counts().ConsecutiveFailures),
 		Halted:              !e.halted.IsZero(),
-		HaltedSince:         e.halted,
+		HaltedAt:            e.halted,
 	}
 	if st.State == Open {
 		st.OpenUntil = e.openUntil

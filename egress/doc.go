@@ -156,7 +156,7 @@
 // fragment, surrounding spaces or credentials whose unencoded '/', '?' or
 // '#' cut them short are rejected with a *ConfigError rather than guessed
 // at. Proxy credentials never appear in an error, a Choice, an
-// EndpointState or the String form of an Endpoint.
+// EndpointStatus or the String form of an Endpoint.
 //
 // # Connection tuning
 //

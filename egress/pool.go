@@ -340,8 +340,8 @@ func (p *Pool) CloseIdleConnections() {
 	p.closeTransports(eps)
 }
 
-// EndpointState is a snapshot of one endpoint. It carries no credentials.
-type EndpointState struct {
+// EndpointStatus is a snapshot of one endpoint. It carries no credentials.
+type EndpointStatus struct {
 	// ID is the endpoint's ID.
 	ID string
 	// Proxy is the proxy URL without credentials, or "direct".
@@ -369,7 +369,7 @@ type EndpointState struct {
 
 // Endpoints returns a snapshot of every present endpoint, in the order
 // they were added.
-func (p *Pool) Endpoints() []EndpointState {
+func (p *Pool) Endpoints() []EndpointStatus {
 	if p == nil {
 		return nil
 	}
@@ -377,9 +377,9 @@ func (p *Pool) Endpoints() []EndpointState {
 	c := &p.set.health
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	out := make([]EndpointState, 0, len(p.order))
+	out := make([]EndpointStatus, 0, len(p.order))
 	for _, e := range p.order {
-		st := EndpointState{
+		st := EndpointStatus{
 			ID:          e.ep.ID,
 			Proxy:       e.proxy.redacted,
 			Labels:      cloneLabels(e.ep.Labels),

@@ -56,7 +56,7 @@ type Store interface {
 	SetCeiling(ctx context.Context, host string, perMinute float64) error
 
 	// State returns a snapshot of host's state.
-	State(ctx context.Context, host string) (HostState, error)
+	Status(ctx context.Context, host string) (Status, error)
 }
 
 // Admission is the permission to send one attempt.
@@ -69,7 +69,7 @@ type Admission struct {
 	// attempt; a Record from an older generation is ignored by the breaker.
 	Generation uint64
 	// Epoch is the host's pacing epoch when the attempt was admitted. When
-	// HostState.Epoch has moved past it by the time the wait is over, a
+	// Status.Epoch has moved past it by the time the wait is over, a
 	// throttle paused the host meanwhile: the admission must not be sent
 	// as it is but recorded as Canceled and taken again, so that attempts
 	// waiting when a pause ends go out one interval apart.
@@ -97,8 +97,8 @@ type Effect struct {
 	From, To breaker.State
 }
 
-// HostState is a snapshot of one host.
-type HostState struct {
+// Status is a snapshot of one host.
+type Status struct {
 	Host    string
 	Breaker breaker.State
 	// Halted is true while the host is halted; HaltedAt is when.

@@ -112,14 +112,14 @@ func (m *Memory) SetCeiling(_ context.Context, host string, perMinute float64) e
 }
 
 // State returns a snapshot of host. It never fails.
-func (m *Memory) State(_ context.Context, host string) (HostState, error) {
+func (m *Memory) Status(_ context.Context, host string) (Status, error) {
 	b := m.breakers.Status(host)
-	l := m.limits.State(host)
-	return HostState{
+	l := m.limits.Status(host)
+	return Status{
 		Host:                host,
 		Breaker:             b.State,
 		Halted:              b.Halted,
-		HaltedAt:            b.HaltedSince,
+		HaltedAt:            b.HaltedAt,
 		ConsecutiveFailures: b.ConsecutiveFailures,
 		OpenUntil:           b.OpenUntil,
 		PerMinute:           l.PerMinute,

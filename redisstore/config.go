@@ -10,16 +10,16 @@ import (
 	"github.com/egresskit/egresskit/ratelimit"
 )
 
-// Policy says what a State does when Redis cannot be reached or does not
+// ErrorPolicy says what a Store does when Redis cannot be reached or does not
 // answer within Config.Timeout.
-type Policy uint8
+type ErrorPolicy uint8
 
 // The policies.
 const (
 	// FailOpen (the default) falls back to in-process state
 	// (hoststate.Memory) with a Warning, and goes back to Redis when it
-	// answers again: see State for what happens then.
-	FailOpen Policy = iota
+	// answers again: see Store for what happens then.
+	FailOpen ErrorPolicy = iota
 	// FailClosed fails the operation with an *UnavailableError
 	// (errors.Is ErrUnavailable); Admit failing means the attempt is not
 	// sent.
@@ -27,7 +27,7 @@ const (
 )
 
 // String returns "fail-open" or "fail-closed".
-func (p Policy) String() string {
+func (p ErrorPolicy) String() string {
 	switch p {
 	case FailOpen:
 		return "fail-open"
@@ -37,7 +37,7 @@ func (p Policy) String() string {
 	return "unknown"
 }
 
-// Config configures a State. The zero value uses every default.
+// Config configures a Store. The zero value uses every default.
 type Config struct {
 	// Prefix starts every key ("PREFIX:{host}:s"). It must not contain
 	// spaces, control characters or braces. Default (""): "egresskit".
@@ -50,11 +50,11 @@ type Config struct {
 
 	// OnRedisError is the policy when Redis is unreachable or slow.
 	// Default (zero): FailOpen.
-	OnRedisError Policy
+	OnRedisError ErrorPolicy
 
-	// OnWarning, if not nil, receives a Warning when a FailOpen State falls
+	// OnWarning, if not nil, receives a Warning when a FailOpen Store falls
 	// back to local state and when it returns to Redis. It is called
-	// outside any lock of the State, on the goroutine of the operation
+	// outside any lock of the Store, on the goroutine of the operation
 	// that noticed, possibly concurrently.
 	OnWarning func(Warning)
 
@@ -63,7 +63,7 @@ type Config struct {
 	// 50ms.
 	Timeout time.Duration
 
-	// RetryInterval is how often a FailOpen State that fell back to local
+	// RetryInterval is how often a FailOpen Store that fell back to local
 	// state tries Redis again; in between, operations do not touch Redis.
 	// Default (<= 0): 1s.
 	RetryInterval time.Duration
@@ -78,7 +78,7 @@ type Config struct {
 
 	// CheckInterval is how often, at most, an operation first checks
 	// whether a Redis server restarted or failed over (its run_id, from
-	// INFO server), so that the halts this State remembers are written
+	// INFO server), so that the halts this Store remembers are written
 	// back when Redis may have lost them. Operations also check after
 	// every new connection to Redis, and Watch checks on its own.
 	// Default (0): 5s; negative: only after new connections (and in
@@ -92,12 +92,12 @@ type Config struct {
 	// refused host in between.
 	AllowEviction bool
 
-	// Journal, if not empty, is the path of a file where the State keeps
+	// Journal, if not empty, is the path of a file where the Store keeps
 	// the halts it remembers (one line appended, and synced, per halt
 	// learnt or resume seen), so that a worker restarted together with
 	// Redis still remembers them: New reads the file back, compacts it,
 	// and writes its halts back to Redis unless they were resumed since.
-	// One file per State; several processes must not share one. New
+	// One file per Store; several processes must not share one. New
 	// returns a *JournalError when the file cannot be read or holds a
 	// line it did not write (a last line cut short by a crash is
 	// ignored); a later failed write sends an Unchecked Warning. Default

@@ -14,8 +14,8 @@ import (
 	"github.com/egresskit/egresskit/breaker"
 	"github.com/egresskit/egresskit/classify"
 	"github.com/egresskit/egresskit/hoststate"
+	"github.com/egresskit/egresskit/internal/redistest"
 	"github.com/egresskit/egresskit/ratelimit"
-	"github.com/egresskit/egresskit/redisstore/redistest"
 	"github.com/redis/go-redis/v9"
 	"github.com/sony/gobreaker/v2"
 )
@@ -51,7 +51,7 @@ func TestLuaBreakerSameAsGobreaker(t *testing.T) {
 }
 
 // TestLuaBreakerOracleCatchesDefects plants defects in the scripts'
-// source by textual substitution, loads the mutated scripts into a State,
+// source by textual substitution, loads the mutated scripts into a Store,
 // and checks that the comparison with gobreaker fails for each.
 func TestLuaBreakerOracleCatchesDefects(t *testing.T) {
 	client := redistest.Client(t)
@@ -82,7 +82,7 @@ func TestLuaBreakerOracleCatchesDefects(t *testing.T) {
 	}
 }
 
-// compareWithGobreaker runs one random run of seed on a State using sc
+// compareWithGobreaker runs one random run of seed on a Store using sc
 // and on gobreaker, and returns the first difference.
 func compareWithGobreaker(t *testing.T, client *redis.Client, sc scripts, seed uint64) (failed error) {
 	t.Helper()
@@ -187,9 +187,9 @@ func compareRun(client *redis.Client, prefix string, sc scripts, seed uint64) er
 			did = "sleep " + d.String()
 			time.Sleep(d)
 		}
-		hs, err := st.State(ctx, host)
+		hs, err := st.Status(ctx, host)
 		if err != nil {
-			return fmt.Errorf("step %d (%s): State = %v", step, did, err)
+			return fmt.Errorf("step %d (%s): Store = %v", step, did, err)
 		}
 		if want := breaker.State(gb.State()); hs.Breaker != want {
 			return fmt.Errorf("step %d (%s): state %v, gobreaker %v", step, did, hs.Breaker, want)
@@ -208,9 +208,9 @@ func compareRun(client *redis.Client, prefix string, sc scripts, seed uint64) er
 
 // luaCounts reads the breaker's counts from the host's hash: requests bq,
 // exclusions bx, consecutive successes bk and failures bf. An open period
-// that has ended but is not yet noticed by a script (the State script
+// that has ended but is not yet noticed by a script (the Store script
 // only reads) counts as the cleared counts the next script will write,
-// as gobreaker clears them when its State notices.
+// as gobreaker clears them when its Store notices.
 func luaCounts(ctx context.Context, client *redis.Client, key string) ([4]uint32, error) {
 	v, err := client.HMGet(ctx, key, "bq", "bx", "bk", "bf", "bs", "bo").Result()
 	if err != nil {

@@ -30,7 +30,7 @@ var (
 	luaHalt string
 )
 
-// scripts are the loaded scripts of a State.
+// scripts are the loaded scripts of a Store.
 type scripts struct {
 	admit, record, state, ceiling, resume *redis.Script
 }
