@@ -18,6 +18,7 @@ tools:
 
 vet:
 	@for m in $(MODULES); do echo "== vet $$m"; (cd $$m && $(GO) vet ./...) || exit 1; done
+	@for m in $(MODULES); do (cd $$m && $(GO) mod tidy -diff) || { echo "go mod tidy needed in $$m"; exit 1; }; done
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 
 staticcheck: tools

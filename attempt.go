@@ -105,6 +105,14 @@ func (a *gatedSender) send(req *http.Request, key string, first bool) (*http.Res
 			return nil, unsent(req, err)
 		}
 	}
+	if t.crawl != nil {
+		if err := t.crawlWait(ctx, first); err != nil {
+			r := classify.Of(nil, err)
+			t.record(ctx, key, adm, classify.Result{Outcome: classify.Canceled, Reason: r.Reason})
+			a.observe(ctx, req, key, attempt, start, adm.Wait, 0, r, adm, hoststate.Effect{}, nil, err, false)
+			return nil, unsent(req, err)
+		}
+	}
 	var choice *egress.Choice
 	if t.cfg.Egress != nil && (len(t.observers) > 0 || t.cfg.Audit != nil) {
 		choice = new(egress.Choice)

@@ -33,6 +33,8 @@ func (c *Config) check() error {
 		return invalid("Classify.AgentToken", "is set: set the crawler's identity with Config.UserAgent (or the requests' User-Agent)")
 	case c.UserAgent != "" && !httpguts.ValidHeaderFieldValue(c.UserAgent):
 		return invalid("UserAgent", "is not a valid header value")
+	case math.IsNaN(c.CrawlRate) || math.IsInf(c.CrawlRate, 0):
+		return invalid("CrawlRate", "is %v, not a finite number of requests per second (0 means no cap)", c.CrawlRate)
 	case c.HostKey != hostkey.ByHost && c.HostKey != hostkey.ByDomain:
 		return invalid("HostKey", "is %d, neither hostkey.ByHost nor hostkey.ByDomain", c.HostKey)
 	}

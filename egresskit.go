@@ -97,6 +97,7 @@ import (
 	"github.com/egresskit/egresskit/retry"
 	"github.com/egresskit/egresskit/robots"
 	"github.com/egresskit/egresskit/telemetry"
+	"golang.org/x/time/rate"
 )
 
 // DefaultUserAgent is sent when neither the Config nor the request sets a
@@ -223,8 +224,19 @@ type Config struct {
 	// the evidence, though no page carried a challenge marker. The zero
 	// value is on with the defaults of package blockwatch; set
 	// BlockWatch.Disabled to switch it off. Detection is per Transport
-	// (per worker); the halt is shared through State like any other.
+	// (per worker); the halt is shared through the Store like any other.
 	BlockWatch blockwatch.Config
+
+	// CrawlRate caps the requests per second this Transport sends, over
+	// every host: the bandwidth and cost of a crawl. It is per Transport,
+	// so per process with one Transport per process: each worker of a
+	// fleet has its own cap. An attempt takes its token after the host
+	// layers admitted it (an open or halted host spends none) and before
+	// egress, from a golang.org/x/time/rate Limiter whose burst is a tenth
+	// of a second's worth (at least 1); the wait honours the request's
+	// context. 0 (the default) or a negative value: no cap. NaN or
+	// infinite: refused (ErrInvalidConfig).
+	CrawlRate float64
 }
 
 // Escalation is the evidence handed to Config.OnEscalate when a host is
@@ -260,6 +272,7 @@ type Transport struct {
 	watch     *blockwatch.Watch // nil when Config.BlockWatch.Disabled
 	send      http.RoundTripper // Egress or Base: what finally sends
 	base      http.RoundTripper // Base, or http.DefaultTransport
+	crawl     *rate.Limiter     // Config.CrawlRate; nil without a cap
 }
 
 var _ http.RoundTripper = (*Transport)(nil)
@@ -298,6 +311,7 @@ func New(cfg Config) (*Transport, error) {
 		return nil, fmt.Errorf("%w: Retry: %w", ErrInvalidConfig, err)
 	}
 	t.retry = rt
+	t.crawl = crawlLimiter(cfg.CrawlRate)
 	return t, nil
 }
 

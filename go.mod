@@ -10,6 +10,7 @@ require (
 	github.com/sony/gobreaker/v2 v2.4.0
 	go.uber.org/goleak v1.3.0
 	golang.org/x/net v0.62.0
+	golang.org/x/time v0.16.0
 )
 
 require (

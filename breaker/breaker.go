@@ -1,11 +1,11 @@
 // Package breaker keeps one circuit breaker per host, and the host halts.
 //
-// A Set holds a circuit breaker per host key (see package hostkey): the
-// state machine of gobreaker's TwoStepCircuitBreaker (consecutive-failure
-// trip, open timeout, half-open probes), kept in the host's entry and run
-// under its shard's lock, so that an attempt costs no allocation and no
-// lock or clock read of its own; a test drives both through the same runs
-// and checks that they agree. Before an attempt the chain calls Allow: a
+// A Set holds a circuit breaker per host key (see package hostkey): a
+// gobreaker v2 TwoStepCircuitBreaker (consecutive-failure trip, open
+// timeout, half-open probes), created when the host is first seen and
+// dropped when it is evicted. Around it the Set keeps only what gobreaker
+// does not: halts, the open-until time an OpenError reports, generations
+// for tickets, and the probe lease. Before an attempt the chain calls Allow: a
 // halted host is refused with *HaltError, an open circuit with *OpenError,
 // and otherwise the attempt is admitted with a Ticket. After the attempt
 // the chain passes the ticket and the attempt's classify.Result to Done,
@@ -25,18 +25,28 @@
 //     they neither reset nor add to the failure count, and a neutral probe
 //     frees its half-open slot for the next attempt.
 //
+// A half-open probe holds its slot for at most OpenTimeout: when every
+// slot is taken and a probe was admitted OpenTimeout ago or more without
+// its outcome being recorded (its response body was never closed), the
+// next Allow counts that probe as neutral and admits a new probe in its
+// place; the late outcome, if it ever comes, is ignored. The bound is the
+// same in every store: redisstore's probe lease defaults to OpenTimeout.
+//
 // Outcomes of attempts admitted before the circuit last changed state are
 // ignored. A Refused outcome also halts the host, in the same step: Allow
 // then refuses it with *HaltError until Resume. Halt halts a host by hand.
 //
-// State is kept small (a few hundred bytes per host) and a host idle for
+// State is kept small (under 1 KiB per host) and a host idle for
 // IdleTTL is forgotten, except that an open circuit is kept until its open
 // period has ended and a halt is kept until it is resumed. Eviction runs
 // lazily, a shard at a time, on the calls that touch the shard, and on
 // demand with Evict; the Set starts no goroutine.
 //
 // The breakers take time from time.Now, read by Allow and Done or given to
-// AllowAt and DoneAt; test timing with testing/synctest.
+// AllowAt and DoneAt (gobreaker reads time.Now itself); test timing with
+// testing/synctest. gobreaker calls its state-change hook under its own
+// lock; the Set's hook only notes the change, and OnStateChange is called
+// once every lock is released.
 package breaker
 
 import (
@@ -44,6 +54,7 @@ import (
 
 	"github.com/egresskit/egresskit/classify"
 	"github.com/egresskit/egresskit/internal/hostmap"
+	"github.com/sony/gobreaker/v2"
 )
 
 // State is the state of a host's circuit.
@@ -126,6 +137,9 @@ type Ticket struct {
 	Generation uint64
 	// Probe is true when the attempt is a half-open probe.
 	Probe bool
+
+	slot uint32      // the probe's slot (see probes)
+	done func(error) // gobreaker's callback recording the attempt
 }
 
 // Status is a snapshot of one host.
@@ -156,6 +170,7 @@ type Set struct {
 	cfg       Config
 	threshold uint32 // FailureThreshold
 	probes    uint32 // HalfOpenProbes
+	gb        gobreaker.Settings
 	hosts     *hostmap.Map[entry, shardState]
 }
 
@@ -164,6 +179,7 @@ func New(cfg Config) *Set {
 	s := &Set{cfg: cfg.withDefaults()}
 	s.threshold = uint32(min(s.cfg.FailureThreshold, 1<<31))
 	s.probes = uint32(min(s.cfg.HalfOpenProbes, 1<<31))
+	s.gb = s.settings()
 	s.hosts = newHosts(s.cfg.IdleTTL)
 	return s
 }
@@ -199,7 +215,7 @@ func (s *Set) AllowAt(host string, now time.Time) (Ticket, error) {
 	if !e.halted.IsZero() {
 		err = &HaltError{Host: host, HaltedAt: e.halted}
 	} else {
-		t, err = s.allow(sh, host, e, now)
+		t, err = s.allow(host, e, now)
 	}
 	s.hosts.MaybeSweep(sh, now)
 	changes := take(sh, buf[:0])
@@ -240,11 +256,9 @@ func (s *Set) DoneAt(host string, t Ticket, r classify.Result, now time.Time) Ef
 		e = s.entry(sh, host, now)
 	}
 	e.used = now
-	s.lapse(sh, host, e, now)
+	s.lapse(e)
 	eff := Effect{From: e.state}
-	if t.Generation == e.gen {
-		s.done(sh, host, e, r, now)
-	}
+	s.done(e, t, r)
 	eff.To = e.state
 	if r.Outcome == classify.Refused && e.halted.IsZero() {
 		e.halted, eff.Halted = now, true
@@ -265,11 +279,11 @@ func (s *Set) Status(host string) Status {
 		sh.Unlock()
 		return Status{Host: host}
 	}
-	s.lapse(sh, host, e, time.Now())
+	s.lapse(e)
 	st := Status{
 		Host:                host,
 		State:               e.state,
-		ConsecutiveFailures: int(e.failures),
+		ConsecutiveFailures: int(e.cb.Counts().ConsecutiveFailures),
 		Halted:              !e.halted.IsZero(),
 		HaltedAt:            e.halted,
 	}
@@ -288,13 +302,12 @@ func (s *Set) Counts() Counts {
 	var c Counts
 	for sh := range s.hosts.Shards() {
 		sh.Lock()
-		now := time.Now()
-		for host, e := range sh.All() {
+		for _, e := range sh.All() {
 			switch {
 			case !e.halted.IsZero():
 				c.Halted++
 			default:
-				s.lapse(sh, host, e, now)
+				s.lapse(e)
 				switch e.state {
 				case Closed:
 					c.Closed++

@@ -1,94 +1,172 @@
 package breaker
 
 import (
+	"errors"
+	"slices"
 	"time"
 
 	"github.com/egresskit/egresskit/classify"
+	"github.com/sony/gobreaker/v2"
 )
 
-// circuit is one host's circuit breaker: gobreaker's state machine
-// (TwoStepCircuitBreaker with no counting interval), for the settings of a
-// Set, kept in the host's entry and run under its shard's lock with the
-// time the caller read.
+// circuit is one host's circuit breaker: a gobreaker TwoStepCircuitBreaker
+// (consecutive-failure trip, open timeout, half-open probes, no counting
+// interval), created with the host's entry and dropped with it, and what
+// the chain needs beside it. gobreaker keeps the state machine and the
+// counts; the circuit keeps a copy of the state and the open-until time
+// (for OpenError and eviction, both written by the state-change hook),
+// the generation of the Set's tickets, and the half-open probes in flight
+// with their admission times, for the probe lease.
 //
-//   - Closed admits every attempt; FailureThreshold consecutive failures
-//     open it, a success resets the count.
-//   - Open refuses every attempt until OpenTimeout has passed since it
-//     opened (strictly after openUntil), then turns half-open.
-//   - HalfOpen admits HalfOpenProbes probes, less those that ended
-//     neutral; that many consecutive successes close it, a failure opens
-//     it again.
-//
-// Every change of state starts a new generation and clears the counts;
-// the outcome of an attempt admitted in an older generation is ignored.
-// Neutral outcomes (Permanent, Canceled) count neither way.
+// Every call into cb is made with the host's shard locked, so that the
+// hook gobreaker calls under its own lock runs on the goroutine that holds
+// the shard, and may update the entry without locking anything; it never
+// calls back into cb.
 type circuit struct {
+	cb        *gobreaker.TwoStepCircuitBreaker[struct{}]
 	gen       uint64 // the generation: a shard-wide counter, never 0
-	state     State
-	openUntil time.Time // when an open circuit turns half-open
-	failures  uint32    // consecutive failures
-	successes uint32    // consecutive successes
-	// requests counts the attempts admitted in this generation, neutral
-	// the neutral outcomes recorded in it: a half-open circuit has used
-	// requests - neutral (at least 0) of its probe slots.
-	requests, neutral uint32
+	state     State  // cb's state, as of its last change
+	openUntil time.Time
+	probes    *probes // the half-open probes in flight; nil when none
+}
+
+// probes are the half-open probes of one generation still in flight.
+type probes struct {
+	seq    uint32 // last slot handed out
+	flight []probe
+}
+
+// probe is one half-open probe in flight: its slot, when it was admitted,
+// and gobreaker's callback that records it (nil once its lease expired).
+type probe struct {
+	slot uint32
+	at   time.Time
+	done func(error)
+}
+
+// The errors a circuit gives gobreaker's callbacks: a host failure, and a
+// neutral outcome (excluded, counted neither way). A success is nil.
+var (
+	errFailure = errors.New("breaker: host failure")
+	errNeutral = errors.New("breaker: neutral outcome")
+)
+
+// settings returns the gobreaker settings of every host of s.
+func (s *Set) settings() gobreaker.Settings {
+	threshold := s.threshold
+	return gobreaker.Settings{
+		MaxRequests:   s.probes,
+		Timeout:       s.cfg.OpenTimeout,
+		ReadyToTrip:   func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= threshold },
+		IsSuccessful:  func(err error) bool { return err == nil },
+		IsExcluded:    func(err error) bool { return err == errNeutral },
+		OnStateChange: s.changed,
+	}
 }
 
 // allow admits one attempt to e's circuit or refuses it with an
-// *OpenError. sh must be locked.
-func (s *Set) allow(sh *shard, host string, e *entry, now time.Time) (Ticket, error) {
-	s.lapse(sh, host, e, now)
-	switch e.state {
-	case Open:
-		return Ticket{}, &OpenError{Host: host, Until: e.openUntil}
-	case HalfOpen:
-		if e.requests-min(e.neutral, e.requests) >= s.probes {
-			return Ticket{}, &OpenError{Host: host}
-		}
+// *OpenError. A half-open circuit whose probe slots are all taken first
+// frees the slots of probes admitted at least OpenTimeout ago (their
+// outcome is counted neutral, and ignored when it comes). sh must be
+// locked.
+func (s *Set) allow(host string, e *entry, now time.Time) (Ticket, error) {
+	done, err := e.cb.Allow()
+	if err == gobreaker.ErrTooManyRequests && s.expire(e, now) {
+		done, err = e.cb.Allow()
 	}
-	e.requests++
-	return Ticket{Generation: e.gen, Probe: e.state == HalfOpen}, nil
+	switch err {
+	case nil:
+	case gobreaker.ErrOpenState:
+		return Ticket{}, &OpenError{Host: host, Until: e.openUntil}
+	default: // ErrTooManyRequests
+		return Ticket{}, &OpenError{Host: host}
+	}
+	t := Ticket{Generation: e.gen, done: done}
+	if e.state == HalfOpen {
+		if e.probes == nil {
+			e.probes = &probes{}
+		}
+		p := e.probes
+		p.seq++
+		p.flight = append(p.flight, probe{slot: p.seq, at: now, done: done})
+		t.Probe, t.slot = true, p.seq
+	}
+	return t, nil
 }
 
-// done records r, the outcome of an attempt admitted in e's current
-// generation. sh must be locked.
-func (s *Set) done(sh *shard, host string, e *entry, r classify.Result, now time.Time) {
+// expire frees the slots of e's probes admitted at least OpenTimeout
+// before now, recording them as neutral, and reports whether it freed
+// any. An expired probe stays in the list, marked, so that its late
+// outcome is ignored. sh must be locked.
+func (s *Set) expire(e *entry, now time.Time) bool {
+	p := e.probes
+	if p == nil {
+		return false
+	}
+	freed := false
+	for i := range p.flight {
+		q := &p.flight[i]
+		if q.done == nil || now.Sub(q.at) < s.cfg.OpenTimeout {
+			continue
+		}
+		done := q.done
+		q.done, freed = nil, true
+		done(errNeutral)
+	}
+	return freed
+}
+
+// done records r, the outcome of the attempt t admitted, unless t is from
+// an older generation or is a probe whose lease expired. sh must be
+// locked.
+func (s *Set) done(e *entry, t Ticket, r classify.Result) {
+	if t.done == nil || t.Generation != e.gen {
+		return
+	}
+	if p := e.probes; t.Probe && p != nil {
+		if i := slices.IndexFunc(p.flight, func(q probe) bool { return q.slot == t.slot }); i >= 0 {
+			if p.flight[i].done == nil {
+				return // its lease expired: it was counted neutral
+			}
+			p.flight = slices.Delete(p.flight, i, i+1)
+		}
+	}
 	switch {
 	case r.Outcome == classify.OK:
-		e.failures = 0
-		e.successes++
-		if e.state == HalfOpen && e.successes >= s.probes {
-			s.change(sh, host, e, Closed, now)
-		}
+		t.done(nil)
 	case r.HostFailure():
-		e.successes = 0
-		e.failures++
-		if e.state == HalfOpen || e.failures >= s.threshold {
-			s.change(sh, host, e, Open, now)
-		}
+		t.done(errFailure)
 	default: // Permanent, Canceled, and any unknown outcome
-		e.neutral++
+		t.done(errNeutral)
 	}
 }
 
-// lapse turns e's open circuit half-open once its open period has passed.
-// sh must be locked.
-func (s *Set) lapse(sh *shard, host string, e *entry, now time.Time) {
-	if e.state == Open && e.openUntil.Before(now) {
-		s.change(sh, host, e, HalfOpen, now)
+// lapse turns e's open circuit half-open once its open period has passed:
+// gobreaker notices it when asked for the state. sh must be locked.
+func (s *Set) lapse(e *entry) {
+	if e.state == Open {
+		e.cb.State()
 	}
 }
 
-// change moves e's circuit to state to at now, in a new generation, and
-// queues the change for OnStateChange. sh must be locked.
-func (s *Set) change(sh *shard, host string, e *entry, to State, now time.Time) {
-	from := e.state
+// changed is gobreaker's state-change hook. gobreaker calls it under its
+// own lock, from a call the Set made with host's shard locked: it updates
+// the entry and queues the change for OnStateChange, delivered once the
+// shard is unlocked, and never calls into the breaker.
+func (s *Set) changed(host string, from, to gobreaker.State) {
+	sh := s.hosts.Shard(host)
+	e := sh.Get(host)
+	if e == nil {
+		return
+	}
+	now := time.Now()
 	sh.Local.gen++
-	e.circuit = circuit{gen: sh.Local.gen, state: to}
-	if to == Open {
+	e.gen, e.state, e.probes = sh.Local.gen, State(to), nil
+	e.openUntil = time.Time{}
+	if e.state == Open {
 		e.openUntil = now.Add(s.cfg.OpenTimeout)
 	}
 	if s.cfg.OnStateChange != nil {
-		sh.Local.pending = append(sh.Local.pending, StateChange{Host: host, From: from, To: to, At: now})
+		sh.Local.pending = append(sh.Local.pending, StateChange{Host: host, From: State(from), To: State(to), At: now})
 	}
 }

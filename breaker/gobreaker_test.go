@@ -12,13 +12,18 @@ import (
 	"github.com/sony/gobreaker/v2"
 )
 
-// TestSameAsGobreaker drives a host's circuit and a gobreaker v2
+// TestSameAsGobreaker drives a Set and a plain gobreaker v2
 // TwoStepCircuitBreaker with the same settings through the same random
 // runs of admissions, outcomes (some recorded twice, some late, after the
-// circuit changed) and waits around the open timeout, and checks after
-// every step that both admit the same attempts and agree on the state and
-// the consecutive failures. The circuit is gobreaker's state machine;
-// this test is what says so.
+// circuit changed, some never) and waits around the open timeout, and
+// checks after every step that both admit the same attempts and agree on
+// the state and the consecutive failures. The Set's one addition, the
+// probe lease, is applied to the plain breaker by the test: when every
+// half-open slot is taken, a probe of the current half-open period
+// admitted OpenTimeout ago or more and not yet recorded is recorded as
+// excluded, and its own outcome is then dropped. The test shows that the
+// Set maps outcomes, generations and the open period onto gobreaker
+// faithfully and adds nothing else.
 func TestSameAsGobreaker(t *testing.T) {
 	outcomes := []classify.Outcome{classify.OK, classify.Transient, classify.Throttled, classify.Permanent, classify.Canceled}
 	for seed := range uint64(200) {
@@ -31,7 +36,7 @@ func TestSameAsGobreaker(t *testing.T) {
 			}
 			s := breaker.New(cfg)
 			neutral := errors.New("neutral")
-			gb := gobreaker.NewTwoStepCircuitBreaker[struct{}](gobreaker.Settings{
+			settings := gobreaker.Settings{
 				MaxRequests: uint32(cfg.HalfOpenProbes),
 				Timeout:     cfg.OpenTimeout,
 				ReadyToTrip: func(c gobreaker.Counts) bool {
@@ -39,22 +44,54 @@ func TestSameAsGobreaker(t *testing.T) {
 				},
 				IsSuccessful: func(err error) bool { return err == nil },
 				IsExcluded:   func(err error) bool { return err == neutral },
-			})
-			type admitted struct {
-				t    breaker.Ticket
-				done func(error)
 			}
-			var open []admitted
+			var period int // counts gobreaker's state changes
+			settings.OnStateChange = func(string, gobreaker.State, gobreaker.State) { period++ }
+			gb := gobreaker.NewTwoStepCircuitBreaker[struct{}](settings)
+			type admitted struct {
+				t        breaker.Ticket
+				done     func(error)
+				probe    bool
+				period   int
+				at       time.Time
+				recorded bool
+				expired  bool
+			}
+			var open, all []*admitted
+			gbAllow := func() (func(error), error) {
+				done, err := gb.Allow()
+				if err != gobreaker.ErrTooManyRequests {
+					return done, err
+				}
+				freed := false
+				for _, a := range all {
+					if a.probe && a.period == period && !a.recorded && !a.expired && time.Since(a.at) >= cfg.OpenTimeout {
+						a.expired, freed = true, true
+						a.done(neutral)
+					}
+				}
+				if freed {
+					return gb.Allow()
+				}
+				return done, err
+			}
 			for step := range 300 {
 				switch op := rng.IntN(10); {
 				case op < 4:
 					tk, err := s.Allow(host)
-					done, gerr := gb.Allow()
+					done, gerr := gbAllow()
 					if (err == nil) != (gerr == nil) {
 						t.Fatalf("seed %d step %d: Allow = %v, gobreaker %v", seed, step, err, gerr)
 					}
 					if err == nil {
-						open = append(open, admitted{tk, done})
+						a := &admitted{t: tk, done: done, probe: gb.State() == gobreaker.StateHalfOpen, period: period, at: time.Now()}
+						if tk.Probe != a.probe {
+							t.Fatalf("seed %d step %d: Probe = %v, gobreaker state %v", seed, step, tk.Probe, gb.State())
+						}
+						all = append(all, a)
+						if rng.IntN(10) > 0 { // else never recorded: its body leaked
+							open = append(open, a)
+						}
 					}
 				case op < 8 && len(open) > 0:
 					i := rng.IntN(len(open))
@@ -71,7 +108,10 @@ func TestSameAsGobreaker(t *testing.T) {
 					case classify.Permanent, classify.Canceled:
 						err = neutral
 					}
-					a.done(err)
+					if !a.expired {
+						a.recorded = true
+						a.done(err)
+					}
 				case op < 9:
 					time.Sleep(cfg.OpenTimeout) // exactly: the open period has not passed yet
 				default:

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/egresskit/egresskit/internal/hostmap"
+	"github.com/sony/gobreaker/v2"
 )
 
 // shard is one part of a Set's hosts: the entries and the breaker's own
@@ -34,7 +35,9 @@ func (s *Set) entry(sh *shard, host string, now time.Time) *entry {
 		return e
 	}
 	sh.Local.gen++
-	e := &entry{circuit: circuit{gen: sh.Local.gen}, used: now}
+	st := s.gb
+	st.Name = host
+	e := &entry{circuit: circuit{cb: gobreaker.NewTwoStepCircuitBreaker[struct{}](st), gen: sh.Local.gen}, used: now}
 	sh.Put(host, e)
 	return e
 }

@@ -55,7 +55,10 @@
 // already been admitted and paced by the host layers, so waiting is the
 // honest back-pressure, and failing would only turn a full pool into errors
 // that the retry layer would mistake for a failing host. Set
-// Config.FailWhenFull to get ErrAtCapacity instead.
+// Config.FailWhenFull to get ErrAtCapacity instead. An endpoint's Rate (a
+// proxy plan's requests per second, paced by a golang.org/x/time/rate
+// Limiter of this process) is held the same way: an endpoint out of tokens
+// is full until its next token is due.
 //
 // Context values override selection: WithForced names an endpoint chosen by
 // an operator (ReasonForced), WithBinding a session's sticky endpoint
@@ -168,6 +171,9 @@
 //	                                proxy's concurrency allowance; a full
 //	                                endpoint makes requests wait, or go to a
 //	                                less loaded member of the subset.
+//	Endpoint.Rate          none     requests per second through the endpoint,
+//	                                per process; over it the endpoint is
+//	                                full, as over its Capacity.
 //	MaxConnsPerHost        none     per target host; per-host concurrency is
 //	                                the pacer's decision, not a hidden queue
 //	                                inside net/http.

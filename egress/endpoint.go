@@ -32,6 +32,15 @@ type Endpoint struct {
 	// the smallest share of its capacity in use; an endpoint without a
 	// limit counts as never loaded.
 	Capacity int
+	// Rate is the most requests per second the endpoint is sent, as a
+	// proxy plan caps requests per port; 0 means no limit. An endpoint
+	// over its rate is treated as one at its Capacity: the request goes to
+	// another endpoint of the host's subset, or waits, by the same rules.
+	// Each request takes one token of a golang.org/x/time/rate Limiter
+	// with a burst of 1, so no two requests are sent closer than 1/Rate
+	// seconds apart. The limit is this process's: processes sharing a
+	// proxy plan divide its rate among them.
+	Rate float64
 	// Weight scales the share of hosts the endpoint serves: an endpoint
 	// of weight 2 is first in the subset of about twice as many hosts as
 	// one of weight 1 (weighted rendezvous hashing). Use it for an
@@ -48,8 +57,8 @@ func (e Endpoint) String() string {
 // GoString is the %#v form of the endpoint, with the proxy's credentials
 // removed.
 func (e Endpoint) GoString() string {
-	return fmt.Sprintf("egress.Endpoint{ID:%q, Proxy:%q, Labels:%#v, Capacity:%d, Weight:%g}",
-		e.ID, redactProxy(e.Proxy), e.Labels, e.Capacity, e.Weight)
+	return fmt.Sprintf("egress.Endpoint{ID:%q, Proxy:%q, Labels:%#v, Capacity:%d, Rate:%g, Weight:%g}",
+		e.ID, redactProxy(e.Proxy), e.Labels, e.Capacity, e.Rate, e.Weight)
 }
 
 // LogValue implements slog.LogValuer: the endpoint is logged with its
@@ -217,6 +226,9 @@ func validateEndpoint(e Endpoint, i int) (parsedProxy, error) {
 	}
 	if e.Capacity < 0 {
 		return parsedProxy{}, &ConfigError{EndpointID: e.ID, Field: "Capacity", Value: strconv.Itoa(e.Capacity), Err: ErrBadCapacity}
+	}
+	if r := e.Rate; r < 0 || math.IsNaN(r) || math.IsInf(r, 0) {
+		return parsedProxy{}, &ConfigError{EndpointID: e.ID, Field: "Rate", Value: strconv.FormatFloat(r, 'g', -1, 64), Err: ErrBadRate}
 	}
 	if w := e.Weight; w < 0 || math.IsNaN(w) || math.IsInf(w, 0) {
 		return parsedProxy{}, &ConfigError{EndpointID: e.ID, Field: "Weight", Value: strconv.FormatFloat(w, 'g', -1, 64), Err: ErrBadWeight}

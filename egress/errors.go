@@ -28,6 +28,8 @@ var (
 	ErrMalformedProxy = errors.New("egress: malformed proxy URL")
 	// ErrBadCapacity: an endpoint's Capacity is negative.
 	ErrBadCapacity = errors.New("egress: negative capacity")
+	// ErrBadRate: an endpoint's Rate is negative, NaN or infinite.
+	ErrBadRate = errors.New("egress: rate not a finite number >= 0")
 	// ErrBadWeight: an endpoint's Weight is negative, NaN or infinite.
 	ErrBadWeight = errors.New("egress: weight must be finite and not negative")
 	// ErrBadSetting: a pool-level setting is out of range.

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/time/rate"
 )
 
 // Pool is a pool of egress endpoints and an http.RoundTripper that sends
@@ -41,6 +43,9 @@ type Pool struct {
 	// needs no clock reading, which costs more than the rest of Select on
 	// some platforms. Written with mu held; read without it as a hint.
 	blemished atomic.Int64
+	// rated is set once an endpoint with a Rate was added: selection
+	// then reads the clock for the endpoints' limiters.
+	rated atomic.Bool
 }
 
 var _ http.RoundTripper = (*Pool)(nil)
@@ -58,6 +63,7 @@ type endpoint struct {
 	seed   uint64
 	weight float64 // Endpoint.Weight, 1 when unset
 	rt     *http.Transport
+	lim    *rate.Limiter // Endpoint.Rate; nil without one. Used with Pool.mu held.
 
 	// Guarded by Pool.mu.
 	lastErr   *ProxyError // the last egress failure, for ErrNoEndpoint's cause
@@ -89,7 +95,7 @@ func (p *Pool) noteHealthLocked(e *endpoint) {
 // is blemished; otherwise time plays no part and the zero time is returned.
 func (p *Pool) lockWithTime() time.Time {
 	var now time.Time
-	timed := p.blemished.Load() > 0
+	timed := p.blemished.Load() > 0 || p.rated.Load()
 	if timed {
 		now = p.now()
 	}
@@ -156,6 +162,10 @@ func (p *Pool) newEndpoint(e Endpoint, i int) (*endpoint, error) {
 	ep := &endpoint{ep: e, proxy: pp, seed: endpointSeed(e.ID), weight: e.Weight, h: newHealth()}
 	if ep.weight == 0 {
 		ep.weight = 1
+	}
+	if e.Rate > 0 {
+		ep.lim = rate.NewLimiter(rate.Limit(e.Rate), 1)
+		p.rated.Store(true)
 	}
 	ep.rt = p.newTransport(ep)
 	return ep, nil

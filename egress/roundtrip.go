@@ -75,6 +75,9 @@ func (p *Pool) acquire(ctx context.Context, host string) (decision, attempt, err
 		}
 		d, err := p.decideLocked(now, key, forced, bound)
 		if err == nil {
+			if d.e.lim != nil {
+				d.e.lim.AllowN(now, 1)
+			}
 			d.e.inFlight++
 			a := plainAttempt
 			if d.probe {
@@ -104,14 +107,27 @@ func (p *Pool) acquire(ctx context.Context, host string) (decision, attempt, err
 			p.freed = make(chan struct{})
 		}
 		freed := p.freed
+		var timer *time.Timer
+		var tick <-chan time.Time
+		if wait := p.rateWaitLocked(now); wait > 0 {
+			timer = time.NewTimer(wait) // a token of an endpoint's Rate is due
+			tick = timer.C
+		}
 		p.mu.Unlock()
 		if p.onWait != nil {
 			p.onWait()
 		}
 		select {
 		case <-ctx.Done():
+			if timer != nil {
+				timer.Stop()
+			}
 			return decision{}, plainAttempt, fmt.Errorf("egress: waiting for a free endpoint: %w", ctx.Err())
 		case <-freed:
+		case <-tick:
+		}
+		if timer != nil {
+			timer.Stop()
 		}
 	}
 }

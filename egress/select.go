@@ -141,7 +141,29 @@ type decision struct {
 // Select reports ErrAtCapacity.
 var errFull = errors.New("egress: full")
 
-func (e *endpoint) hasSlot() bool { return e.ep.Capacity == 0 || e.inFlight < e.ep.Capacity }
+// hasSlot reports whether e can take a request at now: it is below its
+// Capacity and has a token of its Rate.
+func (e *endpoint) hasSlot(now time.Time) bool {
+	return (e.ep.Capacity == 0 || e.inFlight < e.ep.Capacity) && (e.lim == nil || e.lim.TokensAt(now) >= 1)
+}
+
+// rateWaitLocked returns how long until the first endpoint that is out of
+// tokens of its Rate has one again; 0 when none is. mu must be held.
+func (p *Pool) rateWaitLocked(now time.Time) time.Duration {
+	var wait time.Duration
+	for _, e := range p.members {
+		if e.lim == nil {
+			continue
+		}
+		if tok := e.lim.TokensAt(now); tok < 1 {
+			d := time.Duration((1 - tok) / float64(e.lim.Limit()) * float64(time.Second))
+			if wait == 0 || d < wait {
+				wait = max(d, time.Microsecond)
+			}
+		}
+	}
+	return wait
+}
 
 // load is the share of the endpoint's capacity in use; an endpoint
 // without a capacity limit is never loaded.
@@ -172,7 +194,7 @@ func (p *Pool) decideLocked(now time.Time, host, forced, bound string) (decision
 			return decision{}, fmt.Errorf("%w %q", ErrUnknownEndpoint, forced)
 		case rt.rule != nil && !rt.rule.Eligible(e.ep):
 			return decision{}, &RuleError{Rule: rt.rule.Name, Host: host, EndpointID: forced}
-		case !e.hasSlot():
+		case !e.hasSlot(now):
 			return decision{}, errFull
 		}
 		return e.decide(ReasonForced, rt.rule, false), nil
@@ -192,7 +214,7 @@ func (p *Pool) decideLocked(now time.Time, host, forced, bound string) (decision
 		case stateHalfOpen:
 			probe = true
 		}
-		if !e.hasSlot() {
+		if !e.hasSlot(now) {
 			return decision{}, errFull
 		}
 		return e.decide(ReasonSticky, rt.rule, probe), nil
@@ -201,7 +223,7 @@ func (p *Pool) decideLocked(now time.Time, host, forced, bound string) (decision
 	subset := rt.subset
 	// A subset endpoint whose quarantine is over gets its probe first.
 	for _, e := range subset {
-		if e.h.state(now) == stateHalfOpen && e.hasSlot() {
+		if e.h.state(now) == stateHalfOpen && e.hasSlot(now) {
 			return e.decide(ReasonProbe, rt.rule, true), nil
 		}
 	}
@@ -215,7 +237,7 @@ func (p *Pool) decideLocked(now time.Time, host, forced, bound string) (decision
 			continue
 		}
 		usable = true
-		if !e.hasSlot() {
+		if !e.hasSlot(now) {
 			continue
 		}
 		d, l := e.h.degraded(now, c), e.load()
@@ -245,7 +267,7 @@ func (p *Pool) decideLocked(now time.Time, host, forced, bound string) (decision
 		switch e.h.state(now) {
 		case stateActive:
 			usable = true
-			if !e.hasSlot() {
+			if !e.hasSlot(now) {
 				continue
 			}
 			d := e.h.degraded(now, c)
@@ -254,7 +276,7 @@ func (p *Pool) decideLocked(now time.Time, host, forced, bound string) (decision
 				out, outW, outDegraded = e, w, d
 			}
 		case stateHalfOpen:
-			if !e.hasSlot() {
+			if !e.hasSlot(now) {
 				continue
 			}
 			if w := rank(hh, e, rt.uniform); probe == nil || w > probeW {

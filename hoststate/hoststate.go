@@ -81,6 +81,9 @@ type Admission struct {
 	// take it for the time the attempt was sent instead of reading the
 	// clock again.
 	At time.Time
+
+	// ticket is the in-memory breaker's admission (Memory only).
+	ticket breaker.Ticket
 }
 
 // Effect reports what Record changed.

@@ -70,13 +70,15 @@ func (m *Memory) Admit(ctx context.Context, host string) (Admission, error) {
 		m.breakers.DoneAt(host, t, neutral, now)
 		return Admission{}, err
 	}
-	return Admission{Wait: res.Wait, Probe: t.Probe, Generation: t.Generation, Epoch: res.Epoch, At: now}, nil
+	return Admission{Wait: res.Wait, Probe: t.Probe, Generation: t.Generation, Epoch: res.Epoch, At: now, ticket: t}, nil
 }
 
 // Record feeds r to the limiter, then to the breaker, which also halts the
 // host when r is Refused; a Throttled result reaches the breaker as a
 // failure only when the limiter reports its rate at the floor, else as
-// neutral (see Store). It never fails.
+// neutral (see Store). The breaker counts only an Admission this Memory's
+// Admit returned (another one, a zero one included, changes it only by a
+// Refused result's halt). It never fails.
 func (m *Memory) Record(_ context.Context, host string, a Admission, r classify.Result) (Effect, error) {
 	now := time.Now()
 	var floored bool
@@ -89,7 +91,7 @@ func (m *Memory) Record(_ context.Context, host string, a Admission, r classify.
 	if r.Outcome == classify.Throttled && !floored {
 		br = throttledNeutral
 	}
-	b := m.breakers.DoneAt(host, breaker.Ticket{Generation: a.Generation, Probe: a.Probe}, br, now)
+	b := m.breakers.DoneAt(host, a.ticket, br, now)
 	return Effect{Halted: b.Halted, From: b.From, To: b.To}, nil
 }
 

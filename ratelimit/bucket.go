@@ -3,13 +3,27 @@ package ratelimit
 import "time"
 
 // bucket is a host's token bucket: tokens as of at (negative while
-// reservations are owed), refilled at perMinute up to burst. It keeps
-// x/time/rate's arithmetic, with one difference that pacing needs: when the
-// rate changes, the tokens owed are re-valued at the new rate, so that the
-// reservations already handed out keep their spacing and the next one
-// comes one interval of the new rate after the last. (rate.Limiter keeps
-// the count owed, so a faster rate would slot the next reservation in
-// among the earlier ones, two requests close together.)
+// reservations are owed), refilled at perMinute up to burst. It is
+// golang.org/x/time/rate's Limiter arithmetic, and grants exactly what a
+// rate.Limiter of the same rate and burst grants (ReserveN, TokensAt) while
+// the rate does not change, and across a change made while no token is
+// owed: TestBucketSameAsRateLimiter checks it over random runs. It differs
+// in exactly two places:
+//
+//   - A rate change while tokens are owed re-values them at the new rate,
+//     so that the reservations already handed out keep their spacing and
+//     the next one comes one interval of the new rate after the last.
+//     rate.Limiter's SetLimitAt keeps the count owed, so a faster rate
+//     slots the next reservation in among the earlier ones: two requests
+//     to the host close together, which adaptive pacing (and its Lua twin
+//     in redisstore, which must equal it) cannot allow.
+//     TestBucketDiffersWhenOwed shows it.
+//   - Its time never goes back (clock): rate.Limiter moves its time back
+//     to an earlier t it is given, and then refills the same interval
+//     twice; the bucket takes the latest time it was given instead.
+//
+// A Limiter cannot be used as it is for the first reason, and the bucket
+// is also a plain value kept in the host's entry, with no lock of its own.
 type bucket struct {
 	tokens    float64
 	at        time.Time // the latest time given to the bucket

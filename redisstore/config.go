@@ -71,7 +71,9 @@ type Config struct {
 	// ProbeLease is how long a half-open probe slot stays taken when the
 	// probe's outcome is never recorded (its worker died, or Redis was
 	// unreachable for the record); then a new probe is admitted. Default
-	// (<= 0): HostState.Breaker.OpenTimeout.
+	// (<= 0): HostState.Breaker.OpenTimeout, the bound the in-memory store
+	// (hoststate.Memory) holds a probe slot for: left at its default, it
+	// is the same in every store.
 	ProbeLease time.Duration
 
 	// CheckInterval is how often, at most, an operation first checks

@@ -36,14 +36,20 @@ type scripts struct {
 }
 
 func newScripts() scripts {
+	return scriptsWith(func(src string) string { return src })
+}
+
+// scriptsWith returns the scripts, each source passed through edit first
+// (the identity but in tests that plant defects).
+func scriptsWith(edit func(string) string) scripts {
 	mk := func(name, op string) *redis.Script {
-		return redis.NewScript("local OP = '" + name + "'\n" + luaClock + luaCommon + "\n" + op)
+		return redis.NewScript(edit("local OP = '" + name + "'\n" + luaClock + luaCommon + "\n" + op))
 	}
 	return scripts{
 		admit:   mk("admit", luaAdmit),
 		record:  mk("record", luaRecord),
 		state:   mk("state", luaState),
 		ceiling: mk("ceiling", luaCeiling),
-		resume:  redis.NewScript(luaClock + luaResume),
+		resume:  redis.NewScript(edit(luaClock + luaResume)),
 	}
 }

@@ -4,11 +4,33 @@
 // limits, and replay of request bodies through GetBody.
 //
 // Retries are driven by go-retryablehttp's Client.Do engine, one per
-// Transport, with this package's CheckRetry (the decision) and PrepareRetry
-// (the wait and the replayed body). The first attempt is sent directly and
-// decided by the same CheckRetry; the engine, with its own http.Client
-// pass, is entered only when that attempt is to be retried, so a request
-// that succeeds first time pays nothing for retries it does not need. Every decision reads classify.Of(resp, err): the
+// Transport. What is the engine's and what is ours:
+//
+//   - The engine's: the loop over attempts (counting them against
+//     RetryMax, stopping when the context ends, returning the last
+//     response or error through PassthroughErrorHandler), the copy of the
+//     request it makes before each retry, and the send of each retry
+//     through its http.Client.
+//   - Ours, as the engine's hooks: the decision (CheckRetry, reading the
+//     attempt's classify.Result and the policy), the backoff and the wait
+//     (Backoff returns 0; PrepareRetry waits the jittered or Retry-After
+//     wait the decision chose, capped by the policy and honouring the
+//     context, because the engine's Backoff hook is not told which request
+//     it waits for), and the body replay (PrepareRetry installs a fresh
+//     body from GetBody on the engine's copy, and the previous attempt's
+//     body is drained and closed).
+//
+// The first attempt is sent outside the engine, directly, and decided by
+// the same CheckRetry; the engine is entered only when that attempt is to
+// be retried. The engine would wrap even a first attempt that needs no
+// retry in a retryablehttp.Request and an http.Client pass (a copy of the
+// request, a body reader, redirect and timeout handling): a request that
+// succeeds first time, nearly every request of a crawl, should pay nothing
+// for retries it does not need, and egresskit's chain hands such a first
+// attempt to the layer below as the caller made it. The engine's outcome
+// would be the same: after a first attempt it only checks the context,
+// copies the request and runs PrepareRetry, which this package does in
+// the same order before entering it. Every decision reads classify.Of(resp, err): the
 // retry layer never classifies a response itself. Transient and Throttled
 // are retried; OK, Refused, Permanent and Canceled are returned at once,
 // and so are the errors of the layers below that mean "do not send"

@@ -33,5 +33,6 @@ func ExampleScenarios() {
 	// ThrottleStorm
 	// DeadlineTakesNothing
 	// DeadlineReleasesProbe
+	// LeakedProbeLeaseEnds
 	// EvictionKeepsOpenHaltedPaused
 }

@@ -49,6 +49,10 @@ func Scenarios() []Scenario {
 			Breaker: breaker.Config{FailureThreshold: 1, OpenTimeout: time.Minute},
 			Limit:   ratelimit.Config{PerMinute: 0.1},
 		}, deadlineReleasesProbe},
+		{"LeakedProbeLeaseEnds", hoststate.Config{
+			Breaker: breaker.Config{FailureThreshold: 1, OpenTimeout: time.Minute},
+			Limit:   ratelimit.Config{PerMinute: 6000},
+		}, leakedProbeLeaseEnds},
 		{"EvictionKeepsOpenHaltedPaused", hoststate.Config{
 			Breaker: breaker.Config{IdleTTL: time.Minute},
 			Limit:   ratelimit.Config{IdleTTL: time.Minute},
@@ -509,6 +513,41 @@ func deadlineReleasesProbe(t *testing.T, env Env) {
 	if !a.Probe || !nearD(a.Wait, 10*time.Minute-time.Minute-time.Millisecond) {
 		t.Errorf("next Admit = %+v, want the probe, waiting 8m59.999s", a)
 	}
+}
+
+// leakedProbeLeaseEnds: a half-open probe whose outcome is never recorded
+// (its body was never closed) holds the probe slot for OpenTimeout from
+// its admission, the probe lease, and no longer: the next Admit after
+// that is a new probe. The leaked probe counts neither way: its outcome,
+// recorded late, changes nothing, and the new probe's success closes the
+// breaker.
+func leakedProbeLeaseEnds(t *testing.T, env Env) {
+	send(t, env, host, classify.Transient) // opens: threshold 1
+	env.Advance(time.Minute + time.Millisecond)
+	leaked := admit(t, env, host)
+	if !leaked.Probe {
+		t.Fatalf("first Admit after the open period = %+v, want a probe", leaked)
+	}
+	env.Advance(leaked.Wait)
+	var oe *breaker.OpenError
+	if _, err := env.Store.Admit(context.Background(), host); !errors.As(err, &oe) || !oe.Until.IsZero() {
+		t.Fatalf("Admit with the probe in flight = %v, want *breaker.OpenError (half-open, probe in flight)", err)
+	}
+	env.Advance(time.Minute - leaked.Wait - time.Millisecond)
+	if _, err := env.Store.Admit(context.Background(), host); !errors.Is(err, breaker.ErrOpen) {
+		t.Fatalf("Admit 1ms before the probe lease ends = %v, want breaker.ErrOpen", err)
+	}
+	env.Advance(time.Millisecond)
+	next := admit(t, env, host)
+	if !next.Probe {
+		t.Fatalf("Admit once the probe lease ended = %+v, want a new probe", next)
+	}
+	record(t, env, host, leaked, classify.Result{Outcome: classify.Transient})
+	if st := state(t, env, host); st.Breaker != breaker.HalfOpen || st.ConsecutiveFailures != 0 {
+		t.Fatalf("after the leaked probe's late failure: %v with %d failures, want half-open with 0 (ignored)", st.Breaker, st.ConsecutiveFailures)
+	}
+	eff := record(t, env, host, next, classify.Result{Outcome: classify.OK})
+	wantEffect(t, "the new probe's success", eff, breaker.HalfOpen, breaker.Closed, false)
 }
 
 // evictionKeeps: after idle eviction (1m TTL), an open breaker, a halt and
