@@ -117,6 +117,10 @@ func moduleAPI(m module) ([]pkgAPI, error) {
 // for a directory with no Go package or a main package.
 func packageAPI(dir, importPath string) (pkgAPI, bool, error) {
 	fset := token.NewFileSet()
+	// Every file is read whatever its build tags: a name declared per tag
+	// is one name of the API (render drops the repeats), and the command
+	// needs no go/packages.
+	//lint:ignore SA1019 build tags are deliberately ignored, see above
 	pkgs, err := parser.ParseDir(fset, dir, func(fi fs.FileInfo) bool {
 		return !strings.HasSuffix(fi.Name(), "_test.go")
 	}, parser.SkipObjectResolution)
