@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"bytes"
 	"os/exec"
 	"path/filepath"
@@ -19,8 +20,9 @@ func TestAPIFilesMatch(t *testing.T) {
 	}
 }
 
-// TestBudget keeps the surface within the v1 budget: at most 400 exported
-// names in all, at most 120 in the chain's core.
+// TestBudget keeps the exported surface from growing: the counts may only
+// fall, towards the v1 budget of 400 names in all and 120 in the core.
+// Lower the ceilings as names are removed.
 func TestBudget(t *testing.T) {
 	mods, err := modules(filepath.Join("..", ".."))
 	if err != nil {
@@ -50,6 +52,10 @@ func TestBudget(t *testing.T) {
 	if total < 0 || coreN < 0 {
 		t.Fatalf("table has no totals:\n%s", b.String())
 	}
+	const maxTotal, maxCore = 705, 189
+	if total > maxTotal || coreN > maxCore {
+		t.Errorf("exported names: %d in all (ceiling %d), %d in the core (ceiling %d): remove a name before adding one", total, maxTotal, coreN, maxCore)
+	}
 }
 
 // TestNoLargeTrackedFiles: no file over 1 MiB is tracked outside testdata/
@@ -57,6 +63,9 @@ func TestBudget(t *testing.T) {
 func TestNoLargeTrackedFiles(t *testing.T) {
 	out, err := exec.Command("git", "-C", filepath.Join("..", ".."), "ls-files", "-z", "--format=%(objectsize) %(path)").Output()
 	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("git ls-files: %v", err)
+		}
 		t.Skipf("not a git checkout: %v", err)
 	}
 	for _, rec := range strings.Split(string(out), "\x00") {
