@@ -1,8 +1,8 @@
 package main
 
 import (
-	"os"
 	"bytes"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
