@@ -12,7 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// SessionConfig configures a SessionStore. The zero value works.
+// SessionConfig configures NewSessionStore. The zero value works.
 type SessionConfig struct {
 	// Prefix starts every key ("PREFIX:session:{ID}:meta"). It must not
 	// contain spaces, control characters or braces. Default (""):
@@ -27,10 +27,23 @@ type SessionConfig struct {
 	Now func() time.Time
 }
 
-// SessionStore is the Redis implementation of session.Store: one record
-// per session, shared by every SessionStore that uses the same Redis and
-// Prefix, with the semantics of session.MemoryStore (both pass the
-// scenarios of package sessiontest).
+// sessionStore is the session.Store NewSessionStore returns.
+type sessionStore struct {
+	client redis.UniversalClient
+	prefix string
+	now    func() time.Time
+	sc     sessionScripts
+}
+
+var _ session.Store = (*sessionStore)(nil)
+
+// NewSessionStore returns the Redis implementation of session.Store over
+// client (a *redis.Client, a Sentinel failover client, a
+// *redis.ClusterClient or a *redis.Ring): one record per session, shared
+// by every such store that uses the same Redis and Prefix, with the
+// semantics of session.NewMemoryStore (both pass the scenarios of package
+// sessiontest). It does not contact Redis. It fails with a *PrefixError
+// for an unusable SessionConfig.Prefix, or an error for a nil client.
 //
 // # Keys
 //
@@ -72,27 +85,14 @@ type SessionConfig struct {
 // an *UnavailableError (errors.Is ErrUnavailable) when Redis cannot be
 // reached or cannot serve. When ctx ends before the reply, the error is
 // ctx's; the script may then have run or not, as with any network store.
-// A SessionStore has no fallback: sessions are shared state that a worker
+// The store has no fallback: sessions are shared state that a worker
 // cannot make up locally.
 //
-// A SessionStore is safe for concurrent use and starts no goroutine. It
+// The store is safe for concurrent use and starts no goroutine. It
 // does not own the client: close the client when done. Bound calls with
 // ctx deadlines only if the client honours them (go-redis:
 // ContextTimeoutEnabled).
-type SessionStore struct {
-	client redis.UniversalClient
-	prefix string
-	now    func() time.Time
-	sc     sessionScripts
-}
-
-var _ session.Store = (*SessionStore)(nil)
-
-// NewSessionStore returns a SessionStore over client (a *redis.Client, a
-// Sentinel failover client, a *redis.ClusterClient or a *redis.Ring). It
-// does not contact Redis. It fails with a *PrefixError for an unusable
-// SessionConfig.Prefix, or an error for a nil client.
-func NewSessionStore(client redis.UniversalClient, cfg SessionConfig) (*SessionStore, error) {
+func NewSessionStore(client redis.UniversalClient, cfg SessionConfig) (session.Store, error) {
 	if client == nil {
 		return nil, errors.New("redisstore: nil client")
 	}
@@ -102,14 +102,11 @@ func NewSessionStore(client redis.UniversalClient, cfg SessionConfig) (*SessionS
 	if err := checkPrefix(cfg.Prefix); err != nil {
 		return nil, err
 	}
-	return &SessionStore{client: client, prefix: cfg.Prefix, now: cfg.Now, sc: newSessionScripts()}, nil
+	return &sessionStore{client: client, prefix: cfg.Prefix, now: cfg.Now, sc: newSessionScripts()}, nil
 }
 
-// Prefix returns the key prefix in use.
-func (s *SessionStore) Prefix() string { return s.prefix }
-
-// SessionKeys are the Redis keys of one session's record.
-type SessionKeys struct {
+// sessionKeys are the Redis keys of one session's record.
+type sessionKeys struct {
 	// Meta is the hash of the record's version, times and lease.
 	Meta string
 	// Fields is the hash of the record's sealed fields.
@@ -120,20 +117,20 @@ type SessionKeys struct {
 	Order string
 }
 
-func (k SessionKeys) list() []string { return []string{k.Meta, k.Fields, k.Cookies, k.Order} }
+func (k sessionKeys) list() []string { return []string{k.Meta, k.Fields, k.Cookies, k.Order} }
 
-// Keys returns the Redis keys of session id, for operators and tests. It
-// fails with an error wrapping session.ErrInvalidID.
-func (s *SessionStore) Keys(id string) (SessionKeys, error) {
+// keysOf returns the Redis keys of session id. It fails with an error
+// wrapping session.ErrInvalidID.
+func (s *sessionStore) keysOf(id string) (sessionKeys, error) {
 	if err := session.ValidateID(id); err != nil {
-		return SessionKeys{}, err
+		return sessionKeys{}, err
 	}
 	base := s.prefix + ":session:{" + id + "}:"
-	return SessionKeys{Meta: base + "meta", Fields: base + "fields", Cookies: base + "cookies", Order: base + "order"}, nil
+	return sessionKeys{Meta: base + "meta", Fields: base + "fields", Cookies: base + "cookies", Order: base + "order"}, nil
 }
 
 // Create implements session.Store.
-func (s *SessionStore) Create(ctx context.Context, r session.Record) error {
+func (s *sessionStore) Create(ctx context.Context, r session.Record) error {
 	k, err := s.keys(ctx, r.ID)
 	if err != nil {
 		return err
@@ -167,7 +164,7 @@ func (s *SessionStore) Create(ctx context.Context, r session.Record) error {
 }
 
 // Get implements session.Store.
-func (s *SessionStore) Get(ctx context.Context, id string, parts session.Parts) (session.Record, error) {
+func (s *sessionStore) Get(ctx context.Context, id string, parts session.Parts) (session.Record, error) {
 	k, err := s.keys(ctx, id)
 	if err != nil {
 		return session.Record{}, err
@@ -187,7 +184,7 @@ func (s *SessionStore) Get(ctx context.Context, id string, parts session.Parts) 
 }
 
 // Delete implements session.Store.
-func (s *SessionStore) Delete(ctx context.Context, id string, fence uint64) error {
+func (s *sessionStore) Delete(ctx context.Context, id string, fence uint64) error {
 	k, err := s.keys(ctx, id)
 	if err != nil {
 		return err
@@ -200,7 +197,7 @@ func (s *SessionStore) Delete(ctx context.Context, id string, fence uint64) erro
 }
 
 // SetExpiry implements session.Store.
-func (s *SessionStore) SetExpiry(ctx context.Context, id string, fence uint64, expires time.Time) error {
+func (s *sessionStore) SetExpiry(ctx context.Context, id string, fence uint64, expires time.Time) error {
 	k, err := s.keys(ctx, id)
 	if err != nil {
 		return err
@@ -217,7 +214,7 @@ func (s *SessionStore) SetExpiry(ctx context.Context, id string, fence uint64, e
 }
 
 // SetFields implements session.Store.
-func (s *SessionStore) SetFields(ctx context.Context, id string, fence uint64, w session.FieldWrite) error {
+func (s *sessionStore) SetFields(ctx context.Context, id string, fence uint64, w session.FieldWrite) error {
 	k, err := s.keys(ctx, id)
 	if err != nil {
 		return err
@@ -246,7 +243,7 @@ func (s *SessionStore) SetFields(ctx context.Context, id string, fence uint64, w
 }
 
 // MergeCookies implements session.Store.
-func (s *SessionStore) MergeCookies(ctx context.Context, id string, fence uint64, m session.CookieMerge) (session.MergeResult, error) {
+func (s *sessionStore) MergeCookies(ctx context.Context, id string, fence uint64, m session.CookieMerge) (session.MergeResult, error) {
 	k, err := s.keys(ctx, id)
 	if err != nil {
 		return session.MergeResult{}, err
@@ -280,7 +277,7 @@ func (s *SessionStore) MergeCookies(ctx context.Context, id string, fence uint64
 }
 
 // Acquire implements session.Store.
-func (s *SessionStore) Acquire(ctx context.Context, id, holder string, ttl time.Duration) (session.Lease, error) {
+func (s *sessionStore) Acquire(ctx context.Context, id, holder string, ttl time.Duration) (session.Lease, error) {
 	if ttl <= 0 {
 		return session.Lease{}, fmt.Errorf("redisstore: acquire %q: lease ttl %v is not positive", id, ttl)
 	}
@@ -314,7 +311,7 @@ func (s *SessionStore) Acquire(ctx context.Context, id, holder string, ttl time.
 }
 
 // Release implements session.Store.
-func (s *SessionStore) Release(ctx context.Context, l session.Lease) error {
+func (s *sessionStore) Release(ctx context.Context, l session.Lease) error {
 	k, err := s.keys(ctx, l.ID)
 	if err != nil {
 		return err
@@ -331,15 +328,15 @@ func (s *SessionStore) Release(ctx context.Context, l session.Lease) error {
 }
 
 // keys checks ctx and id and returns id's keys.
-func (s *SessionStore) keys(ctx context.Context, id string) (SessionKeys, error) {
+func (s *sessionStore) keys(ctx context.Context, id string) (sessionKeys, error) {
 	if err := ctx.Err(); err != nil {
-		return SessionKeys{}, err
+		return sessionKeys{}, err
 	}
-	return s.Keys(id)
+	return s.keysOf(id)
 }
 
 // nowArg is a script's ARGV[1]: empty for Redis time, else the clock.
-func (s *SessionStore) nowArg() string {
+func (s *sessionStore) nowArg() string {
 	if s.now == nil {
 		return ""
 	}
@@ -348,7 +345,7 @@ func (s *SessionStore) nowArg() string {
 
 // run runs sc on k. Its errors are ctx's, *CorruptError, *ScriptError and
 // *UnavailableError.
-func (s *SessionStore) run(ctx context.Context, op string, sc *redis.Script, k SessionKeys, id string, args []any) ([]any, error) {
+func (s *sessionStore) run(ctx context.Context, op string, sc *redis.Script, k sessionKeys, id string, args []any) ([]any, error) {
 	v, err := sc.Run(ctx, s.client, k.list(), args...).Result()
 	if err != nil {
 		if cerr := ctx.Err(); cerr != nil {
@@ -414,7 +411,7 @@ func writeResult(op, id string, fence uint64, reply []any) error {
 
 // sessionError sorts an error of a script run into *CorruptError,
 // *ScriptError or *UnavailableError.
-func sessionError(op string, k SessionKeys, err error) error {
+func sessionError(op string, k sessionKeys, err error) error {
 	op = "session " + op
 	var re redis.Error
 	if !errors.As(err, &re) {

@@ -32,7 +32,7 @@ func FuzzSessionStoredMeta(f *testing.F) {
 	ctx := context.Background()
 	f.Fuzz(func(t *testing.T, field, value string) {
 		id := sessCreate(t, st, start, time.Hour)
-		k, _ := st.Keys(id)
+		k, _ := redisstore.SessionKeysOf(st, id)
 		defer client.Del(ctx, k.Meta, k.Fields, k.Cookies, k.Order)
 		if _, err := st.Acquire(ctx, id, "A", time.Minute); err != nil {
 			t.Fatal(err)

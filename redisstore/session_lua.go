@@ -252,7 +252,7 @@ if r.lk == tok then redis.call('HDEL', M, 'lk', 'lh', 'le') end
 return {0}
 `
 
-// sessionScripts are the scripts of a SessionStore.
+// sessionScripts are the scripts of a sessionStore.
 type sessionScripts struct {
 	create, get, delete, setExpiry, setFields, merge, acquire, release *redis.Script
 }

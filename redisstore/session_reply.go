@@ -63,7 +63,7 @@ func replyLen(reply any) int {
 // decodeRecord reads the reply of the get script:
 // {0, version, created, expires, lease token, holder, lease expiry,
 // fields, cookies}.
-func decodeRecord(id string, k SessionKeys, parts session.Parts, reply []any) (session.Record, error) {
+func decodeRecord(id string, k sessionKeys, parts session.Parts, reply []any) (session.Record, error) {
 	if len(reply) != 9 {
 		return session.Record{}, unexpected("get", id, reply)
 	}

@@ -107,21 +107,25 @@ func ExampleManager_Transport() {
 	// refreshes: 1
 }
 
-// Rotating keys: a ring with the new key appended still opens what the
-// old key sealed, and seals new values under the new key.
+// Rotating keys: a Manager whose ring has the new key appended still
+// reads what the old key sealed; a ring without the old key cannot.
 func ExampleNewKeyring() {
+	ctx := context.Background()
 	k1, k2 := session.GenerateKey(1), session.GenerateKey(2)
 	old, _ := session.NewKeyring(k1)
 	rotated, _ := session.NewKeyring(k1, k2)
+	newOnly, _ := session.NewKeyring(k2)
+	store := session.NewMemoryStore(session.MemoryConfig{})
 
-	blob := old.Seal("s1", "tok", []byte("value"))
-	pt, err := rotated.Open("s1", "tok", blob)
-	fmt.Printf("%s %v\n", pt, err)
-	_, err = rotated.Open("s2", "tok", blob) // moved to another session
+	before := session.New(session.Config{Store: store, Keyring: old})
+	if _, err := before.Create(ctx, "s1", session.CreateOptions{Token: session.Token{Type: "Bearer", Value: "t0k3n"}}); err != nil {
+		fmt.Println(err)
+	}
+	s, err := session.New(session.Config{Store: store, Keyring: rotated}).Get(ctx, "s1")
+	fmt.Println(err == nil && s.Token.Value == "t0k3n")
+	_, err = session.New(session.Config{Store: store, Keyring: newOnly}).Get(ctx, "s1")
 	fmt.Println(errors.Is(err, session.ErrTampered))
-	fmt.Println(rotated.Primary())
 	// Output:
-	// value <nil>
 	// true
-	// 2
+	// true
 }

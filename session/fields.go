@@ -21,7 +21,7 @@ func (m *Manager) SetHeader(ctx context.Context, id, key string, values ...strin
 	f := headerPrefix + http.CanonicalHeaderKey(key)
 	w := FieldWrite{Delete: []string{f}}
 	if len(values) > 0 {
-		w = FieldWrite{Set: []Field{{f, m.keys.Seal(id, f, encodeHeader(values))}}}
+		w = FieldWrite{Set: []Field{{f, m.keys.seal(id, f, encodeHeader(values))}}}
 	}
 	return m.store.SetFields(ctx, id, fence(ctx, id), w)
 }
@@ -52,7 +52,7 @@ func (m *Manager) Bind(ctx context.Context, id, endpoint string) error {
 	if endpoint == "" {
 		return errors.New("session: bind to an empty endpoint")
 	}
-	w := FieldWrite{Set: []Field{{fieldBinding, m.keys.Seal(id, fieldBinding, encodeBinding(endpoint))}}, IfAbsent: true}
+	w := FieldWrite{Set: []Field{{fieldBinding, m.keys.seal(id, fieldBinding, encodeBinding(endpoint))}}, IfAbsent: true}
 	err := m.store.SetFields(ctx, id, fence(ctx, id), w)
 	if !errors.Is(err, ErrConflict) {
 		return err
@@ -77,7 +77,7 @@ func (m *Manager) Rebind(ctx context.Context, id, endpoint string) error {
 	}
 	w := FieldWrite{Delete: []string{fieldBinding}}
 	if endpoint != "" {
-		w = FieldWrite{Set: []Field{{fieldBinding, m.keys.Seal(id, fieldBinding, encodeBinding(endpoint))}}}
+		w = FieldWrite{Set: []Field{{fieldBinding, m.keys.seal(id, fieldBinding, encodeBinding(endpoint))}}}
 	}
 	return m.store.SetFields(ctx, id, fence(ctx, id), w)
 }

@@ -6,10 +6,10 @@ import (
 	"fmt"
 )
 
-// MaxIDLen is the longest session ID accepted.
-const MaxIDLen = 128
+// maxIDLen is the longest session ID accepted.
+const maxIDLen = 128
 
-// ValidateID reports whether id can name a session: 1 to MaxIDLen bytes of
+// ValidateID reports whether id can name a session: 1 to 128 bytes of
 // ASCII letters, digits and the punctuation - _ . : @ ~ + =. Anything else —
 // control characters, spaces, braces (Redis hash tags), non-ASCII — is
 // rejected with an error wrapping ErrInvalidID. The error does not repeat
@@ -18,8 +18,8 @@ func ValidateID(id string) error {
 	if id == "" {
 		return fmt.Errorf("%w: empty", ErrInvalidID)
 	}
-	if len(id) > MaxIDLen {
-		return fmt.Errorf("%w: %d bytes, longer than %d", ErrInvalidID, len(id), MaxIDLen)
+	if len(id) > maxIDLen {
+		return fmt.Errorf("%w: %d bytes, longer than %d", ErrInvalidID, len(id), maxIDLen)
 	}
 	for i := 0; i < len(id); i++ {
 		if !idChar(id[i]) {

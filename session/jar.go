@@ -202,7 +202,7 @@ func (j *Jar) SetCookies(u *url.URL, cookies []*http.Cookie) {
 	for i := range merge.Set {
 		f := merge.Set[i].Name
 		e := ops[f].e
-		merge.Set[i].Value = m.keys.Seal(j.id, f, encodeEntry(e))
+		merge.Set[i].Value = m.keys.seal(j.id, f, encodeEntry(e))
 		sealed[f] = cached{merge.Set[i].Value, e}
 	}
 

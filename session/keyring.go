@@ -27,8 +27,8 @@ const (
 	sealHeaderLen = 1 + 4
 	nonceLen      = 12
 	tagLen        = 16
-	// Overhead is the number of bytes sealing adds to a plaintext.
-	Overhead = sealHeaderLen + nonceLen + tagLen
+	// overhead is the number of bytes sealing adds to a plaintext.
+	overhead = sealHeaderLen + nonceLen + tagLen
 	adPrefix = "egresskit/session\x00"
 )
 
@@ -107,13 +107,13 @@ func NewKeyring(keys ...Key) (*Keyring, error) {
 	return r, nil
 }
 
-// Primary returns the ID of the key that seals.
-func (r *Keyring) Primary() uint32 { return r.primary }
+// primaryID returns the ID of the key that seals.
+func (r *Keyring) primaryID() uint32 { return r.primary }
 
-// Seal encrypts plaintext for field of session id under the newest key.
-// The result is Overhead bytes longer than plaintext.
-func (r *Keyring) Seal(id, field string, plaintext []byte) []byte {
-	out := make([]byte, sealHeaderLen+nonceLen, Overhead+len(plaintext))
+// seal encrypts plaintext for field of session id under the newest key.
+// The result is overhead bytes longer than plaintext.
+func (r *Keyring) seal(id, field string, plaintext []byte) []byte {
+	out := make([]byte, sealHeaderLen+nonceLen, overhead+len(plaintext))
 	out[0] = sealVersion
 	binary.BigEndian.PutUint32(out[1:5], r.primary)
 	rand.Read(out[sealHeaderLen:]) // never returns an error (crypto/rand, Go 1.24+)
@@ -121,12 +121,12 @@ func (r *Keyring) Seal(id, field string, plaintext []byte) []byte {
 	return r.aeads[r.primary].Seal(out, nonce, plaintext, associatedData(out[:sealHeaderLen], id, field))
 }
 
-// Open decrypts a blob sealed by Seal for field of session id. A blob that
+// open decrypts a blob sealed by seal for field of session id. A blob that
 // was modified, sealed for another session or field, sealed under a key
 // the ring does not hold, or is not a sealed blob at all yields an error
-// wrapping ErrTampered; Open never returns partial plaintext.
-func (r *Keyring) Open(id, field string, blob []byte) ([]byte, error) {
-	if len(blob) < Overhead {
+// wrapping ErrTampered; open never returns partial plaintext.
+func (r *Keyring) open(id, field string, blob []byte) ([]byte, error) {
+	if len(blob) < overhead {
 		return nil, fmt.Errorf("%w: field %q: %d bytes, shorter than a sealed value", ErrTampered, field, len(blob))
 	}
 	if blob[0] != sealVersion {

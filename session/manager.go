@@ -24,7 +24,7 @@ const (
 // Config configures a Manager. The zero value works for a single process:
 // an in-memory store and a random key that only this Manager holds.
 type Config struct {
-	// Store holds the records. If nil, a new MemoryStore using Now.
+	// Store holds the records. If nil, NewMemoryStore(MemoryConfig{Now: Now}).
 	Store Store
 	// Keyring seals and opens values. If nil, a Keyring of one random key:
 	// records then open only through this Manager, so a fleet must share
@@ -184,7 +184,7 @@ func (m *Manager) Create(ctx context.Context, id string, o CreateOptions) (*Sess
 	now := m.cfg.Now()
 	r := Record{ID: id, Created: now, Expires: now.Add(ttl), Fields: map[string][]byte{}}
 	if o.Endpoint != "" {
-		r.Fields[fieldBinding] = m.keys.Seal(id, fieldBinding, encodeBinding(o.Endpoint))
+		r.Fields[fieldBinding] = m.keys.seal(id, fieldBinding, encodeBinding(o.Endpoint))
 	}
 	for k, vs := range o.Header {
 		if err := checkHeader(k, vs); err != nil {
@@ -192,7 +192,7 @@ func (m *Manager) Create(ctx context.Context, id string, o CreateOptions) (*Sess
 		}
 		if len(vs) > 0 {
 			f := headerPrefix + http.CanonicalHeaderKey(k)
-			r.Fields[f] = m.keys.Seal(id, f, encodeHeader(vs))
+			r.Fields[f] = m.keys.seal(id, f, encodeHeader(vs))
 		}
 	}
 	if o.Token.Value != "" {
@@ -288,7 +288,7 @@ func (m *Manager) openFields(r Record) (*Session, error) {
 			s.Header[f[len(headerPrefix):]], err = openWith(m, r.ID, f, blob, decodeHeader)
 		default:
 			// A field of a later version of this package: still verify it.
-			_, err = m.keys.Open(r.ID, f, blob)
+			_, err = m.keys.open(r.ID, f, blob)
 		}
 		if err != nil {
 			return nil, err
@@ -299,7 +299,7 @@ func (m *Manager) openFields(r Record) (*Session, error) {
 
 func openWith[T any](m *Manager, id, field string, blob []byte, decode func([]byte) (T, error)) (T, error) {
 	var zero T
-	pt, err := m.keys.Open(id, field, blob)
+	pt, err := m.keys.open(id, field, blob)
 	if err != nil {
 		return zero, err
 	}

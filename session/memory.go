@@ -9,18 +9,15 @@ import (
 	"time"
 )
 
-// MemoryConfig configures a MemoryStore. The zero value works.
+// MemoryConfig configures NewMemoryStore. The zero value works.
 type MemoryConfig struct {
 	// Now is the clock that decides expiry of records and leases.
 	// If nil, time.Now is used.
 	Now func() time.Time
 }
 
-// MemoryStore is an in-process Store, for a single process or for tests.
-// Expired records are dropped when touched and swept in bulk as the store
-// grows, so memory follows the number of live sessions. It is safe for
-// concurrent use.
-type MemoryStore struct {
+// memoryStore is the Store NewMemoryStore returns.
+type memoryStore struct {
 	now func() time.Time
 
 	mu        sync.Mutex // guards recs and sweepAt
@@ -29,7 +26,7 @@ type MemoryStore struct {
 	minSweepN int
 }
 
-var _ Store = (*MemoryStore)(nil)
+var _ Store = (*memoryStore)(nil)
 
 type memRecord struct {
 	created, expires time.Time
@@ -46,16 +43,19 @@ type memCookie struct {
 	blob []byte
 }
 
-// NewMemoryStore returns an empty MemoryStore.
-func NewMemoryStore(c MemoryConfig) *MemoryStore {
+// NewMemoryStore returns an empty in-process Store, for a single process or
+// for tests. Expired records are dropped when touched and swept in bulk as
+// the store grows, so memory follows the number of live sessions. It is
+// safe for concurrent use.
+func NewMemoryStore(c MemoryConfig) Store {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
-	return &MemoryStore{now: c.Now, recs: make(map[string]*memRecord), sweepAt: 1024, minSweepN: 1024}
+	return &memoryStore{now: c.Now, recs: make(map[string]*memRecord), sweepAt: 1024, minSweepN: 1024}
 }
 
 // live returns the live record id, dropping it if expired. s.mu is held.
-func (s *MemoryStore) live(id string, now time.Time) (*memRecord, error) {
+func (s *memoryStore) live(id string, now time.Time) (*memRecord, error) {
 	r := s.recs[id]
 	if r == nil {
 		return nil, fmt.Errorf("%w: %q", ErrNotFound, id)
@@ -77,7 +77,7 @@ func (r *memRecord) checkFence(id string, fence uint64) error {
 
 // begin validates a call and returns the live record under s.mu, which
 // the caller unlocks.
-func (s *MemoryStore) begin(ctx context.Context, id string) (*memRecord, time.Time, error) {
+func (s *memoryStore) begin(ctx context.Context, id string) (*memRecord, time.Time, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, time.Time{}, err
 	}
@@ -96,7 +96,7 @@ func (s *MemoryStore) begin(ctx context.Context, id string) (*memRecord, time.Ti
 
 // beginFenced is begin followed by the fence check: on success s.mu is
 // held and the write may proceed; on failure it is released.
-func (s *MemoryStore) beginFenced(ctx context.Context, id string, fence uint64) (*memRecord, time.Time, error) {
+func (s *memoryStore) beginFenced(ctx context.Context, id string, fence uint64) (*memRecord, time.Time, error) {
 	r, now, err := s.begin(ctx, id)
 	if err != nil {
 		return nil, now, err
@@ -109,7 +109,7 @@ func (s *MemoryStore) beginFenced(ctx context.Context, id string, fence uint64) 
 }
 
 // Create implements Store.
-func (s *MemoryStore) Create(ctx context.Context, rec Record) error {
+func (s *memoryStore) Create(ctx context.Context, rec Record) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -150,7 +150,7 @@ func (s *MemoryStore) Create(ctx context.Context, rec Record) error {
 }
 
 // Get implements Store.
-func (s *MemoryStore) Get(ctx context.Context, id string, parts Parts) (Record, error) {
+func (s *memoryStore) Get(ctx context.Context, id string, parts Parts) (Record, error) {
 	r, now, err := s.begin(ctx, id)
 	if err != nil {
 		return Record{}, err
@@ -176,7 +176,7 @@ func (s *MemoryStore) Get(ctx context.Context, id string, parts Parts) (Record, 
 }
 
 // Delete implements Store.
-func (s *MemoryStore) Delete(ctx context.Context, id string, fence uint64) error {
+func (s *memoryStore) Delete(ctx context.Context, id string, fence uint64) error {
 	_, _, err := s.beginFenced(ctx, id, fence)
 	if err != nil {
 		return err
@@ -187,7 +187,7 @@ func (s *MemoryStore) Delete(ctx context.Context, id string, fence uint64) error
 }
 
 // SetExpiry implements Store.
-func (s *MemoryStore) SetExpiry(ctx context.Context, id string, fence uint64, expires time.Time) error {
+func (s *memoryStore) SetExpiry(ctx context.Context, id string, fence uint64, expires time.Time) error {
 	r, now, err := s.beginFenced(ctx, id, fence)
 	if err != nil {
 		return err
@@ -203,7 +203,7 @@ func (s *MemoryStore) SetExpiry(ctx context.Context, id string, fence uint64, ex
 }
 
 // SetFields implements Store.
-func (s *MemoryStore) SetFields(ctx context.Context, id string, fence uint64, w FieldWrite) error {
+func (s *memoryStore) SetFields(ctx context.Context, id string, fence uint64, w FieldWrite) error {
 	r, _, err := s.beginFenced(ctx, id, fence)
 	if err != nil {
 		return err
@@ -227,7 +227,7 @@ func (s *MemoryStore) SetFields(ctx context.Context, id string, fence uint64, w 
 }
 
 // MergeCookies implements Store.
-func (s *MemoryStore) MergeCookies(ctx context.Context, id string, fence uint64, m CookieMerge) (MergeResult, error) {
+func (s *memoryStore) MergeCookies(ctx context.Context, id string, fence uint64, m CookieMerge) (MergeResult, error) {
 	r, _, err := s.beginFenced(ctx, id, fence)
 	if err != nil {
 		return MergeResult{}, err
@@ -268,7 +268,7 @@ func (r *memRecord) removeCookie(name string) {
 }
 
 // Acquire implements Store.
-func (s *MemoryStore) Acquire(ctx context.Context, id, holder string, ttl time.Duration) (Lease, error) {
+func (s *memoryStore) Acquire(ctx context.Context, id, holder string, ttl time.Duration) (Lease, error) {
 	if ttl <= 0 {
 		return Lease{}, fmt.Errorf("session: acquire %q: lease ttl %v is not positive", id, ttl)
 	}
@@ -290,7 +290,7 @@ func (s *MemoryStore) Acquire(ctx context.Context, id, holder string, ttl time.D
 }
 
 // Release implements Store.
-func (s *MemoryStore) Release(ctx context.Context, l Lease) error {
+func (s *memoryStore) Release(ctx context.Context, l Lease) error {
 	r, _, err := s.begin(ctx, l.ID)
 	if err != nil {
 		return err
@@ -307,7 +307,7 @@ func (s *MemoryStore) Release(ctx context.Context, l Lease) error {
 
 // Len returns the number of records the store holds, expired ones not
 // yet dropped included.
-func (s *MemoryStore) Len() int {
+func (s *memoryStore) Len() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.recs)

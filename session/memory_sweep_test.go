@@ -26,7 +26,7 @@ func TestMemoryStoreStaysBounded(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		maxLen = max(maxLen, st.Len())
+		maxLen = max(maxLen, st.(interface{ Len() int }).Len())
 		clock.Advance(time.Minute)
 	}
 	if maxLen > 2*wave+1024 {

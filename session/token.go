@@ -80,7 +80,7 @@ func (m *Manager) sealToken(id string, t Token, now time.Time) []byte {
 		}
 		t.refreshAt = t.Expires.Add(-skew)
 	}
-	return m.keys.Seal(id, fieldToken, encodeToken(t))
+	return m.keys.seal(id, fieldToken, encodeToken(t))
 }
 
 // token returns cur if it is fresh, or a refreshed token (see TokenSource).
