@@ -50,7 +50,7 @@ func TestAuditRecordsCompliance(t *testing.T) {
 		Egress:     pool,
 		UserAgent:  "AuditBot/1.0",
 		Audit:      audit,
-		Store:      hoststate.NewMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 6000, Burst: 10}}),
+		Store:      mustMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 6000, Burst: 10}}),
 		OnEscalate: func(egresskit.Escalation) {},
 	})
 	c := &http.Client{Transport: chain}
@@ -128,7 +128,7 @@ func TestEgressRefusalIsNotAHostFailure(t *testing.T) {
 	}
 	defer pool.Close()
 	chain := mustChain(egresskit.Config{Egress: pool, IgnoreRobots: true,
-		Store: hoststate.NewMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 6000, Burst: 10}})})
+		Store: mustMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 6000, Burst: 10}})})
 	req, _ := http.NewRequestWithContext(egress.WithBinding(context.Background(), "gone"), "GET", srv.URL+"/", nil)
 	_, err = (&http.Client{Transport: chain}).Do(req)
 	if !errors.Is(err, egress.ErrBindingUnavailable) {

@@ -57,7 +57,7 @@ func BenchmarkOverhead(b *testing.B) {
 		chain := mustChain(egresskit.Config{
 			Base:         canned{},
 			IgnoreRobots: true,
-			Store:        hoststate.NewMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 1e9, Burst: 1 << 20}}),
+			Store:        mustMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 1e9, Burst: 1 << 20}}),
 		})
 		benchmarkClient(b, &http.Client{Transport: chain})
 	})
@@ -65,7 +65,7 @@ func BenchmarkOverhead(b *testing.B) {
 		chain := mustChain(egresskit.Config{
 			Base:         canned{},
 			IgnoreRobots: true,
-			Store:        hoststate.NewMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 1e9, Burst: 1 << 20}}),
+			Store:        mustMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 1e9, Burst: 1 << 20}}),
 			Observers:    []telemetry.Observer{telemetry.NewSlog(slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelDebug})), telemetry.SlogOptions{})},
 		})
 		benchmarkClient(b, &http.Client{Transport: chain})
@@ -79,7 +79,7 @@ func BenchmarkOverhead(b *testing.B) {
 		chain := mustChain(egresskit.Config{
 			Base:         canned{},
 			IgnoreRobots: true,
-			Store:        hoststate.NewMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 1e9, Burst: 1 << 20}}),
+			Store:        mustMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 1e9, Burst: 1 << 20}}),
 			Audit:        audit,
 		})
 		benchmarkClient(b, &http.Client{Transport: chain})
@@ -87,7 +87,7 @@ func BenchmarkOverhead(b *testing.B) {
 	b.Run("impl=chain+robots", func(b *testing.B) {
 		chain := mustChain(egresskit.Config{
 			Base:  canned{},
-			Store: hoststate.NewMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 1e9, Burst: 1 << 20}}),
+			Store: mustMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 1e9, Burst: 1 << 20}}),
 		})
 		benchmarkClient(b, &http.Client{Transport: chain})
 	})

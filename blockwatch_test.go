@@ -46,7 +46,7 @@ func watchConfig(esc func(egresskit.Escalation)) egresskit.Config {
 	return egresskit.Config{
 		UserAgent:  "TestBot/1.0",
 		Retry:      retry.Policy{BaseDelay: time.Millisecond, MaxDelay: 10 * time.Millisecond},
-		Store:      hoststate.NewMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 600000, Burst: 1000}}),
+		Store:      mustMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 600000, Burst: 1000}}),
 		OnEscalate: esc,
 	}
 }

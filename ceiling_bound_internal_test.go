@@ -13,7 +13,7 @@ import (
 // keeps only the host just applied, so it cannot grow without bound.
 func TestCeilingCacheBound(t *testing.T) {
 	ctx := context.Background()
-	s := hoststate.NewMemory(hoststate.Config{})
+	s := mustMemory(hoststate.Config{})
 	var c ceilingCache
 	for i := range maxCeilings {
 		if err := c.apply(ctx, s, "h"+strconv.Itoa(i)+".test", time.Second); err != nil {

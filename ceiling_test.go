@@ -55,9 +55,9 @@ func TestCrawlDelayCeilingRefresh(t *testing.T) {
 		s.robots["slow.test"] = "User-agent: *\nCrawl-delay: 1\n"
 		s.handle("slow.test", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
 		s.handle("free.test", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
-		log := &ceilingLog{Store: hoststate.NewMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 60000, Burst: 100}})}
+		log := &ceilingLog{Store: mustMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 60000, Burst: 100}})}
 		cfg := fastConfig(s)
-		cfg.Store = hoststate.NewMemory(hoststate.Config{})
+		cfg.Store = mustMemory(hoststate.Config{})
 		cfg.Store = log
 		c := &http.Client{Transport: mustChain(cfg)}
 		steps := []struct {
@@ -99,9 +99,9 @@ func TestCrawlDelayCeilingFailedIsRetried(t *testing.T) {
 		s := newSite()
 		s.robots["slow.test"] = "User-agent: *\nCrawl-delay: 1\n"
 		s.handle("slow.test", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
-		log := &ceilingLog{Store: hoststate.NewMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 60000, Burst: 100}}), fail: 1}
+		log := &ceilingLog{Store: mustMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 60000, Burst: 100}}), fail: 1}
 		cfg := fastConfig(s)
-		cfg.Store = hoststate.NewMemory(hoststate.Config{})
+		cfg.Store = mustMemory(hoststate.Config{})
 		cfg.Store = log
 		c := &http.Client{Transport: mustChain(cfg)}
 		if _, err := get(c, "http://slow.test/"); !errors.Is(err, errCeiling) {

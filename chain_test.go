@@ -98,7 +98,7 @@ func fastConfig(s *site) egresskit.Config {
 		Base:      s.handler,
 		UserAgent: "TestBot/1.0",
 		Retry:     retry.Policy{MaxRetries: 3, BaseDelay: 100 * time.Millisecond, MaxDelay: 30 * time.Second},
-		Store:     hoststate.NewMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 60000, Burst: 100}}),
+		Store:     mustMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 60000, Burst: 100}}),
 	}
 }
 
@@ -321,7 +321,7 @@ func TestBreakerOpensAndRecovers(t *testing.T) {
 				cfg.Retry = retry.Policy{MaxRetries: -1}
 				// One token a minute, so that the open time (300s) refills
 				// only 5 of the burst of 20 and the tokens spent show.
-				cfg.Store = hoststate.NewMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 1, Burst: 20}})
+				cfg.Store = mustMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 1, Burst: 20}})
 				chain := mustChain(cfg)
 				c := &http.Client{Transport: chain}
 				for i := range 8 {
@@ -397,7 +397,7 @@ func TestOpenBreakerSpendsNoToken(t *testing.T) {
 		})
 		cfg := fastConfig(s)
 		cfg.Retry = retry.Policy{MaxRetries: -1}
-		cfg.Store = hoststate.NewMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 60, Burst: 1}})
+		cfg.Store = mustMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 60, Burst: 1}})
 		chain := mustChain(cfg)
 		c := &http.Client{Transport: chain}
 		for range 8 {
@@ -425,7 +425,7 @@ func Test429HalvesRateAndPauses(t *testing.T) {
 		})
 		cfg := fastConfig(s)
 		cfg.Retry = retry.Policy{MaxRetries: -1}
-		cfg.Store = hoststate.NewMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 40}})
+		cfg.Store = mustMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 40}})
 		chain := mustChain(cfg)
 		c := &http.Client{Transport: chain}
 		if status, _ := get(c, "http://busy.test/"); status != 429 {
@@ -453,7 +453,7 @@ func TestAlwaysThrottledHostGetsBoundedRequests(t *testing.T) {
 		})
 		cfg := fastConfig(s)
 		cfg.Retry = retry.Policy{MaxRetries: 3, BaseDelay: 100 * time.Millisecond}
-		cfg.Store = hoststate.NewMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 60}})
+		cfg.Store = mustMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 60}})
 		chain := mustChain(cfg)
 		c := &http.Client{Transport: chain}
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -485,7 +485,7 @@ func TestRobotsDisallowNeverReachesBreakerOrLimiter(t *testing.T) {
 		s.robots["r.test"] = "User-agent: *\nDisallow: /private\n"
 		s.handle("r.test", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
 		cfg := fastConfig(s)
-		cfg.Store = hoststate.NewMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 60, Burst: 1}})
+		cfg.Store = mustMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 60, Burst: 1}})
 		chain := mustChain(cfg)
 		c := &http.Client{Transport: chain}
 		for range 20 {
@@ -585,7 +585,7 @@ func TestNonReplayableBodyIsNotRetried(t *testing.T) {
 	script := egresstest.NewScript(egresstest.Step{Status: 503}, egresstest.Step{Status: 200})
 	cfg := egresskit.Config{Base: script, IgnoreRobots: true,
 		Retry: retry.Policy{RetryNonIdempotent: true, BaseDelay: -1},
-		Store: hoststate.NewMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 60000, Burst: 10}})}
+		Store: mustMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 60000, Burst: 10}})}
 	chain := mustChain(cfg)
 	req, _ := http.NewRequest("POST", "http://a.test/form", io.NopCloser(strings.NewReader("x=1")))
 	req.GetBody = nil
@@ -615,7 +615,7 @@ func TestWaitingRequestRechecksHost(t *testing.T) {
 		})
 		cfg := fastConfig(s)
 		cfg.Retry = retry.Policy{MaxRetries: -1}
-		cfg.Store = hoststate.NewMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 60, Burst: 1}})
+		cfg.Store = mustMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 60, Burst: 1}})
 		c := &http.Client{Transport: mustChain(cfg)}
 		var wg sync.WaitGroup
 		errs := make([]error, 2)
@@ -643,7 +643,7 @@ func TestAttemptTimeoutExcludesPacingWait(t *testing.T) {
 		})
 		cfg := fastConfig(s)
 		cfg.Retry = retry.Policy{MaxRetries: -1, AttemptTimeout: time.Second}
-		cfg.Store = hoststate.NewMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 60, Burst: 1}})
+		cfg.Store = mustMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 60, Burst: 1}})
 		c := &http.Client{Transport: mustChain(cfg)}
 		var wg sync.WaitGroup
 		errs := make([]error, 3)

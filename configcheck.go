@@ -1,11 +1,11 @@
 package egresskit
 
 import (
-	"errors"
 	"fmt"
 	"math"
 
 	"github.com/egresskit/egresskit/hostkey"
+	"github.com/egresskit/egresskit/internal/configerr"
 	"golang.org/x/net/http/httpguts"
 )
 
@@ -14,11 +14,13 @@ import (
 // ...). Besides values out of range, it refuses an agent set anywhere but
 // UserAgent (Robots.UserAgent, Robots.AgentToken, Classify.AgentToken):
 // the crawler's identity is set in one place.
-var ErrInvalidConfig = errors.New("egresskit: invalid config")
+// Every constructor of the module (hoststate.NewMemory, redisstore.New,
+// retry.New, ...) wraps this same value.
+var ErrInvalidConfig = configerr.ErrInvalid
 
 // invalid is an ErrInvalidConfig naming field.
 func invalid(field, format string, args ...any) error {
-	return fmt.Errorf("%w: %s %s", ErrInvalidConfig, field, fmt.Sprintf(format, args...))
+	return configerr.Field(field, format, args...)
 }
 
 // check reports the first reason c cannot be honoured, naming the field,

@@ -54,7 +54,7 @@ func TestBodyClosedWhenNotSent(t *testing.T) {
 			prime: func(t *testing.T, c *http.Client) { get(c, "http://halt.test/first") }},
 		{name: "breaker open", url: "http://down.test/x", wantErr: egresskit.ErrOpen,
 			setup: func(s *site, cfg *egresskit.Config) {
-				cfg.Store = hoststate.NewMemory(hoststate.Config{Breaker: breaker.Config{FailureThreshold: 1}})
+				cfg.Store = mustMemory(hoststate.Config{Breaker: breaker.Config{FailureThreshold: 1}})
 				s.handle("down.test", func(w http.ResponseWriter, r *http.Request) {
 					http.Error(w, "down", http.StatusBadGateway)
 				})
@@ -62,7 +62,7 @@ func TestBodyClosedWhenNotSent(t *testing.T) {
 			prime: func(t *testing.T, c *http.Client) { get(c, "http://down.test/first") }},
 		{name: "pacing wait past deadline", url: "http://slow.test/x", wantErr: context.DeadlineExceeded,
 			setup: func(s *site, cfg *egresskit.Config) {
-				cfg.Store = hoststate.NewMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 1, Burst: 1}})
+				cfg.Store = mustMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 1, Burst: 1}})
 				s.handle("slow.test", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
 			},
 			prime: func(t *testing.T, c *http.Client) { get(c, "http://slow.test/first") },

@@ -31,7 +31,7 @@ func convergeConfig(st hoststate.Store) egresskit.Config {
 	if st != nil {
 		cfg.Store = st
 	} else {
-		cfg.Store = hoststate.NewMemory(convergeHostState)
+		cfg.Store = mustMemory(convergeHostState)
 	}
 	return cfg
 }

@@ -52,7 +52,7 @@ func TestCrawlRateCapsAllHosts(t *testing.T) {
 		Base:         base,
 		IgnoreRobots: true,
 		Retry:        retry.Policy{MaxRetries: -1},
-		Store:        hoststate.NewMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 60000, Burst: 10}}),
+		Store:        mustMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 60000, Burst: 10}}),
 		CrawlRate:    perSecond,
 	})
 	client := &http.Client{Transport: tr}
@@ -128,7 +128,7 @@ func TestCrawlRateWaitPastDeadline(t *testing.T) {
 	tr := newCrawlChain(t, egresskit.Config{
 		IgnoreRobots: true,
 		Retry:        retry.Policy{MaxRetries: -1},
-		Store:        hoststate.NewMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 60000}}), // the host's pacing does not bind
+		Store:        mustMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 60000}}), // the host's pacing does not bind
 		CrawlRate:    0.01,
 	})
 	get := func() error {

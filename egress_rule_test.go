@@ -45,7 +45,7 @@ func TestEventNamesEgressRule(t *testing.T) {
 	chain := mustChain(egresskit.Config{
 		Egress: pool, IgnoreRobots: true, Audit: audit,
 		Observers: []telemetry.Observer{rec},
-		Store:     hoststate.NewMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 6000, Burst: 10}}),
+		Store:     mustMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 6000, Burst: 10}}),
 	})
 	c := &http.Client{Transport: chain}
 	if status, err := get(c, srv.URL+"/"); err != nil || status != 200 {

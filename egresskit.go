@@ -93,6 +93,7 @@ import (
 	"github.com/egresskit/egresskit/egress"
 	"github.com/egresskit/egresskit/hostkey"
 	"github.com/egresskit/egresskit/hoststate"
+	"github.com/egresskit/egresskit/internal/configerr"
 	"github.com/egresskit/egresskit/internal/firstsend"
 	"github.com/egresskit/egresskit/retry"
 	"github.com/egresskit/egresskit/robots"
@@ -298,7 +299,7 @@ func New(cfg Config) (*Transport, error) {
 	t.watch = blockwatch.New(cfg.BlockWatch)
 	t.state = cfg.Store
 	if t.state == nil {
-		t.state = hoststate.NewMemory(hoststate.Config{})
+		t.state, _ = hoststate.NewMemory(hoststate.Config{}) // the zero Config is valid
 	}
 	var send http.RoundTripper = base
 	if cfg.Egress != nil {
@@ -308,7 +309,7 @@ func New(cfg Config) (*Transport, error) {
 	t.ids = &identities{defUA: t.ua, def: t.newIdentity(t.ua), build: t.newIdentity}
 	rt, err := retry.New(&gatedSender{t: t}, cfg.Retry)
 	if err != nil {
-		return nil, fmt.Errorf("%w: Retry: %w", ErrInvalidConfig, err)
+		return nil, configerr.In("Retry", err)
 	}
 	t.retry = rt
 	t.crawl = crawlLimiter(cfg.CrawlRate)

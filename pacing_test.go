@@ -59,7 +59,7 @@ func TestLongRetryAfterOneRequest(t *testing.T) {
 					http.Error(w, "slow down", http.StatusTooManyRequests)
 				})
 				cfg := fastConfig(s)
-				cfg.Store = hoststate.NewMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 600}})
+				cfg.Store = mustMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 600}})
 				ctx, cancel := context.WithTimeout(t.Context(), 8*time.Second)
 				defer cancel()
 				hammer(ctx, mustChain(cfg), "busy.test")
@@ -136,7 +136,7 @@ func TestNoHerdAfterPause(t *testing.T) {
 			w.Write([]byte("ok"))
 		})
 		cfg := fastConfig(s)
-		cfg.Store = hoststate.NewMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 600, Burst: 5}})
+		cfg.Store = mustMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 600, Burst: 5}})
 		c := &http.Client{Transport: mustChain(cfg)}
 		jobs := make(chan int)
 		var wg sync.WaitGroup

@@ -32,7 +32,7 @@ func TestProbeCancelledWhileWaitingIsReleased(t *testing.T) {
 		})
 		cfg := fastConfig(s)
 		cfg.Retry = retry.Policy{MaxRetries: -1}
-		cfg.Store = hoststate.NewMemory(hoststate.Config{
+		cfg.Store = mustMemory(hoststate.Config{
 			Breaker: breaker.Config{FailureThreshold: 1, OpenTimeout: 10 * time.Second},
 			Limit:   ratelimit.Config{PerMinute: 1, Burst: 1},
 		})

@@ -89,7 +89,7 @@ func chainConfig(pool *egress.Pool) egresskit.Config {
 		Egress:    pool,
 		UserAgent: "TestBot/1.0",
 		Retry:     retry.Policy{MaxRetries: 3, BaseDelay: 10 * time.Millisecond, MaxDelay: 50 * time.Millisecond},
-		Store:     hoststate.NewMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 60000, Burst: 100}}),
+		Store:     mustMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 60000, Burst: 100}}),
 	}
 }
 

@@ -62,7 +62,7 @@ func TestWaitingAttemptRechecksHost(t *testing.T) {
 				})
 				cfg := fastConfig(s)
 				cfg.Retry = retry.Policy{MaxRetries: -1}
-				cfg.Store = hoststate.NewMemory(hoststate.Config{
+				cfg.Store = mustMemory(hoststate.Config{
 					Breaker: breaker.Config{FailureThreshold: 1, OpenTimeout: time.Hour},
 					Limit:   ratelimit.Config{PerMinute: 6, Burst: 1}, // a token every 10s
 				})

@@ -153,7 +153,7 @@ func chainConfig(tb testing.TB, r route) egresskit.Config {
 		UserAgent:    userAgent,
 		IgnoreRobots: true,
 		Retry:        retry.Policy{MaxRetries: maxRetries, BaseDelay: baseDelay, MaxDelay: maxDelay},
-		Store:        hoststate.NewMemory(neverBinds()),
+		Store:        mustMemory(neverBinds()),
 	}
 	if r.loopback {
 		pool, err := egress.New(egress.Config{

@@ -86,7 +86,7 @@ func newHostsChain(ttl time.Duration) (*hoststate.Memory, *http.Client) {
 	cfg := neverBinds()
 	cfg.Breaker = breaker.Config{IdleTTL: ttl}
 	cfg.Limit.IdleTTL = ttl
-	mem := hoststate.NewMemory(cfg)
+	mem := mustMemory(cfg)
 	return mem, &http.Client{Transport: mustChain(egresskit.Config{
 		Base:         memTransport{},
 		UserAgent:    userAgent,

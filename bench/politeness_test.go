@@ -103,7 +103,7 @@ func politeConfig(st hoststate.Store) egresskit.Config {
 	if st != nil {
 		cfg.Store = st
 	} else {
-		cfg.Store = hoststate.NewMemory(politeHostState)
+		cfg.Store = mustMemory(politeHostState)
 	}
 	return cfg
 }

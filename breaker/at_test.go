@@ -12,7 +12,7 @@ import (
 // do, at the time they are given: a refusal recorded by DoneAt halts the
 // host since that time.
 func TestAllowAtDoneAt(t *testing.T) {
-	s := breaker.New(breaker.Config{})
+	s := mustBreaker(breaker.Config{})
 	at := time.Now().Add(-time.Hour).Round(0)
 	tk, err := s.AllowAt("no.example", at)
 	if err != nil {

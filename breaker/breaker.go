@@ -53,6 +53,7 @@ import (
 	"time"
 
 	"github.com/egresskit/egresskit/classify"
+	"github.com/egresskit/egresskit/internal/configerr"
 	"github.com/egresskit/egresskit/internal/hostmap"
 	"github.com/sony/gobreaker/v2"
 )
@@ -80,13 +81,15 @@ func (s State) String() string {
 // Config configures a Set. The zero value uses every default.
 type Config struct {
 	// FailureThreshold is the number of consecutive host failures that
-	// opens a host's circuit. Default (<= 0): 8.
+	// opens a host's circuit. Zero: 8. Negative: refused by New (the
+	// breaker cannot be switched off).
 	FailureThreshold int
 	// OpenTimeout is how long an open circuit refuses attempts before it
-	// admits a half-open probe. Default (<= 0): 300s.
+	// admits a half-open probe. Zero: 300s. Negative: refused by New.
 	OpenTimeout time.Duration
 	// HalfOpenProbes is how many probes a half-open circuit admits, and how
-	// many consecutive successes close it. Default (<= 0): 1.
+	// many consecutive successes close it. Zero: 1. Negative: refused by
+	// New.
 	HalfOpenProbes int
 	// IdleTTL is how long a host's state is kept after its last use.
 	// Open circuits are kept until their open period ends, halts until
@@ -104,6 +107,20 @@ type Config struct {
 // DefaultConfig returns the Config with every default filled in.
 func DefaultConfig() Config {
 	return Config{}.withDefaults()
+}
+
+// check refuses the settings that cannot be off, when negative. The error
+// wraps egresskit.ErrInvalidConfig and names the field.
+func (c Config) check() error {
+	switch {
+	case c.FailureThreshold < 0:
+		return configerr.Field("FailureThreshold", "is %d: the breaker cannot be off (0 means 8)", c.FailureThreshold)
+	case c.OpenTimeout < 0:
+		return configerr.Field("OpenTimeout", "is %v, negative (0 means 300s)", c.OpenTimeout)
+	case c.HalfOpenProbes < 0:
+		return configerr.Field("HalfOpenProbes", "is %d, negative (0 means 1)", c.HalfOpenProbes)
+	}
+	return nil
 }
 
 func (c Config) withDefaults() Config {
@@ -174,14 +191,18 @@ type Set struct {
 	hosts     *hostmap.Map[entry, shardState]
 }
 
-// New returns a Set configured by cfg.
-func New(cfg Config) *Set {
+// New returns a Set configured by cfg, or an error wrapping
+// egresskit.ErrInvalidConfig that names the field cfg cannot honour.
+func New(cfg Config) (*Set, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
 	s := &Set{cfg: cfg.withDefaults()}
 	s.threshold = uint32(min(s.cfg.FailureThreshold, 1<<31))
 	s.probes = uint32(min(s.cfg.HalfOpenProbes, 1<<31))
 	s.gb = s.settings()
 	s.hosts = newHosts(s.cfg.IdleTTL)
-	return s
+	return s, nil
 }
 
 // entry is one host's state; its fields are guarded by its shard's lock.

@@ -73,7 +73,7 @@ func TestTrip(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := breaker.New(tt.cfg)
+			s := mustBreaker(tt.cfg)
 			for _, o := range tt.outcomes {
 				attempt(t, s, host, o)
 			}
@@ -88,7 +88,7 @@ func TestTrip(t *testing.T) {
 
 func TestOpenRefuses(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := breaker.New(breaker.Config{})
+		s := mustBreaker(breaker.Config{})
 		for i := range 8 {
 			eff := attempt(t, s, host, classify.Transient)
 			want := breaker.Effect{From: breaker.Closed, To: breaker.Closed}
@@ -134,7 +134,7 @@ func TestHalfOpen(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				s := breaker.New(breaker.Config{})
+				s := mustBreaker(breaker.Config{})
 				for range 8 {
 					attempt(t, s, host, classify.Transient)
 				}
@@ -179,7 +179,7 @@ func TestHalfOpen(t *testing.T) {
 
 func TestHalfOpenProbes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := breaker.New(breaker.Config{FailureThreshold: 1, HalfOpenProbes: 2, OpenTimeout: time.Minute})
+		s := mustBreaker(breaker.Config{FailureThreshold: 1, HalfOpenProbes: 2, OpenTimeout: time.Minute})
 		attempt(t, s, host, classify.Transient)
 		time.Sleep(time.Minute + time.Second)
 		p1, err1 := s.Allow(host)
@@ -199,7 +199,7 @@ func TestHalfOpenProbes(t *testing.T) {
 
 func TestConcurrentProbes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := breaker.New(breaker.Config{FailureThreshold: 1})
+		s := mustBreaker(breaker.Config{FailureThreshold: 1})
 		attempt(t, s, host, classify.Transient)
 		time.Sleep(301 * time.Second)
 		var mu sync.Mutex // guards admitted
@@ -223,7 +223,7 @@ func TestConcurrentProbes(t *testing.T) {
 
 func TestStaleTicket(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := breaker.New(breaker.Config{FailureThreshold: 2})
+		s := mustBreaker(breaker.Config{FailureThreshold: 2})
 		old, _ := s.Allow(host) // in flight while the circuit opens
 		attempt(t, s, host, classify.Transient)
 		attempt(t, s, host, classify.Transient)
@@ -247,7 +247,7 @@ func TestStaleTicket(t *testing.T) {
 }
 
 func TestDoneUnknownHost(t *testing.T) {
-	s := breaker.New(breaker.Config{})
+	s := mustBreaker(breaker.Config{})
 	if eff := s.Done("never.example", breaker.Ticket{Generation: 1}, result(classify.Transient)); eff != (breaker.Effect{}) {
 		t.Errorf("Done(unknown) = %+v, want closed→closed", eff)
 	}
@@ -261,7 +261,7 @@ func TestDoneUnknownHost(t *testing.T) {
 
 func TestHalt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := breaker.New(breaker.Config{})
+		s := mustBreaker(breaker.Config{})
 		tk, _ := s.Allow(host)
 		halted := time.Now()
 		if !s.Halt(host) {
@@ -303,7 +303,7 @@ func TestHalt(t *testing.T) {
 
 func TestRefusedHalts(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := breaker.New(breaker.Config{})
+		s := mustBreaker(breaker.Config{})
 		t1, _ := s.Allow(host)
 		t2, _ := s.Allow(host)
 		halted := time.Now()
@@ -335,7 +335,7 @@ func TestOnStateChange(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var got []string
 		var s *breaker.Set
-		s = breaker.New(breaker.Config{
+		s = mustBreaker(breaker.Config{
 			FailureThreshold: 2,
 			OnStateChange: func(c breaker.StateChange) {
 				// Reading the Set from the hook must not deadlock.
@@ -360,7 +360,7 @@ func TestOnStateChange(t *testing.T) {
 
 func TestCounts(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := breaker.New(breaker.Config{FailureThreshold: 1, OpenTimeout: time.Minute})
+		s := mustBreaker(breaker.Config{FailureThreshold: 1, OpenTimeout: time.Minute})
 		attempt(t, s, "closed.example", classify.OK)
 		attempt(t, s, "open.example", classify.Transient)
 		attempt(t, s, "half.example", classify.Transient)
@@ -378,7 +378,7 @@ func TestCounts(t *testing.T) {
 
 func TestEvict(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := breaker.New(breaker.Config{FailureThreshold: 1, OpenTimeout: 5 * time.Minute, IdleTTL: time.Minute})
+		s := mustBreaker(breaker.Config{FailureThreshold: 1, OpenTimeout: 5 * time.Minute, IdleTTL: time.Minute})
 		attempt(t, s, "idle.example", classify.OK)
 		attempt(t, s, "open.example", classify.Transient)
 		s.Halt("halted.example")
@@ -401,7 +401,7 @@ func TestEvict(t *testing.T) {
 
 func TestEvictLazy(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := breaker.New(breaker.Config{IdleTTL: time.Minute})
+		s := mustBreaker(breaker.Config{IdleTTL: time.Minute})
 		for i := range 1000 {
 			attempt(t, s, fmt.Sprintf("old%d.example", i), classify.OK)
 		}
@@ -417,7 +417,7 @@ func TestEvictLazy(t *testing.T) {
 
 func TestNoEviction(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := breaker.New(breaker.Config{IdleTTL: -1})
+		s := mustBreaker(breaker.Config{IdleTTL: -1})
 		attempt(t, s, host, classify.OK)
 		time.Sleep(24 * time.Hour)
 		attempt(t, s, "other.example", classify.OK)
@@ -444,7 +444,7 @@ func TestStateString(t *testing.T) {
 }
 
 func BenchmarkAllowDone(b *testing.B) {
-	s := breaker.New(breaker.Config{})
+	s := mustBreaker(breaker.Config{})
 	hosts := make([]string, 1000)
 	for i := range hosts {
 		hosts[i] = fmt.Sprintf("h%d.example", i)

@@ -9,12 +9,16 @@ import (
 )
 
 func Example() {
-	s := breaker.New(breaker.Config{
+	s, err := breaker.New(breaker.Config{
 		FailureThreshold: 3,
 		OnStateChange: func(c breaker.StateChange) {
 			fmt.Printf("%s: %v -> %v\n", c.Host, c.From, c.To)
 		},
 	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	for range 3 {
 		t, err := s.Allow("example.com")
 		if err != nil {
@@ -23,7 +27,7 @@ func Example() {
 		// ... send the attempt, classify it ...
 		s.Done("example.com", t, classify.Result{Outcome: classify.Transient, Status: 503})
 	}
-	_, err := s.Allow("example.com")
+	_, err = s.Allow("example.com")
 	fmt.Println(errors.Is(err, breaker.ErrOpen))
 	fmt.Printf("%+v\n", s.Counts())
 	// Output:
@@ -33,7 +37,11 @@ func Example() {
 }
 
 func ExampleSet_Done_refused() {
-	s := breaker.New(breaker.Config{})
+	s, err := breaker.New(breaker.Config{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	t1, _ := s.Allow("example.com")
 	t2, _ := s.Allow("example.com")
 
@@ -42,7 +50,7 @@ func ExampleSet_Done_refused() {
 	fmt.Println("first halts:", s.Done("example.com", t1, refused).Halted)
 	fmt.Println("second halts:", s.Done("example.com", t2, refused).Halted)
 
-	_, err := s.Allow("example.com")
+	_, err = s.Allow("example.com")
 	fmt.Println(errors.Is(err, breaker.ErrHalted))
 
 	s.Resume("example.com") // the operator's decision

@@ -34,7 +34,7 @@ func TestSameAsGobreaker(t *testing.T) {
 				HalfOpenProbes:   1 + rng.IntN(3),
 				OpenTimeout:      time.Minute,
 			}
-			s := breaker.New(cfg)
+			s := mustBreaker(cfg)
 			neutral := errors.New("neutral")
 			settings := gobreaker.Settings{
 				MaxRequests: uint32(cfg.HalfOpenProbes),

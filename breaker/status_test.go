@@ -15,7 +15,7 @@ import (
 // Counts.
 func TestStatusSnapshots(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := breaker.New(breaker.Config{})
+		s := mustBreaker(breaker.Config{})
 		attempt(t, s, "ok.example", classify.Transient)
 		for range 3 {
 			if st := s.Status("ok.example"); st.Halted || !st.HaltedAt.IsZero() || st.ConsecutiveFailures != 1 {

@@ -157,7 +157,7 @@ func TestCorpus(t *testing.T) {
 		Base:      base,
 		UserAgent: "CorpusBot/1.0",
 		Retry:     retry.Policy{BaseDelay: 5 * time.Millisecond, MaxDelay: 50 * time.Millisecond},
-		Store:     hoststate.NewMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 600000, Burst: 1000}}),
+		Store:     mustMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 600000, Burst: 1000}}),
 	})
 	client := &http.Client{Transport: tr}
 

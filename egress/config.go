@@ -131,7 +131,7 @@ func (c *Config) settings() (settings, error) {
 		now:                   c.Now,
 	}
 	bad := func(field string, v int) (settings, error) {
-		return s, &ConfigError{Field: field, Value: strconv.Itoa(v), Err: ErrBadSetting}
+		return s, &ConfigError{Field: field, Value: strconv.Itoa(v), Err: errBadSetting}
 	}
 	switch {
 	case s.subsetSize < 0:

@@ -117,7 +117,7 @@ func isDirect(s string) bool {
 // own messages are dropped because they quote the raw URL, and no part of
 // a URL whose credentials may have spilled into its path is quoted.
 //
-// It rejects, wrapping ErrMalformedProxy: surrounding spaces, a URL
+// It rejects as malformed: surrounding spaces, a URL
 // without "scheme://", a path other than "/", a query or a fragment (an
 // unencoded '/', '?' or '#' in a password produces these), and SOCKS
 // credentials outside RFC 1929's lengths. The scheme is case-insensitive
@@ -127,7 +127,7 @@ func parseProxy(id, raw string) (parsedProxy, error) {
 		return parsedProxy{}, &ConfigError{EndpointID: id, Field: "Proxy", Value: value, Err: err}
 	}
 	malformed := func(why string) (parsedProxy, error) {
-		return fail(fmt.Errorf("%w: %s", ErrMalformedProxy, why), "")
+		return fail(fmt.Errorf("%w: %s", errMalformedProxy, why), "")
 	}
 	if isDirect(raw) {
 		return parsedProxy{kind: kindDirect, redacted: "direct"}, nil
@@ -172,19 +172,19 @@ func parseProxy(id, raw string) (parsedProxy, error) {
 	case "socks5h":
 		kind, defPort = kindSOCKS5H, "1080"
 	case "":
-		return fail(ErrUnknownScheme, "")
+		return fail(errUnknownScheme, "")
 	default:
-		return fail(ErrUnknownScheme, u.Scheme)
+		return fail(errUnknownScheme, u.Scheme)
 	}
 	host := u.Hostname()
 	if host == "" {
-		return fail(ErrNoHost, "")
+		return fail(errNoHost, "")
 	}
 	port := u.Port()
 	if port == "" {
 		port = defPort
 	} else if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-		return fail(ErrBadPort, port)
+		return fail(errBadPort, port)
 	}
 	if u.User != nil && (kind == kindSOCKS5 || kind == kindSOCKS5H) {
 		// RFC 1929: a username of 1–255 bytes, a password of at most 255.
@@ -222,16 +222,16 @@ func validateEndpoint(e Endpoint, i int) (parsedProxy, error) {
 		if i >= 0 {
 			field = fmt.Sprintf("Endpoints[%d].ID", i)
 		}
-		return parsedProxy{}, &ConfigError{Field: field, Err: ErrEmptyID}
+		return parsedProxy{}, &ConfigError{Field: field, Err: errEmptyID}
 	}
 	if e.Capacity < 0 {
-		return parsedProxy{}, &ConfigError{EndpointID: e.ID, Field: "Capacity", Value: strconv.Itoa(e.Capacity), Err: ErrBadCapacity}
+		return parsedProxy{}, &ConfigError{EndpointID: e.ID, Field: "Capacity", Value: strconv.Itoa(e.Capacity), Err: errBadCapacity}
 	}
 	if r := e.Rate; r < 0 || math.IsNaN(r) || math.IsInf(r, 0) {
-		return parsedProxy{}, &ConfigError{EndpointID: e.ID, Field: "Rate", Value: strconv.FormatFloat(r, 'g', -1, 64), Err: ErrBadRate}
+		return parsedProxy{}, &ConfigError{EndpointID: e.ID, Field: "Rate", Value: strconv.FormatFloat(r, 'g', -1, 64), Err: errBadRate}
 	}
 	if w := e.Weight; w < 0 || math.IsNaN(w) || math.IsInf(w, 0) {
-		return parsedProxy{}, &ConfigError{EndpointID: e.ID, Field: "Weight", Value: strconv.FormatFloat(w, 'g', -1, 64), Err: ErrBadWeight}
+		return parsedProxy{}, &ConfigError{EndpointID: e.ID, Field: "Weight", Value: strconv.FormatFloat(w, 'g', -1, 64), Err: errBadWeight}
 	}
 	return parseProxy(e.ID, e.Proxy)
 }

@@ -5,35 +5,37 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/egresskit/egresskit/internal/configerr"
 )
 
-// Configuration errors, wrapped in a *ConfigError by New and Add.
+// The reasons of configuration errors, in a *ConfigError.
 var (
-	// ErrEmptyPool: the pool has no endpoint. Use Proxy "direct" for a
+	// errEmptyPool: the pool has no endpoint. Use Proxy "direct" for a
 	// pool that may send without a proxy.
-	ErrEmptyPool = errors.New("egress: no endpoints")
-	// ErrEmptyID: an endpoint has no ID.
-	ErrEmptyID = errors.New("egress: endpoint without ID")
-	// ErrDuplicateID: two endpoints share an ID.
-	ErrDuplicateID = errors.New("egress: duplicate endpoint ID")
-	// ErrUnknownScheme: the proxy URL's scheme is not http, https,
+	errEmptyPool = errors.New("egress: no endpoints")
+	// errEmptyID: an endpoint has no ID.
+	errEmptyID = errors.New("egress: endpoint without ID")
+	// errDuplicateID: two endpoints share an ID.
+	errDuplicateID = errors.New("egress: duplicate endpoint ID")
+	// errUnknownScheme: the proxy URL's scheme is not http, https,
 	// socks5 or socks5h.
-	ErrUnknownScheme = errors.New("egress: unknown proxy scheme")
-	// ErrNoHost: the proxy URL names no host.
-	ErrNoHost = errors.New("egress: proxy URL has no host")
-	// ErrBadPort: the proxy URL's port is outside 1–65535.
-	ErrBadPort = errors.New("egress: proxy port out of range")
-	// ErrMalformedProxy: the proxy URL cannot be parsed, lacks its
+	errUnknownScheme = errors.New("egress: unknown proxy scheme")
+	// errNoHost: the proxy URL names no host.
+	errNoHost = errors.New("egress: proxy URL has no host")
+	// errBadPort: the proxy URL's port is outside 1–65535.
+	errBadPort = errors.New("egress: proxy port out of range")
+	// errMalformedProxy: the proxy URL cannot be parsed, lacks its
 	// "scheme://", or carries credentials its scheme cannot use.
-	ErrMalformedProxy = errors.New("egress: malformed proxy URL")
-	// ErrBadCapacity: an endpoint's Capacity is negative.
-	ErrBadCapacity = errors.New("egress: negative capacity")
-	// ErrBadRate: an endpoint's Rate is negative, NaN or infinite.
-	ErrBadRate = errors.New("egress: rate not a finite number >= 0")
-	// ErrBadWeight: an endpoint's Weight is negative, NaN or infinite.
-	ErrBadWeight = errors.New("egress: weight must be finite and not negative")
-	// ErrBadSetting: a pool-level setting is out of range.
-	ErrBadSetting = errors.New("egress: setting out of range")
+	errMalformedProxy = errors.New("egress: malformed proxy URL")
+	// errBadCapacity: an endpoint's Capacity is negative.
+	errBadCapacity = errors.New("egress: negative capacity")
+	// errBadRate: an endpoint's Rate is negative, NaN or infinite.
+	errBadRate = errors.New("egress: rate not a finite number >= 0")
+	// errBadWeight: an endpoint's Weight is negative, NaN or infinite.
+	errBadWeight = errors.New("egress: weight must be finite and not negative")
+	// errBadSetting: a pool-level setting is out of range.
+	errBadSetting = errors.New("egress: setting out of range")
 )
 
 // Errors of selection and of RoundTrip.
@@ -93,7 +95,8 @@ type ConfigError struct {
 	// Value is the offending value when it is not secret (a scheme, a
 	// port, a number), else "".
 	Value string
-	// Err is one of the sentinel errors above.
+	// Err is the reason: a malformed proxy URL, a duplicate ID, a port
+	// out of range, ... (its message says which).
 	Err error
 }
 
@@ -115,8 +118,12 @@ func (e *ConfigError) Error() string {
 	return b.String()
 }
 
-// Unwrap returns the sentinel error.
+// Unwrap returns the reason.
 func (e *ConfigError) Unwrap() error { return e.Err }
+
+// Is reports whether target is egresskit.ErrInvalidConfig, which every
+// ConfigError is.
+func (e *ConfigError) Is(target error) bool { return target == configerr.ErrInvalid }
 
 // FailureKind says how an endpoint failed.
 type FailureKind string

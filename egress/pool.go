@@ -109,19 +109,19 @@ func (p *Pool) lockWithTime() time.Time {
 	return now
 }
 
-// New validates cfg and builds a Pool. It returns a *ConfigError naming
-// the offending endpoint (never its credentials) for an unknown scheme, a
-// missing host, a port out of range, a malformed proxy URL, an empty or
-// duplicate ID or a negative capacity; a *ConfigError wrapping
-// ErrEmptyPool when there is no endpoint; and one wrapping ErrBadSetting
-// for a pool-level setting out of range.
+// New validates cfg and builds a Pool. For a configuration it cannot
+// honour it returns a *ConfigError (errors.Is egresskit.ErrInvalidConfig)
+// naming the endpoint (never its credentials) and the field: an unknown
+// scheme, a missing host, a port out of range, a malformed proxy URL, an
+// empty or duplicate ID, a negative capacity, rate or weight, no endpoint
+// at all, a malformed rule, or a pool-level setting out of range.
 func New(cfg Config) (*Pool, error) {
 	s, err := cfg.settings()
 	if err != nil {
 		return nil, err
 	}
 	if len(cfg.Endpoints) == 0 {
-		return nil, &ConfigError{Field: "Endpoints", Err: ErrEmptyPool}
+		return nil, &ConfigError{Field: "Endpoints", Err: errEmptyPool}
 	}
 	p := &Pool{
 		set:  s,
@@ -144,7 +144,7 @@ func New(cfg Config) (*Pool, error) {
 		}
 		if p.byID[e.ID] != nil {
 			p.closeTransports(p.order)
-			return nil, &ConfigError{EndpointID: e.ID, Field: "ID", Err: ErrDuplicateID}
+			return nil, &ConfigError{EndpointID: e.ID, Field: "ID", Err: errDuplicateID}
 		}
 		p.byID[e.ID] = ep
 		p.order = append(p.order, ep)
@@ -215,7 +215,7 @@ func (p *Pool) closeTransports(eps []*endpoint) {
 
 // Add adds an endpoint. Only the hosts whose subset it enters move to it.
 // It returns the errors New returns for a bad endpoint, a *ConfigError
-// wrapping ErrDuplicateID when the ID is present (draining included), and
+// when the ID is present (draining included), and
 // ErrClosed after Close.
 func (p *Pool) Add(e Endpoint) error {
 	if p == nil {
@@ -230,7 +230,7 @@ func (p *Pool) Add(e Endpoint) error {
 	case p.closed:
 		err = ErrClosed
 	case p.byID[e.ID] != nil:
-		err = &ConfigError{EndpointID: e.ID, Field: "ID", Err: ErrDuplicateID}
+		err = &ConfigError{EndpointID: e.ID, Field: "ID", Err: errDuplicateID}
 	default:
 		p.byID[e.ID] = ep
 		p.order = append(p.order, ep)

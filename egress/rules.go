@@ -32,7 +32,7 @@ import (
 // exact host (site:'s domain itself included) beats any wildcard, and a
 // longer suffix beats a shorter one, so "site:bund.de" overrides "*.de"
 // for www.bund.de. Two rules may not claim the same exact host or the same
-// suffix; New rejects that as ErrOverlappingRules rather than pick one.
+// suffix; New rejects that as errOverlappingRules rather than pick one.
 type Rule struct {
 	// Name names the rule in a Choice, a *RuleError and telemetry. It is
 	// required and unique among the rules.
@@ -59,20 +59,20 @@ func labelsMatch(want, have map[string]string) bool {
 	return true
 }
 
-// Errors of rule validation, wrapped in a *ConfigError naming the rule.
+// The reasons of rule validation errors, in a *ConfigError naming the rule.
 var (
-	// ErrBadPattern: a host pattern is malformed, or a site: pattern is
+	// errBadPattern: a host pattern is malformed, or a site: pattern is
 	// not a registrable domain.
-	ErrBadPattern = errors.New("egress: malformed host pattern")
-	// ErrOverlappingRules: two rules claim the same exact host or suffix.
-	ErrOverlappingRules = errors.New("egress: rules claim the same hosts")
-	// ErrUnknownLabel: a rule requires a label key that no endpoint
+	errBadPattern = errors.New("egress: malformed host pattern")
+	// errOverlappingRules: two rules claim the same exact host or suffix.
+	errOverlappingRules = errors.New("egress: rules claim the same hosts")
+	// errUnknownLabel: a rule requires a label key that no endpoint
 	// carries.
-	ErrUnknownLabel = errors.New("egress: rule requires a label no endpoint carries")
-	// ErrNoEligible: no endpoint carries every label a rule requires.
-	ErrNoEligible = errors.New("egress: no endpoint is eligible under the rule")
-	// ErrBadRule: a rule has no name, a duplicate name or no hosts.
-	ErrBadRule = errors.New("egress: malformed rule")
+	errUnknownLabel = errors.New("egress: rule requires a label no endpoint carries")
+	// errNoEligible: no endpoint carries every label a rule requires.
+	errNoEligible = errors.New("egress: no endpoint is eligible under the rule")
+	// errBadRule: a rule has no name, a duplicate name or no hosts.
+	errBadRule = errors.New("egress: malformed rule")
 )
 
 // ErrRuleUnsatisfied is wrapped by the *RuleError of a request whose rule
@@ -112,8 +112,9 @@ type Rules struct {
 
 // NewRules validates rules against the endpoints whose labels they
 // select, and returns the set. Errors are *ConfigError values whose Field
-// names the rule, wrapping ErrBadRule, ErrBadPattern, ErrOverlappingRules,
-// ErrUnknownLabel or ErrNoEligible.
+// names the rule: no name, a duplicate name or no hosts, a malformed host
+// pattern, two rules claiming the same hosts, a label no endpoint carries,
+// or no endpoint eligible.
 func NewRules(rules []Rule, endpoints []Endpoint) (*Rules, error) {
 	rs := &Rules{exact: map[string]*Rule{}, suffix: map[string]*Rule{}}
 	keys := map[string]bool{}
@@ -134,20 +135,20 @@ func NewRules(rules []Rule, endpoints []Endpoint) (*Rules, error) {
 		}
 		switch {
 		case r.Name == "":
-			return fail(fmt.Errorf("%w: no name", ErrBadRule), "")
+			return fail(fmt.Errorf("%w: no name", errBadRule), "")
 		case names[r.Name]:
-			return fail(fmt.Errorf("%w: duplicate name", ErrBadRule), "")
+			return fail(fmt.Errorf("%w: duplicate name", errBadRule), "")
 		case len(r.Hosts) == 0:
-			return fail(fmt.Errorf("%w: no hosts", ErrBadRule), "")
+			return fail(fmt.Errorf("%w: no hosts", errBadRule), "")
 		}
 		names[r.Name] = true
 		for _, k := range sortedKeys(r.Labels) {
 			if !keys[k] {
-				return fail(ErrUnknownLabel, k)
+				return fail(errUnknownLabel, k)
 			}
 		}
 		if !slices.ContainsFunc(endpoints, r.Eligible) {
-			return fail(ErrNoEligible, formatLabels(r.Labels))
+			return fail(errNoEligible, formatLabels(r.Labels))
 		}
 		for j, pat := range r.Hosts {
 			exact, suffix, err := parsePattern(pat)
@@ -163,7 +164,7 @@ func NewRules(rules []Rule, endpoints []Endpoint) (*Rules, error) {
 					continue
 				}
 				if o := c.m[c.key]; o != nil && o != r {
-					return fail(fmt.Errorf("%w: %q is also claimed by rule %q", ErrOverlappingRules, pat, o.Name), "")
+					return fail(fmt.Errorf("%w: %q is also claimed by rule %q", errOverlappingRules, pat, o.Name), "")
 				}
 				c.m[c.key] = r
 			}
@@ -181,16 +182,16 @@ func parsePattern(pat string) (exact, suffix string, err error) {
 	case strings.HasPrefix(p, "site:"):
 		d := strings.TrimPrefix(p, "site:")
 		if !validHostname(d) {
-			return "", "", ErrBadPattern
+			return "", "", errBadPattern
 		}
 		if etld1, err := publicsuffix.EffectiveTLDPlusOne(d); err != nil || etld1 != d {
-			return "", "", fmt.Errorf("%w: not a registrable domain", ErrBadPattern)
+			return "", "", fmt.Errorf("%w: not a registrable domain", errBadPattern)
 		}
 		return d, d, nil
 	case strings.HasPrefix(p, "*."):
 		d := p[2:]
 		if !validHostname(d) {
-			return "", "", ErrBadPattern
+			return "", "", errBadPattern
 		}
 		return "", d, nil
 	}
@@ -198,7 +199,7 @@ func parsePattern(pat string) (exact, suffix string, err error) {
 		return a.String(), "", nil
 	}
 	if !validHostname(p) {
-		return "", "", ErrBadPattern
+		return "", "", errBadPattern
 	}
 	return p, "", nil
 }

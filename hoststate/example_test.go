@@ -12,7 +12,11 @@ import (
 )
 
 func ExampleMemory() {
-	s := hoststate.NewMemory(hoststate.Config{})
+	s, err := hoststate.NewMemory(hoststate.Config{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	ctx := context.Background()
 
 	// Before each attempt: halt, breaker, token.

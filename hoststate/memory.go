@@ -6,6 +6,7 @@ import (
 
 	"github.com/egresskit/egresskit/breaker"
 	"github.com/egresskit/egresskit/classify"
+	"github.com/egresskit/egresskit/internal/configerr"
 	"github.com/egresskit/egresskit/ratelimit"
 )
 
@@ -41,9 +42,19 @@ type Memory struct {
 
 var _ Store = (*Memory)(nil)
 
-// NewMemory returns an in-memory Store configured by cfg.
-func NewMemory(cfg Config) *Memory {
-	return &Memory{breakers: breaker.New(cfg.Breaker), limits: ratelimit.New(cfg.Limit), oneClock: cfg.Limit.Now == nil}
+// NewMemory returns an in-memory Store configured by cfg, or an error
+// wrapping egresskit.ErrInvalidConfig that names the field cfg cannot
+// honour (Breaker.OpenTimeout, Limit.PerMinute, ...).
+func NewMemory(cfg Config) (*Memory, error) {
+	b, err := breaker.New(cfg.Breaker)
+	if err != nil {
+		return nil, configerr.In("Breaker", err)
+	}
+	l, err := ratelimit.New(cfg.Limit)
+	if err != nil {
+		return nil, configerr.In("Limit", err)
+	}
+	return &Memory{breakers: b, limits: l, oneClock: cfg.Limit.Now == nil}, nil
 }
 
 // neutral releases an admission that was not used.

@@ -28,7 +28,7 @@ func TestMain(m *testing.M) {
 // fake clock both the breakers and the limiter read.
 func memoryHarness(t *testing.T, cfg hoststate.Config, body func(*testing.T, hoststatetest.Env)) {
 	synctest.Test(t, func(t *testing.T) {
-		m := hoststate.NewMemory(cfg)
+		m := mustMemory(cfg)
 		body(t, hoststatetest.Env{
 			Store:   m,
 			Now:     time.Now,
@@ -43,7 +43,7 @@ func TestScenarios(t *testing.T) {
 }
 
 func TestStateUnknownHost(t *testing.T) {
-	m := hoststate.NewMemory(hoststate.Config{})
+	m := mustMemory(hoststate.Config{})
 	st, err := m.Status(context.Background(), "never.example")
 	want := hoststate.Status{Host: "never.example", Breaker: breaker.Closed, PerMinute: 60}
 	if err != nil || st != want {
@@ -55,7 +55,7 @@ func TestStateUnknownHost(t *testing.T) {
 }
 
 func TestAdmitCanceled(t *testing.T) {
-	m := hoststate.NewMemory(hoststate.Config{Breaker: breaker.Config{FailureThreshold: 1}})
+	m := mustMemory(hoststate.Config{Breaker: breaker.Config{FailureThreshold: 1}})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, err := m.Admit(ctx, "a.example"); !errors.Is(err, context.Canceled) {
@@ -69,7 +69,7 @@ func TestAdmitCanceled(t *testing.T) {
 // TestConcurrent hammers 1,000 hosts from 64 goroutines with random
 // outcomes and every method; run it with -race.
 func TestConcurrent(t *testing.T) {
-	m := hoststate.NewMemory(hoststate.Config{
+	m := mustMemory(hoststate.Config{
 		Breaker: breaker.Config{OpenTimeout: time.Millisecond, IdleTTL: 5 * time.Millisecond},
 		Limit:   ratelimit.Config{PerMinute: 6e6, Burst: 10, IdleTTL: 5 * time.Millisecond},
 	})
@@ -162,7 +162,7 @@ func TestMemoryFlat(t *testing.T) {
 
 func touchAndEvict(t testing.TB, n int) (live, retained float64) {
 	before := heapInUse()
-	m := hoststate.NewMemory(hoststate.Config{})
+	m := mustMemory(hoststate.Config{})
 	ctx := context.Background()
 	ok := classify.Result{Outcome: classify.OK}
 	for i := range n {
@@ -193,7 +193,7 @@ func touchAndEvict(t testing.TB, n int) (live, retained float64) {
 func BenchmarkAdmitRecord(b *testing.B) {
 	for _, n := range []int{1, 1000} {
 		b.Run(fmt.Sprintf("hosts=%d", n), func(b *testing.B) {
-			m := hoststate.NewMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 1e12}})
+			m := mustMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 1e12}})
 			hosts := make([]string, n)
 			for i := range hosts {
 				hosts[i] = fmt.Sprintf("h%d.example", i)
@@ -216,7 +216,7 @@ func BenchmarkAdmitRecord(b *testing.B) {
 }
 
 func BenchmarkAdmitRecordParallel(b *testing.B) {
-	m := hoststate.NewMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 1e12}})
+	m := mustMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 1e12}})
 	hosts := make([]string, 1000)
 	for i := range hosts {
 		hosts[i] = fmt.Sprintf("h%d.example", i)
@@ -252,7 +252,7 @@ func BenchmarkMemory100kHosts(b *testing.B) {
 	var live float64
 	for b.Loop() {
 		before := heapInUse()
-		m := hoststate.NewMemory(hoststate.Config{})
+		m := mustMemory(hoststate.Config{})
 		for _, h := range names {
 			a, err := m.Admit(ctx, h)
 			if err != nil {
@@ -268,7 +268,7 @@ func BenchmarkMemory100kHosts(b *testing.B) {
 
 // TestAdmitAt: an admission says when the store read the clock for it.
 func TestAdmitAt(t *testing.T) {
-	m := hoststate.NewMemory(hoststate.Config{})
+	m := mustMemory(hoststate.Config{})
 	before := time.Now()
 	a, err := m.Admit(t.Context(), "h.test")
 	after := time.Now()

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/egresskit/egresskit/classify"
+	"github.com/egresskit/egresskit/internal/configerr"
 )
 
 // Verdict is the verdict of a diagnosis: HEALTHY, DEGRADED or CRITICAL.
@@ -65,7 +66,7 @@ func (t Thresholds) validate() error {
 		v    float64
 	}{{"CriticalSuccessRate", t.CriticalSuccessRate}, {"DegradedSuccessRate", t.DegradedSuccessRate}} {
 		if math.IsNaN(r.v) || r.v > 1 {
-			return fmt.Errorf("%w: Thresholds.%s %v is above 1", ErrInvalidOption, r.name, r.v)
+			return configerr.Field("Thresholds."+r.name, "is %v, above 1", r.v)
 		}
 	}
 	return nil

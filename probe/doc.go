@@ -67,8 +67,9 @@
 //
 //	rep, err := probe.Run(ctx, targets, probe.Options{Proxies: endpoints})
 //	// check err and rep.Status, then:
-//	t, err := egresskit.New(egresskit.Config{Retry: rep.Backoff.Policy(),
-//		Store: hoststate.NewMemory(hoststate.Config{Limit: rep.Recommendation.RateLimit()})})
+//	store, err := hoststate.NewMemory(hoststate.Config{Limit: rep.Recommendation.RateLimit()})
+//	// check err, then:
+//	t, err := egresskit.New(egresskit.Config{Retry: rep.Backoff.Policy(), Store: store})
 //
 // # JSON
 //

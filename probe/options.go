@@ -2,7 +2,6 @@ package probe
 
 import (
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"github.com/egresskit/egresskit"
 	"github.com/egresskit/egresskit/classify"
 	"github.com/egresskit/egresskit/egress"
+	"github.com/egresskit/egresskit/internal/configerr"
 )
 
 // Defaults for Options.
@@ -32,9 +32,6 @@ const (
 // User-Agent, so that the probe is judged by robots.txt, and named in
 // refusals, under the same agent token as the crawl it prepares.
 const DefaultUserAgent = egresskit.DefaultUserAgent
-
-// ErrInvalidOption is wrapped by every error about a bad Options value.
-var ErrInvalidOption = errors.New("probe: invalid option")
 
 // Options configures Run. The zero value works: direct egress, GET, a 10 s
 // deadline, 64 probes in flight, the default classifier and the default
@@ -160,7 +157,7 @@ type settings struct {
 func (o Options) resolve() (settings, error) {
 	s := settings{Options: o}
 	bad := func(field, why string) (settings, error) {
-		return settings{}, fmt.Errorf("%w: %s %s", ErrInvalidOption, field, why)
+		return settings{}, configerr.Field(field, "%s", why)
 	}
 	switch {
 	case o.Deadline < 0:

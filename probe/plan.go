@@ -2,9 +2,10 @@ package probe
 
 import (
 	"fmt"
-	"github.com/egresskit/egresskit/egress"
 	"net/url"
 	"strconv"
+
+	"github.com/egresskit/egresskit/egress"
 )
 
 // direct is the ID of the egress without a proxy.

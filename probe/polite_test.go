@@ -211,8 +211,8 @@ func TestRunRobotsUnderDeadline(t *testing.T) {
 func TestRunRejectsBadUserAgent(t *testing.T) {
 	for _, ua := range []string{"crawler/1\r\nX-Evil: 1", "crawler\n", "a\x00b", "a\x7fb"} {
 		_, err := probe.Run(context.Background(), []probe.Target{{URL: "http://127.0.0.1:1/"}}, probe.Options{UserAgent: ua})
-		if !errors.Is(err, probe.ErrInvalidOption) {
-			t.Errorf("Run(UserAgent %q) = %v, want ErrInvalidOption", ua, err)
+		if !errors.Is(err, egresskit.ErrInvalidConfig) {
+			t.Errorf("Run(UserAgent %q) = %v, want ErrInvalidConfig", ua, err)
 		}
 		if err != nil && strings.Contains(err.Error(), ua) {
 			t.Errorf("error %q repeats the header value", err)

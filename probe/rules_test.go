@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/egresskit/egresskit"
 	"github.com/egresskit/egresskit/egress"
 	"github.com/egresskit/egresskit/probe"
 )
@@ -97,8 +98,8 @@ func TestRulesWithoutMatrix(t *testing.T) {
 	}
 	_, err = probe.Run(context.Background(), []probe.Target{{URL: site}}, probe.Options{Proxies: proxies,
 		Rules: []egress.Rule{{Name: "x", Hosts: []string{"127.0.0.1"}, Labels: map[string]string{"regoin": "eu"}}}})
-	if !errors.Is(err, egress.ErrUnknownLabel) {
-		t.Errorf("Run with a rule on an unknown label = %v, want egress.ErrUnknownLabel", err)
+	if !errors.Is(err, egresskit.ErrInvalidConfig) || !strings.Contains(err.Error(), "label") {
+		t.Errorf("Run with a rule on an unknown label = %v, want an invalid config naming the label", err)
 	}
 }
 

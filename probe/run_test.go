@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/egresskit/egresskit"
 	"github.com/egresskit/egresskit/classify"
 	"github.com/egresskit/egresskit/egress"
 	"github.com/egresskit/egresskit/probe"
@@ -38,11 +39,11 @@ func TestRunBadInput(t *testing.T) {
 		{"endpoint bad scheme", []probe.Target{good}, probe.Options{Proxies: []egress.Endpoint{{ID: "p", Proxy: "ftp://127.0.0.1:21"}}}, probe.ErrUnsupportedScheme},
 		{"duplicate endpoint", []probe.Target{good}, probe.Options{Proxies: []egress.Endpoint{{ID: "p", Proxy: "direct"}, {ID: "p", Proxy: "direct"}}}, probe.ErrSyntax},
 		{"unknown egress", []probe.Target{{URL: srv.URL, Egress: "nope"}}, probe.Options{}, probe.ErrUnknownEgress},
-		{"negative deadline", []probe.Target{good}, probe.Options{Deadline: -time.Second}, probe.ErrInvalidOption},
-		{"negative per-request timeout", []probe.Target{good}, probe.Options{PerRequestTimeout: -1}, probe.ErrInvalidOption},
-		{"negative concurrency", []probe.Target{good}, probe.Options{Concurrency: -1}, probe.ErrInvalidOption},
-		{"POST", []probe.Target{good}, probe.Options{Method: http.MethodPost}, probe.ErrInvalidOption},
-		{"success threshold above 1", []probe.Target{good}, probe.Options{Thresholds: probe.Thresholds{DegradedSuccessRate: 1.5}}, probe.ErrInvalidOption},
+		{"negative deadline", []probe.Target{good}, probe.Options{Deadline: -time.Second}, egresskit.ErrInvalidConfig},
+		{"negative per-request timeout", []probe.Target{good}, probe.Options{PerRequestTimeout: -1}, egresskit.ErrInvalidConfig},
+		{"negative concurrency", []probe.Target{good}, probe.Options{Concurrency: -1}, egresskit.ErrInvalidConfig},
+		{"POST", []probe.Target{good}, probe.Options{Method: http.MethodPost}, egresskit.ErrInvalidConfig},
+		{"success threshold above 1", []probe.Target{good}, probe.Options{Thresholds: probe.Thresholds{DegradedSuccessRate: 1.5}}, egresskit.ErrInvalidConfig},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

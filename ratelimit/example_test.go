@@ -11,10 +11,14 @@ import (
 
 func Example() {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	s := ratelimit.New(ratelimit.Config{
+	s, err := ratelimit.New(ratelimit.Config{
 		PerMinute: 40,
 		Now:       func() time.Time { return now }, // a fake clock
 	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	ctx := context.Background()
 
 	for range 2 {
@@ -42,7 +46,11 @@ func Example() {
 }
 
 func ExampleSet_SetCeiling() {
-	s := ratelimit.New(ratelimit.Config{})
+	s, err := ratelimit.New(ratelimit.Config{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	// robots.txt says Crawl-delay: 10, i.e. 6 requests a minute.
 	_ = s.SetCeiling("example.com", 60.0/10)
 	st := s.Status("example.com")

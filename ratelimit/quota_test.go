@@ -55,7 +55,7 @@ func TestQuota(t *testing.T) {
 // at 60/min, the next is half a second away.
 func TestDeadlinePartialToken(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := ratelimit.New(ratelimit.Config{})
+		s := mustLimit(ratelimit.Config{})
 		reserve(t, s, host)
 		time.Sleep(500 * time.Millisecond)
 		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)

@@ -113,11 +113,15 @@ type Set struct {
 	hosts *hostmap.Map[entry, struct{}]
 }
 
-// New returns a Set configured by cfg.
-func New(cfg Config) *Set {
+// New returns a Set configured by cfg, or an error wrapping
+// egresskit.ErrInvalidConfig that names the field cfg cannot honour.
+func New(cfg Config) (*Set, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
 	s := &Set{cfg: cfg.withDefaults()}
 	s.hosts = newHosts(s.cfg.IdleTTL)
-	return s
+	return s, nil
 }
 
 // Reserve takes one token of host's budget and returns how long the caller

@@ -27,7 +27,7 @@ func (c *clock) Now() time.Time          { return c.t }
 func (c *clock) Advance(d time.Duration) { c.t = c.t.Add(d) }
 func newSet(c *clock, cfg ratelimit.Config) *ratelimit.Set {
 	cfg.Now = c.Now
-	return ratelimit.New(cfg)
+	return mustLimit(cfg)
 }
 
 func reserve(t *testing.T, s *ratelimit.Set, host string) time.Duration {
@@ -354,26 +354,9 @@ func TestSetCeiling(t *testing.T) {
 	}
 }
 
-func TestInvalidConfig(t *testing.T) {
-	c := newClock()
-	s := newSet(c, ratelimit.Config{
-		PerMinute: math.NaN(), Burst: -3, Floor: math.Inf(1), RecoverStep: -1,
-		Overrides: map[string]float64{"a": -1, "b": math.NaN(), "c": math.Inf(1), "d": 0},
-	})
-	for _, h := range []string{host, "a", "b", "c", "d"} {
-		if st := s.Status(h); st.PerMinute != 60 || st.Configured != 60 {
-			t.Errorf("State(%q) with invalid config = %+v, want the 60/min default", h, st)
-		}
-	}
-	reserve(t, s, host)
-	if got := reserve(t, s, host); got != time.Second {
-		t.Errorf("second Reserve with Burst -3 = %v, want 1s (burst 1)", got)
-	}
-}
-
 func TestDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := ratelimit.New(ratelimit.Config{})
+		s := mustLimit(ratelimit.Config{})
 		reserve(t, s, host)
 		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 		defer cancel()
@@ -518,7 +501,7 @@ func TestDefaultConfig(t *testing.T) {
 }
 
 func BenchmarkReserveObserve(b *testing.B) {
-	s := ratelimit.New(ratelimit.Config{PerMinute: 1e12})
+	s := mustLimit(ratelimit.Config{PerMinute: 1e12})
 	ctx := context.Background()
 	ok := classify.Result{Outcome: classify.OK}
 	b.ReportAllocs()

@@ -93,7 +93,7 @@ func (m *cpuMeter) report(b *testing.B) {
 // measure memory under Redis's name.
 func benchState(b *testing.B, name string) (hoststate.Store, *counter) {
 	if name == "memory" {
-		return hoststate.NewMemory(benchHostState), nil
+		return mustMemory(benchHostState), nil
 	}
 	c, hook := benchClient(b)
 	st, err := redisstore.New(c, redisstore.Config{

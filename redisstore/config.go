@@ -7,6 +7,7 @@ import (
 
 	"github.com/egresskit/egresskit/breaker"
 	"github.com/egresskit/egresskit/hoststate"
+	"github.com/egresskit/egresskit/internal/configerr"
 	"github.com/egresskit/egresskit/ratelimit"
 )
 
@@ -59,19 +60,19 @@ type Config struct {
 	OnWarning func(Warning)
 
 	// Timeout bounds each Redis call; no operation waits longer for Redis
-	// (the client must honour context deadlines: see New). Default (<= 0):
-	// 50ms.
+	// (the client must honour context deadlines: see New). Zero: 50ms.
+	// Negative: refused by New.
 	Timeout time.Duration
 
 	// RetryInterval is how often a FailOpen Store that fell back to local
 	// state tries Redis again; in between, operations do not touch Redis.
-	// Default (<= 0): 1s.
+	// Zero: 1s. Negative: refused by New.
 	RetryInterval time.Duration
 
 	// ProbeLease is how long a half-open probe slot stays taken when the
 	// probe's outcome is never recorded (its worker died, or Redis was
-	// unreachable for the record); then a new probe is admitted. Default
-	// (<= 0): HostState.Breaker.OpenTimeout, the bound the in-memory store
+	// unreachable for the record); then a new probe is admitted. Zero:
+	// HostState.Breaker.OpenTimeout (negative: refused by New), the bound the in-memory store
 	// (hoststate.Memory) holds a probe slot for: left at its default, it
 	// is the same in every store.
 	ProbeLease time.Duration
@@ -263,4 +264,23 @@ func micros(us int64) time.Time {
 		return time.Time{}
 	}
 	return time.UnixMicro(us)
+}
+
+// check refuses the settings New cannot honour. The error wraps
+// egresskit.ErrInvalidConfig and names the field.
+func (c *Config) check() error {
+	switch {
+	case c.OnRedisError != FailOpen && c.OnRedisError != FailClosed:
+		return configerr.Field("OnRedisError", "is %d, neither FailOpen nor FailClosed", c.OnRedisError)
+	case c.Timeout < 0:
+		return configerr.Field("Timeout", "is %v, negative (0 means 50ms)", c.Timeout)
+	case c.RetryInterval < 0:
+		return configerr.Field("RetryInterval", "is %v, negative (0 means 1s)", c.RetryInterval)
+	case c.ProbeLease < 0:
+		return configerr.Field("ProbeLease", "is %v, negative (0 means HostState.Breaker.OpenTimeout)", c.ProbeLease)
+	}
+	if _, err := hoststate.NewMemory(c.HostState); err != nil {
+		return configerr.In("HostState", err)
+	}
+	return nil
 }

@@ -137,7 +137,7 @@ func (s *Store) degrade(ctx context.Context, op string, err error, k keys) *host
 	}
 	var known []haltAt
 	if len(s.outages) == 0 {
-		s.local = hoststate.NewMemory(s.set.memoryConfig())
+		s.local, _ = hoststate.NewMemory(s.set.memoryConfig()) // checked by New
 		known = make([]haltAt, 0, len(s.known))
 		for h, t := range s.known {
 			known = append(known, haltAt{h, t})

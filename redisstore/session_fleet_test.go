@@ -50,7 +50,7 @@ func sessFleet(t *testing.T, n int, tweak func(*session.Config)) []sessWorker {
 		if tweak != nil {
 			tweak(&cfg)
 		}
-		ws[i] = sessWorker{client: c, store: st, prefix: prefix, keys: keys, m: session.New(cfg)}
+		ws[i] = sessWorker{client: c, store: st, prefix: prefix, keys: keys, m: mustManager(cfg)}
 	}
 	return ws
 }
@@ -275,7 +275,7 @@ func TestSessionFleetTokenRefreshOnce(t *testing.T) {
 			id := sessNew(t, ws[0].m, session.CreateOptions{})
 			// Stored by a worker whose clock runs a minute behind, the token
 			// is sealed with its refresh due 30s before its expiry: due now.
-			behind := session.New(session.Config{Store: ws[0].store, Keyring: ws[0].keys,
+			behind := mustManager(session.Config{Store: ws[0].store, Keyring: ws[0].keys,
 				Now: func() time.Time { return time.Now().Add(-time.Minute) }})
 			if err := behind.SetToken(context.Background(), id, session.Token{Type: "Bearer", Value: "initial", Expires: time.Now().Add(tc.expires)}); err != nil {
 				t.Fatal(err)

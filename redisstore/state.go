@@ -111,7 +111,9 @@ const maxKnown = 1 << 16
 // hook stays with the client, so make one Store per client and keep it,
 // rather than one per task.
 //
-// Errors: a *PrefixError for an unusable Config.Prefix; an error wrapping
+// Errors: an error wrapping egresskit.ErrInvalidConfig that names the
+// field for a setting out of range; a *PrefixError for an unusable
+// Config.Prefix; an error wrapping
 // ErrClientTimeouts when client is one of go-redis's clients whose socket
 // I/O ignores the context deadline (create it with
 // ContextTimeoutEnabled: true, or with ReadTimeout and WriteTimeout no
@@ -122,6 +124,9 @@ const maxKnown = 1 << 16
 func New(client redis.UniversalClient, cfg Config) (*Store, error) {
 	if client == nil {
 		return nil, errors.New("redisstore: nil client")
+	}
+	if err := cfg.check(); err != nil {
+		return nil, err
 	}
 	set := newSettings(cfg)
 	if err := checkPrefix(set.cfg.Prefix); err != nil {

@@ -61,7 +61,7 @@ func TestTLS(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return session.New(session.Config{Store: st, Keyring: keyring})
+		return mustManager(session.Config{Store: st, Keyring: keyring})
 	}
 	a, b := manager(), manager()
 	id := session.NewID()

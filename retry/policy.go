@@ -1,11 +1,11 @@
 package retry
 
 import (
-	"errors"
-	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"time"
+
+	"github.com/egresskit/egresskit/internal/configerr"
 )
 
 // Policy configures a Transport. The zero value is the recommended
@@ -86,19 +86,15 @@ func DefaultPolicy() Policy {
 	}
 }
 
-// ErrInvalidPolicy is returned by New for a Policy it cannot honour; the
-// error names the field.
-var ErrInvalidPolicy = errors.New("retry: invalid policy")
-
 // check reports why p cannot be honoured, naming the field, or nil.
 func (p Policy) check() error {
 	switch {
 	case p.MaxDelay < 0:
-		return fmt.Errorf("%w: MaxDelay %v is negative; a server-chosen wait is always capped (0 means %v)", ErrInvalidPolicy, p.MaxDelay, defaultMaxDelay)
+		return configerr.Field("MaxDelay", "is %v, negative: a server-chosen wait is always capped (0 means %v)", p.MaxDelay, defaultMaxDelay)
 	case p.BaseDelay > 0 && p.MaxDelay > 0 && p.BaseDelay > p.MaxDelay:
-		return fmt.Errorf("%w: BaseDelay %v is above MaxDelay %v", ErrInvalidPolicy, p.BaseDelay, p.MaxDelay)
+		return configerr.Field("BaseDelay", "is %v, above MaxDelay %v", p.BaseDelay, p.MaxDelay)
 	case p.BaseDelay > 0 && p.MaxDelay == 0 && p.BaseDelay > defaultMaxDelay:
-		return fmt.Errorf("%w: BaseDelay %v is above the default MaxDelay %v", ErrInvalidPolicy, p.BaseDelay, defaultMaxDelay)
+		return configerr.Field("BaseDelay", "is %v, above the default MaxDelay %v", p.BaseDelay, defaultMaxDelay)
 	}
 	return nil
 }

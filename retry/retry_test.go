@@ -12,6 +12,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/egresskit/egresskit"
 	"github.com/egresskit/egresskit/classify"
 	"github.com/egresskit/egresskit/egresstest"
 	"github.com/egresskit/egresskit/retry"
@@ -709,8 +710,8 @@ func TestNewRefusesInvalidPolicy(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			tr, err := retry.New(nil, tt.policy)
-			if !errors.Is(err, retry.ErrInvalidPolicy) || tr != nil {
-				t.Fatalf("New(%+v) = %v, %v; want nil, ErrInvalidPolicy", tt.policy, tr, err)
+			if !errors.Is(err, egresskit.ErrInvalidConfig) || tr != nil {
+				t.Fatalf("New(%+v) = %v, %v; want nil, ErrInvalidConfig", tt.policy, tr, err)
 			}
 			if !strings.Contains(err.Error(), tt.field) {
 				t.Errorf("New(%+v) error %q does not name %s", tt.policy, err, tt.field)

@@ -96,7 +96,8 @@ var _ http.RoundTripper = (*Transport)(nil)
 
 // New returns a Transport sending attempts through next, governed by p.
 // A nil next means http.DefaultTransport. A Policy it cannot honour is
-// refused with an error matching ErrInvalidPolicy that names the field.
+// refused with an error wrapping egresskit.ErrInvalidConfig that names
+// the field.
 func New(next http.RoundTripper, p Policy) (*Transport, error) {
 	if err := p.check(); err != nil {
 		return nil, err

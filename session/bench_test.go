@@ -12,7 +12,7 @@ import (
 
 func benchJar(b *testing.B, stored int) (*session.Jar, *url.URL) {
 	b.Helper()
-	m := session.New(session.Config{})
+	m := mustManager(session.Config{})
 	ctx := context.Background()
 	if _, err := m.Create(ctx, "bench", session.CreateOptions{}); err != nil {
 		b.Fatal(err)
@@ -63,7 +63,7 @@ func BenchmarkJarCookies(b *testing.B) {
 // BenchmarkJarCookiesCold opens every cookie on each read, as a new Jar
 // (or a new worker) does.
 func BenchmarkJarCookiesCold(b *testing.B) {
-	m := session.New(session.Config{})
+	m := mustManager(session.Config{})
 	ctx := context.Background()
 	if _, err := m.Create(ctx, "bench", session.CreateOptions{}); err != nil {
 		b.Fatal(err)
@@ -87,7 +87,7 @@ func BenchmarkJarCookiesCold(b *testing.B) {
 // BenchmarkTransport is the per-request cost of a session: read, open
 // headers and token, clone the request.
 func BenchmarkTransport(b *testing.B) {
-	m := session.New(session.Config{})
+	m := mustManager(session.Config{})
 	ctx := context.Background()
 	if _, err := m.Create(ctx, "bench", session.CreateOptions{
 		Endpoint: "ep-1",

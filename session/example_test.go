@@ -33,8 +33,12 @@ func Example() {
 
 	keys, _ := session.NewKeyring(session.GenerateKey(1))
 	store := session.NewMemoryStore(session.MemoryConfig{})
-	workerA := session.New(session.Config{Store: store, Keyring: keys})
-	workerB := session.New(session.Config{Store: store, Keyring: keys})
+	workerA, err := session.New(session.Config{Store: store, Keyring: keys})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	workerB, _ := session.New(session.Config{Store: store, Keyring: keys}) // the same, valid, Config
 
 	ctx := context.Background()
 	id := "crawl-42"
@@ -74,13 +78,17 @@ func ExampleManager_Transport() {
 	defer srv.Close()
 
 	refreshes := 0
-	m := session.New(session.Config{
+	m, err := session.New(session.Config{
 		RefreshSkew: time.Minute,
 		Refresh: func(ctx context.Context, r session.RefreshRequest) (session.Token, error) {
 			refreshes++ // a real refresher would call the site's token endpoint
 			return session.Token{Type: "Bearer", Value: "fresh", Expires: time.Now().Add(time.Hour)}, nil
 		},
 	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	ctx := context.Background()
 	if _, err := m.Create(ctx, "s1", session.CreateOptions{
 		Token: session.Token{Type: "Bearer", Value: "expired", Expires: time.Now().Add(-time.Second)},
@@ -117,13 +125,19 @@ func ExampleNewKeyring() {
 	newOnly, _ := session.NewKeyring(k2)
 	store := session.NewMemoryStore(session.MemoryConfig{})
 
-	before := session.New(session.Config{Store: store, Keyring: old})
+	before, err := session.New(session.Config{Store: store, Keyring: old})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	after, _ := session.New(session.Config{Store: store, Keyring: rotated})
+	newOnlyM, _ := session.New(session.Config{Store: store, Keyring: newOnly})
 	if _, err := before.Create(ctx, "s1", session.CreateOptions{Token: session.Token{Type: "Bearer", Value: "t0k3n"}}); err != nil {
 		fmt.Println(err)
 	}
-	s, err := session.New(session.Config{Store: store, Keyring: rotated}).Get(ctx, "s1")
+	s, err := after.Get(ctx, "s1")
 	fmt.Println(err == nil && s.Token.Value == "t0k3n")
-	_, err = session.New(session.Config{Store: store, Keyring: newOnly}).Get(ctx, "s1")
+	_, err = newOnlyM.Get(ctx, "s1")
 	fmt.Println(errors.Is(err, session.ErrTampered))
 	// Output:
 	// true

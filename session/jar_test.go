@@ -23,7 +23,7 @@ import (
 func twinJars(t testing.TB) (*session.Jar, *cookiejar.Jar, func()) {
 	t.Helper()
 	clock := sessiontest.NewClock(time.Now())
-	m := session.New(session.Config{Now: clock.Now})
+	m := mustManager(session.Config{Now: clock.Now})
 	id := session.NewID()
 	if _, err := m.Create(context.Background(), id, session.CreateOptions{}); err != nil {
 		t.Fatal(err)

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/egresskit/egresskit/internal/configerr"
+	"golang.org/x/net/http/httpguts"
 	"golang.org/x/net/publicsuffix"
 )
 
@@ -35,19 +37,19 @@ type Config struct {
 	Now func() time.Time
 
 	// TTL is the life of a new session unless CreateOptions.TTL is set.
-	// If zero, one hour.
+	// If zero, one hour; negative: refused by New.
 	TTL time.Duration
 	// MaxCookies bounds the cookies kept per session; when a new cookie
 	// would exceed it, the least recently set cookie is evicted (and
-	// counted in JarStats.Evicted). If zero, 3000 (browsers keep about as
+	// counted in JarStats.Evicted). If zero, 3000; negative: refused by New (browsers keep about as
 	// many per profile; there is no separate per-domain bound).
 	MaxCookies int
 	// MaxCookieSize bounds a cookie's name plus value in bytes; a larger
 	// cookie is dropped and counted in JarStats.TooLarge, leaving any
-	// stored cookie of that name in place. If zero, 4096, as browsers.
+	// stored cookie of that name in place. If zero, 4096, as browsers; negative: refused by New.
 	MaxCookieSize int
 	// Timeout bounds each Store call a Jar makes: http.CookieJar methods
-	// take no context. If zero, 5 seconds.
+	// take no context. If zero, 5 seconds; negative: refused by New.
 	Timeout time.Duration
 	// PublicSuffixList decides which Domain attributes are public
 	// suffixes that may not take cookies. If nil,
@@ -64,13 +66,13 @@ type Config struct {
 	// ErrNoRefresher.
 	Refresh func(ctx context.Context, r RefreshRequest) (Token, error)
 	// RefreshSkew is how long before its expiry a token is refreshed,
-	// at most half the life it had left when stored. If zero, 30 seconds.
+	// at most half the life it had left when stored. If zero, 30 seconds; negative: refused by New.
 	RefreshSkew time.Duration
 	// RefreshLease is the lease TTL taken to refresh a token, and so the
-	// longest a Refresh call may take. If zero, 30 seconds.
+	// longest a Refresh call may take. If zero, 30 seconds; negative: refused by New.
 	RefreshLease time.Duration
 	// PollInterval is how often a worker waiting for another worker's
-	// refresh reads the store. If zero, 50 milliseconds.
+	// refresh reads the store. If zero, 50 milliseconds; negative: refused by New.
 	PollInterval time.Duration
 	// TokenHeader is the request header that carries the token. If empty,
 	// "Authorization".
@@ -128,8 +130,12 @@ type Manager struct {
 	flights map[string]*flight // refreshes in progress, by session ID
 }
 
-// New returns a Manager for c.
-func New(c Config) *Manager {
+// New returns a Manager for c, or an error wrapping
+// egresskit.ErrInvalidConfig that names the field c cannot honour.
+func New(c Config) (*Manager, error) {
+	if err := c.check(); err != nil {
+		return nil, err
+	}
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -167,7 +173,29 @@ func New(c Config) *Manager {
 		c.TokenHeader = "Authorization"
 	}
 	c.TokenHeader = http.CanonicalHeaderKey(c.TokenHeader)
-	return &Manager{cfg: c, store: c.Store, keys: c.Keyring, holder: NewID()[:11], flights: make(map[string]*flight)}
+	return &Manager{cfg: c, store: c.Store, keys: c.Keyring, holder: NewID()[:11], flights: make(map[string]*flight)}, nil
+}
+
+// check refuses negative settings and a TokenHeader that is not a header
+// name. The error wraps egresskit.ErrInvalidConfig and names the field.
+func (c *Config) check() error {
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"TTL", c.TTL}, {"Timeout", c.Timeout}, {"RefreshSkew", c.RefreshSkew}, {"RefreshLease", c.RefreshLease}, {"PollInterval", c.PollInterval}} {
+		if d.v < 0 {
+			return configerr.Field(d.name, "is %v, negative (0 means its default)", d.v)
+		}
+	}
+	switch {
+	case c.MaxCookies < 0:
+		return configerr.Field("MaxCookies", "is %d, negative (0 means 3000)", c.MaxCookies)
+	case c.MaxCookieSize < 0:
+		return configerr.Field("MaxCookieSize", "is %d, negative (0 means 4096)", c.MaxCookieSize)
+	case c.TokenHeader != "" && !httpguts.ValidHeaderFieldName(c.TokenHeader):
+		return configerr.Field("TokenHeader", "is %q, not a header name", c.TokenHeader)
+	}
+	return nil
 }
 
 // Create creates session id with o's contents. It fails with ErrInvalidID,

@@ -27,7 +27,7 @@ func TestSecretsNeverShown(t *testing.T) {
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	var hooked []session.ErrorInfo
 	store := session.NewMemoryStore(session.MemoryConfig{Now: func() time.Time { return now }})
-	m := session.New(session.Config{
+	m := mustManager(session.Config{
 		Store: store,
 		Now:   func() time.Time { return now },
 		Refresh: func(context.Context, session.RefreshRequest) (session.Token, error) {

@@ -46,7 +46,7 @@ func (c *closeCounter) Close() error { c.closed.Add(1); return nil }
 
 func TestTransportAppliesSession(t *testing.T) {
 	ctx := context.Background()
-	m := session.New(session.Config{})
+	m := mustManager(session.Config{})
 	if _, err := m.Create(ctx, "s1", session.CreateOptions{
 		Endpoint: "ep-7",
 		Header:   http.Header{"User-Agent": {"session-agent"}, "X-Tenant": {"t1"}},
@@ -80,7 +80,7 @@ func TestTransportAppliesSession(t *testing.T) {
 
 func TestTransportEgressLost(t *testing.T) {
 	ctx := context.Background()
-	m := session.New(session.Config{})
+	m := mustManager(session.Config{})
 	if _, err := m.Create(ctx, "s1", session.CreateOptions{Endpoint: "ep-gone"}); err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func TestTransportEgressLost(t *testing.T) {
 func TestTransportFailsBeforeSending(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	m := session.New(session.Config{Now: func() time.Time { return now }, RefreshSkew: time.Minute})
+	m := mustManager(session.Config{Now: func() time.Time { return now }, RefreshSkew: time.Minute})
 	if _, err := m.Create(ctx, "expired", session.CreateOptions{Token: session.Token{Value: "v", Expires: now.Add(-time.Second)}}); err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +154,7 @@ func TestRefreshWaitHonoursContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		var refreshes atomic.Int32
-		m := session.New(session.Config{
+		m := mustManager(session.Config{
 			PollInterval: 100 * time.Millisecond,
 			Refresh: func(context.Context, session.RefreshRequest) (session.Token, error) {
 				refreshes.Add(1)
@@ -207,7 +207,7 @@ func TestRefreshThroughOwnTransport(t *testing.T) {
 		next := &recorder{}
 		var m *session.Manager
 		var tokenCallAuth string
-		m = session.New(session.Config{
+		m = mustManager(session.Config{
 			Refresh: func(ctx context.Context, r session.RefreshRequest) (session.Token, error) {
 				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "https://example.com/token", strings.NewReader("refresh="+string(r.Current.Refresh)))
 				resp, err := m.Transport(next, r.ID).RoundTrip(req)

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/egresskit/egresskit"
 	"github.com/egresskit/egresskit/egress"
 	"github.com/egresskit/egresskit/probe"
 )
@@ -207,7 +208,7 @@ func isInputError(err error) bool {
 	var ce *egress.ConfigError
 	return errors.As(err, &te) || errors.As(err, &pe) || errors.As(err, &ce) ||
 		errors.Is(err, probe.ErrNoTargets) || errors.Is(err, probe.ErrTooManyProbes) ||
-		errors.Is(err, probe.ErrInvalidOption)
+		errors.Is(err, egresskit.ErrInvalidConfig)
 }
 
 // prepare validates the flags and reads the targets and proxies within

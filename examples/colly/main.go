@@ -95,6 +95,10 @@ func newPool(w *web) (*egress.Pool, error) {
 
 // newChain returns the egresskit chain sending through pool.
 func newChain(pool *egress.Pool, obs telemetry.Observer, onEscalate func(egresskit.Escalation)) (*egresskit.Transport, error) {
+	store, err := hoststate.NewMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: perMinute, Burst: 5}})
+	if err != nil {
+		return nil, err
+	}
 	return egresskit.New(egresskit.Config{
 		// robots.txt leaves through the same proxies as the pages.
 		Base:      pool,
@@ -106,7 +110,7 @@ func newChain(pool *egress.Pool, obs telemetry.Observer, onEscalate func(egressk
 			MaxDelay:   5 * time.Second,
 			Deadline:   8 * time.Second,
 		},
-		Store:      hoststate.NewMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: perMinute, Burst: 5}}),
+		Store:      store,
 		Observers:  []telemetry.Observer{obs},
 		OnEscalate: onEscalate,
 	})

@@ -33,7 +33,7 @@ func TestSettled(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				mem := hoststate.NewMemory(hoststate.Config{
+				mem := mustMemory(hoststate.Config{
 					Breaker: breaker.Config{FailureThreshold: 1},
 					Limit:   ratelimit.Config{PerMinute: 60, Burst: 1},
 				})

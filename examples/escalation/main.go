@@ -107,6 +107,10 @@ func run(ctx context.Context, out io.Writer, dir string) error {
 	}
 	defer audit.Close()
 
+	store, err := hoststate.NewMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 6000, Burst: 10}})
+	if err != nil {
+		return err
+	}
 	var op *operator
 	chain, err := egresskit.New(egresskit.Config{
 		UserAgent: userAgent,
@@ -114,7 +118,7 @@ func run(ctx context.Context, out io.Writer, dir string) error {
 		// Prefer it to http.Client.Timeout, whose wrapping of the response
 		// body also hides the classification that egresskit.Halted reads.
 		Retry:     retry.Policy{Deadline: 10 * time.Second},
-		Store:     hoststate.NewMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 6000, Burst: 10}}),
+		Store:     store,
 		Observers: []telemetry.Observer{audit},
 		// op is set below, before the first request.
 		OnEscalate: func(e egresskit.Escalation) { op.Escalate(e) },

@@ -109,9 +109,15 @@ func run(ctx context.Context, out io.Writer, o options) (*result, error) {
 	if o.redis == "" {
 		storeDesc = "memory: two Managers over one session.MemoryStore, one hoststate.Memory"
 		sessions := session.NewMemoryStore(session.MemoryConfig{})
-		state := hoststate.NewMemory(hostState)
+		state, err := hoststate.NewMemory(hostState)
+		if err != nil {
+			return nil, err
+		}
 		for i, name := range names {
-			m := session.New(session.Config{Store: sessions, Keyring: keys})
+			m, err := session.New(session.Config{Store: sessions, Keyring: keys})
+			if err != nil {
+				return nil, err
+			}
 			if workers[i], err = newWorker(name, id, m, state, base); err != nil {
 				return nil, err
 			}
@@ -139,7 +145,10 @@ func run(ctx context.Context, out io.Writer, o options) (*result, error) {
 			if err != nil {
 				return nil, err
 			}
-			m := session.New(session.Config{Store: sessions, Keyring: keys})
+			m, err := session.New(session.Config{Store: sessions, Keyring: keys})
+			if err != nil {
+				return nil, err
+			}
 			if workers[i], err = newWorker(name, id, m, state, base); err != nil {
 				return nil, err
 			}

@@ -109,11 +109,15 @@ func run(ctx context.Context, out io.Writer, ts *targetSet, opt options) error {
 	policy.AttemptTimeout, policy.Deadline = 0, requestDeadline
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	defer base.CloseIdleConnections()
+	store, err := hoststate.NewMemory(hoststate.Config{Limit: rep.Recommendation.RateLimit()})
+	if err != nil {
+		return err
+	}
 	chain, err := egresskit.New(egresskit.Config{
 		Base:      base,
 		UserAgent: userAgent,
 		Retry:     policy,
-		Store:     hoststate.NewMemory(hoststate.Config{Limit: rep.Recommendation.RateLimit()}),
+		Store:     store,
 		Scope:     egresskit.Scope{Deny: rep.Recommendation.HaltHosts},
 	})
 	if err != nil {

@@ -45,10 +45,15 @@ type crawler struct {
 // observer and serves /metrics on listen. The caller must call close.
 func start(listen string) (*crawler, error) {
 	c := &crawler{targets: newTargets()}
-	c.state = hoststate.NewMemory(hoststate.Config{
+	state, err := hoststate.NewMemory(hoststate.Config{
 		Breaker: breaker.Config{FailureThreshold: 4},
 		Limit:   ratelimit.Config{PerMinute: 1200, Burst: 4},
 	})
+	if err != nil {
+		c.targets.close()
+		return nil, err
+	}
+	c.state = state
 	pool, err := egress.New(egress.Config{Endpoints: []egress.Endpoint{{ID: "direct", Proxy: "direct"}}})
 	if err != nil {
 		c.targets.close()

@@ -9,7 +9,10 @@
 //	func TestScenarios(t *testing.T) {
 //		hoststatetest.Run(t, func(t *testing.T, cfg hoststate.Config, body func(*testing.T, hoststatetest.Env)) {
 //			synctest.Test(t, func(t *testing.T) {
-//				m := hoststate.NewMemory(cfg)
+//				m, err := hoststate.NewMemory(cfg)
+//				if err != nil {
+//					t.Fatal(err)
+//				}
 //				body(t, hoststatetest.Env{Store: m, Now: time.Now, Advance: time.Sleep, Evict: func() { m.Evict() }})
 //			})
 //		})

@@ -37,8 +37,6 @@ var reused = map[string]string{
 	"ErrInvalidRequest":    "a request the package cannot serve, in the chain and in the test servers of egresstest",
 	"ErrNilRequest":        "a nil request given to a RoundTrip, in classify and retry",
 	"ErrUnsupportedScheme": "a URL scheme the package cannot send (retry) or check (probe)",
-	"ErrNoHost":            "a URL without a host, in egress and retry",
-	"ErrBadPort":           "a port that is not one, in egress and probe",
 	"ErrInvalidHost":       "a host that cannot be keyed: hostkey's, and redisstore's for a key that cannot hold it",
 	"ProxyError":           "a proxy that failed: egress's when sending, probe's when checking",
 	"Endpoint":             "an egress endpoint (a proxy): egress.Endpoint, and the exporter's label setting for it",

@@ -153,7 +153,11 @@ func managerKeyRotation(t *testing.T, e env) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return session.New(session.Config{Store: e.store, Keyring: kr, Now: e.clock.Now})
+		m, err := session.New(session.Config{Store: e.store, Keyring: kr, Now: e.clock.Now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
 	}
 	old, rotated, only2 := ring(k1), ring(k1, k2), ring(k2)
 	id := fullSession(t, old, "rotate")

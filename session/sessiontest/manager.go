@@ -46,7 +46,11 @@ func managers(t *testing.T, e env, n int, tweak func(*session.Config)) []*sessio
 		if tweak != nil {
 			tweak(&c)
 		}
-		ms[i] = session.New(c)
+		m, err := session.New(c)
+		if err != nil {
+			t.Fatalf("session.New: %v", err)
+		}
+		ms[i] = m
 	}
 	return ms
 }

@@ -49,7 +49,7 @@ func newRig(t *testing.T, watch ...string) *rig {
 		tp.Shutdown(context.Background())
 		mp.Shutdown(context.Background())
 	})
-	mem := hoststate.NewMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 60000, Burst: 100}})
+	mem := mustMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 60000, Burst: 100}})
 	r.state = mem
 	var chain *egresskit.Transport
 	ot, err := otel.New(otel.Config{

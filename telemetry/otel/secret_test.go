@@ -90,7 +90,7 @@ func TestCrawlLeaksNoSecretToOTel(t *testing.T) {
 			UserAgent:    "OtelBot/1.0",
 			IgnoreRobots: true,
 			Retry:        retry.Policy{MaxRetries: 2, BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond, Deadline: 5 * time.Second},
-			Store:        hoststate.NewMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 60000, Burst: 100}}),
+			Store:        mustMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 60000, Burst: 100}}),
 			Observers:    []telemetry.Observer{ot},
 		}
 		if pool != nil {

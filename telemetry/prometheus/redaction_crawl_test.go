@@ -229,7 +229,7 @@ func TestCrawlLeaksNoSecret(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	state := hoststate.NewMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 60000, Burst: 100}})
+	state := mustMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 60000, Burst: 100}})
 	hostKey := func(raw string) string {
 		t.Helper()
 		u, err := url.Parse(raw)
