@@ -29,7 +29,7 @@ type Pool struct {
 	members  []*endpoint          // endpoints open to selection: present, not draining
 	cache    genCache[*route]     // host → route
 	uniform  bool                 // every member has the same weight
-	rules    *Rules               // nil: none
+	rules    *RuleSet               // nil: none
 	eligible map[*Rule]eligible   // rule → its eligible members
 	freed    chan struct{}        // closed when capacity may have appeared; nil if nobody waits
 
@@ -132,7 +132,7 @@ func New(cfg Config) (*Pool, error) {
 		return nil, err
 	}
 	if len(cfg.Rules) > 0 {
-		if p.rules, err = NewRules(cfg.Rules, cfg.Endpoints); err != nil {
+		if p.rules, err = NewRuleSet(cfg.Rules, cfg.Endpoints); err != nil {
 			return nil, err
 		}
 	}

@@ -102,21 +102,21 @@ func (e *RuleError) Error() string {
 // Unwrap returns ErrRuleUnsatisfied.
 func (e *RuleError) Unwrap() error { return ErrRuleUnsatisfied }
 
-// Rules is a validated set of rules: it finds the rule that governs a
+// RuleSet is a validated set of rules: it finds the rule that governs a
 // host. It is immutable and safe for concurrent use.
-type Rules struct {
+type RuleSet struct {
 	list   []*Rule
 	exact  map[string]*Rule // host → rule
 	suffix map[string]*Rule // "de" → rule for every host below de
 }
 
-// NewRules validates rules against the endpoints whose labels they
+// NewRuleSet validates rules against the endpoints whose labels they
 // select, and returns the set. Errors are *ConfigError values whose Field
 // names the rule: no name, a duplicate name or no hosts, a malformed host
 // pattern, two rules claiming the same hosts, a label no endpoint carries,
 // or no endpoint eligible.
-func NewRules(rules []Rule, endpoints []Endpoint) (*Rules, error) {
-	rs := &Rules{exact: map[string]*Rule{}, suffix: map[string]*Rule{}}
+func NewRuleSet(rules []Rule, endpoints []Endpoint) (*RuleSet, error) {
+	rs := &RuleSet{exact: map[string]*Rule{}, suffix: map[string]*Rule{}}
 	keys := map[string]bool{}
 	for _, e := range endpoints {
 		for k := range e.Labels {
@@ -130,7 +130,7 @@ func NewRules(rules []Rule, endpoints []Endpoint) (*Rules, error) {
 		if r.Name != "" {
 			field = fmt.Sprintf("Rules[%q]", r.Name)
 		}
-		fail := func(err error, value string) (*Rules, error) {
+		fail := func(err error, value string) (*RuleSet, error) {
 			return nil, &ConfigError{Field: field, Value: value, Err: err}
 		}
 		switch {
@@ -227,7 +227,7 @@ func validHostname(s string) bool {
 // Match returns the rule that governs host (a host name or address, with
 // or without port, any case), or nil when no rule does. The rule is the
 // set's own: read it, do not modify it.
-func (rs *Rules) Match(host string) *Rule {
+func (rs *RuleSet) Match(host string) *Rule {
 	if rs == nil {
 		return nil
 	}
@@ -236,7 +236,7 @@ func (rs *Rules) Match(host string) *Rule {
 
 // match finds the rule of a normalised host without allocating: the exact
 // host first, then its suffixes from the longest.
-func (rs *Rules) match(host string) *Rule {
+func (rs *RuleSet) match(host string) *Rule {
 	if rs == nil || len(rs.list) == 0 {
 		return nil
 	}
@@ -264,7 +264,7 @@ func (rs *Rules) match(host string) *Rule {
 }
 
 // List returns the rules, in the order given.
-func (rs *Rules) List() []Rule {
+func (rs *RuleSet) List() []Rule {
 	if rs == nil {
 		return nil
 	}
@@ -288,7 +288,7 @@ const maxRulesFile = 1 << 20
 //	]}
 //
 // Unknown members and documents over 1 MiB are errors. The rules are
-// validated against a pool's endpoints by New or NewRules.
+// validated against a pool's endpoints by New or NewRuleSet.
 func ReadRules(r io.Reader) ([]Rule, error) {
 	var doc struct {
 		Rules []Rule `json:"rules"`

@@ -34,7 +34,7 @@ func geoRules() []egress.Rule {
 }
 
 func TestRulesMatchMostSpecific(t *testing.T) {
-	rs, err := egress.NewRules(geoRules(), geoEndpoints(2))
+	rs, err := egress.NewRuleSet(geoRules(), geoEndpoints(2))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,8 +108,8 @@ func TestNewRulesErrors(t *testing.T) {
 		{Name: "a", Hosts: []string{"*.de", "*.de", "site:example.fr", "www.example.fr"}, Labels: eu},
 		{Name: "b", Hosts: []string{"*.bund.de", "[2001:db8::1]"}},
 	}
-	if _, err := egress.NewRules(ok, geoEndpoints(1)); err != nil {
-		t.Errorf("NewRules(%v) = %v, want nil", ok, err)
+	if _, err := egress.NewRuleSet(ok, geoEndpoints(1)); err != nil {
+		t.Errorf("NewRuleSet(%v) = %v, want nil", ok, err)
 	}
 }
 
@@ -122,7 +122,7 @@ func TestReadRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rs, err := egress.NewRules(rules, geoEndpoints(1))
+	rs, err := egress.NewRuleSet(rules, geoEndpoints(1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,10 +287,10 @@ func FuzzRulePattern(f *testing.F) {
 	}
 	eps := []egress.Endpoint{{ID: "a", Proxy: "direct"}}
 	f.Fuzz(func(t *testing.T, pat string) {
-		rs, err := egress.NewRules([]egress.Rule{{Name: "r", Hosts: []string{pat}}}, eps)
+		rs, err := egress.NewRuleSet([]egress.Rule{{Name: "r", Hosts: []string{pat}}}, eps)
 		if err != nil {
 			if !errors.Is(err, egress.ErrBadPattern) {
-				t.Fatalf("NewRules(%q) = %v, want ErrBadPattern", pat, err)
+				t.Fatalf("NewRuleSet(%q) = %v, want ErrBadPattern", pat, err)
 			}
 			return
 		}

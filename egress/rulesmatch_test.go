@@ -13,7 +13,7 @@ import (
 // ends with, as any other name under it does: rules never fail open.
 func TestMatchHostWithEmptyLabel(t *testing.T) {
 	eps := []egress.Endpoint{{ID: "eu", Proxy: "direct", Labels: map[string]string{"region": "eu"}}}
-	rs, err := egress.NewRules([]egress.Rule{{Name: "eu-only", Hosts: []string{"*.example.com"}, Labels: map[string]string{"region": "eu"}}}, eps)
+	rs, err := egress.NewRuleSet([]egress.Rule{{Name: "eu-only", Hosts: []string{"*.example.com"}, Labels: map[string]string{"region": "eu"}}}, eps)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,9 +58,9 @@ func TestProxyErrorText(t *testing.T) {
 // with the labels it requires, comma-separated.
 func TestNoEligibleNamesLabels(t *testing.T) {
 	eps := []egress.Endpoint{{ID: "us", Proxy: "direct", Labels: map[string]string{"region": "us", "tier": "a"}}}
-	_, err := egress.NewRules([]egress.Rule{{Name: "eu", Hosts: []string{"example.com"}, Labels: map[string]string{"region": "eu", "tier": "a"}}}, eps)
+	_, err := egress.NewRuleSet([]egress.Rule{{Name: "eu", Hosts: []string{"example.com"}, Labels: map[string]string{"region": "eu", "tier": "a"}}}, eps)
 	if !errors.Is(err, egress.ErrNoEligible) || !strings.Contains(err.Error(), "region=eu,tier=a") {
-		t.Errorf("NewRules with no eligible endpoint = %v, want ErrNoEligible naming region=eu,tier=a", err)
+		t.Errorf("NewRuleSet with no eligible endpoint = %v, want ErrNoEligible naming region=eu,tier=a", err)
 	}
 }
 

@@ -34,14 +34,14 @@ type RuleCoverage struct {
 
 // rulePlan is what a plan knows of the rules.
 type rulePlan struct {
-	rules *egress.Rules // nil without Options.Rules
+	rules *egress.RuleSet // nil without Options.Rules
 }
 
 func newRulePlan(s settings) (rulePlan, error) {
 	if len(s.Rules) == 0 {
 		return rulePlan{}, nil
 	}
-	rs, err := egress.NewRules(s.Rules, s.Proxies)
+	rs, err := egress.NewRuleSet(s.Rules, s.Proxies)
 	if err != nil {
 		return rulePlan{}, err
 	}

@@ -41,7 +41,6 @@ var reused = map[string]string{
 	"ProxyError":           "a proxy that failed: egress's when sending, probe's when checking",
 	"Endpoint":             "an egress endpoint (a proxy): egress.Endpoint, and the exporter's label setting for it",
 	"Of":                   "classify.Of reads the Result of a response, hostkey.Of the key of a URL: both read a value of their package off what the caller holds",
-	"Rules":                "egress routing rules and parsed robots.txt rules",
 	"Degraded":             "probe's DEGRADED verdict and redisstore's degraded-mode warning",
 	"Counts":               "breaker's failure counts and probe's per-class counts",
 }
