@@ -65,7 +65,11 @@ type Config struct {
 	// host.
 	ProxyTLSConfig *tls.Config
 	// Resolver resolves proxy names and, for socks5:// endpoints and
-	// direct ones, target names. Nil means net.DefaultResolver.
+	// direct ones, target names. With the DNS cache on (the default) the
+	// cache answers for target names in front of it: it sends its
+	// queries through Resolver.Dial when that is set, and leaves names
+	// without a dot and those of the hosts file to Resolver (see
+	// DNSConfig). Nil means net.DefaultResolver.
 	Resolver *net.Resolver
 
 	// DNS configures the cache of target names for direct and socks5://

@@ -20,14 +20,26 @@ import (
 // themselves, nor for the proxies' own names (Config.Resolver resolves
 // those).
 //
-// The cache asks the DNS servers directly and keeps each answer for its
+// The cache asks the DNS servers itself and keeps each answer for its
 // TTL: one query per name per TTL, however many connections are dialled.
 // Concurrent lookups of one name share one query. A name that does not
 // exist is remembered too, for the SOA's negative TTL (RFC 2308). When
-// every server fails, an expired answer is served for up to ServeStale
-// after its TTL (RFC 8767), and the servers are asked again at most every
-// 30 seconds meanwhile. The cache starts no goroutine of its own beyond
-// the lookups in flight, which Pool.Close ends and waits for.
+// every server fails, an expired answer is served until ServeStale after
+// its TTL, and never later (RFC 8767); meanwhile the servers are asked
+// again at most every 30 seconds. The cache starts no goroutine of its
+// own beyond the lookups in flight, which Pool.Close ends and waits for.
+//
+// When Config.Resolver has a Dial function, the cache sends its queries
+// through it (network "udp", or "tcp" for a truncated answer, and the
+// server's address), as net.Resolver does: the cache sits in front of
+// that resolver, and a Dial that redirects the queries redirects the
+// cache's too.
+//
+// A lookup that fails at every server, with no answer left to serve, is a
+// fault of the egress route, not of the target host: its error reports
+// EndpointFault() true, so the chain retries it without counting it
+// against the host's circuit breaker (classify.Result.Egress). A name
+// that does not exist is the host's own answer and is not such a fault.
 //
 // Names without a dot (other than "localhost") and names listed in the hosts
 // file (HostsFile, /etc/hosts by default, read once when the pool is
@@ -52,7 +64,9 @@ type DNSConfig struct {
 	// without a SOA in the answer, it is that time. Default 30s.
 	NegativeTTL time.Duration
 	// ServeStale is how long after its TTL an answer may still be served
-	// when every server fails. Default 1h; negative means never.
+	// when every server fails: not at or after the end of the TTL plus
+	// ServeStale, whatever the 30-second re-check. Default 1h; negative
+	// means never.
 	ServeStale time.Duration
 	// Timeout bounds each query to one server. Default 2s.
 	Timeout time.Duration
@@ -101,8 +115,11 @@ type dnsCache struct {
 	maxTTL     time.Duration
 	negTTL     time.Duration
 	serveStale time.Duration
-	fallback   *net.Resolver   // names without a dot, and pinned ones
-	pinned     map[string]bool // names of the hosts file
+	fallback   *net.Resolver // names without a dot, and pinned ones
+	// queryDial is Config.Resolver's Dial, through which every query goes;
+	// nil dials the servers directly.
+	queryDial func(ctx context.Context, network, addr string) (net.Conn, error)
+	pinned    map[string]bool // names of the hosts file
 
 	base   context.Context // cancelled by close
 	cancel context.CancelFunc
@@ -123,7 +140,10 @@ type dnsCache struct {
 type dnsEntry struct {
 	addrs   []netip.Addr
 	expires time.Time // end of the TTL
-	recheck time.Time // after a failed refresh: serve stale until then
+	// recheck is, after a failed refresh, when the servers are asked
+	// again: until then the answer is served stale. It is never later
+	// than expires + ServeStale.
+	recheck time.Time
 }
 
 // dnsCall is a lookup in flight, shared by every resolution of its name.
@@ -184,6 +204,9 @@ func newDNSCache(c DNSConfig, now func() time.Time, fallback *net.Resolver) (*dn
 		fallback:   fallback,
 		pinned:     readHosts(c.HostsFile),
 		calls:      map[string]*dnsCall{},
+	}
+	if fallback != nil {
+		d.queryDial = fallback.Dial
 	}
 	d.entries.init(cmp.Or(c.MaxEntries, 4096))
 	d.base, d.cancel = context.WithCancel(context.Background())
@@ -297,14 +320,28 @@ func (d *dnsCache) resolve(name string, call *dnsCall) {
 		call.addrs = addrs
 	case old != nil && d.serveStale > 0 && now.Before(old.expires.Add(d.serveStale)):
 		old.recheck = now.Add(staleRecheck)
+		if end := old.expires.Add(d.serveStale); end.Before(old.recheck) {
+			old.recheck = end
+		}
 		call.addrs, call.stale = old.addrs, true
 	default:
 		d.failures.Add(1)
-		call.err = &net.DNSError{Err: err.Error(), Name: name, IsTemporary: true}
+		call.err = &resolverError{&net.DNSError{Err: err.Error(), Name: name, IsTemporary: true}}
 	}
 	d.mu.Unlock()
 	close(call.done)
 }
+
+// resolverError is the failure of every DNS server with no answer to
+// serve: the egress route's fault, not the target host's (see DNSConfig).
+type resolverError struct{ *net.DNSError }
+
+// Unwrap returns the *net.DNSError.
+func (e *resolverError) Unwrap() error { return e.DNSError }
+
+// EndpointFault reports true: the route failed to resolve, the host said
+// nothing.
+func (e *resolverError) EndpointFault() bool { return true }
 
 // isLocalhost reports whether name is "localhost" or a name under it.
 func isLocalhost(name string) bool {

@@ -436,8 +436,14 @@ func TestDNSCacheLeavesHostsFileNames(t *testing.T) {
 	if err := os.WriteFile(hosts, []byte("# comment\n127.0.0.1 localhost\n127.0.0.1\tPinned.Test. other # trailing\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	system := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
+	// The system resolver asks the nameservers of /etc/resolv.conf, which
+	// its Dial sends to systemNS; the cache's queries go through the same
+	// Dial, to the cache's own server.
+	system := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, _, addr string) (net.Conn, error) {
 		var d net.Dialer
+		if addr == cacheNS.addr {
+			return d.DialContext(ctx, "udp", addr)
+		}
 		return d.DialContext(ctx, "udp", systemNS.addr)
 	}}
 	target := newTarget(t, http.StatusOK, false)

@@ -77,10 +77,10 @@ func (d *dnsCache) exchange(fqdn string, qtype uint16) (*dns.Msg, error) {
 		m.SetQuestion(fqdn, qtype)
 		ctx, cancel := context.WithTimeout(d.base, d.udp.Timeout)
 		d.queries.Add(1)
-		r, _, err := d.udp.ExchangeContext(ctx, m, s)
+		r, err := d.ask(ctx, d.udp, m, s)
 		if err == nil && r.Truncated {
 			d.queries.Add(1)
-			r, _, err = d.tcp.ExchangeContext(ctx, m, s)
+			r, err = d.ask(ctx, d.tcp, m, s)
 		}
 		cancel()
 		switch {
@@ -96,6 +96,23 @@ func (d *dnsCache) exchange(fqdn string, qtype uint16) (*dns.Msg, error) {
 		}
 	}
 	return nil, last
+}
+
+// ask sends m to server over c's network, through the dial function of
+// Config.Resolver when it has one.
+func (d *dnsCache) ask(ctx context.Context, c *dns.Client, m *dns.Msg, server string) (*dns.Msg, error) {
+	if d.queryDial == nil {
+		r, _, err := c.ExchangeContext(ctx, m, server)
+		return r, err
+	}
+	conn, err := d.queryDial(ctx, c.Net, server)
+	if err != nil {
+		return nil, err
+	}
+	co := &dns.Conn{Conn: conn}
+	defer co.Close()
+	r, _, err := c.ExchangeWithConnContext(ctx, m, co)
+	return r, err
 }
 
 // readHosts returns the names of a hosts file (lower-cased, without a

@@ -204,8 +204,9 @@
 //	                                this (see DNSConfig).
 //	DNS.NegativeTTL        30s      at most, for a name that does not exist.
 //	DNS.ServeStale         1h       an expired answer served while every DNS
-//	                                server fails (RFC 8767); servers are
-//	                                asked again every 30s meanwhile.
+//	                                server fails, up to this past its TTL
+//	                                (RFC 8767); servers are asked again
+//	                                every 30s meanwhile.
 //	DNS.MaxEntries         4096     names cached.
 //	DNS.Timeout            2s       per query and server.
 //
