@@ -16,6 +16,7 @@ import (
 	"github.com/egresskit/egresskit/hoststate"
 	"github.com/egresskit/egresskit/internal/firstsend"
 	"github.com/egresskit/egresskit/retry"
+	"github.com/egresskit/egresskit/robots"
 	"github.com/egresskit/egresskit/telemetry"
 )
 
@@ -84,7 +85,7 @@ func (a *gatedSender) send(req *http.Request, key string, first bool) (*http.Res
 	adm, err := t.state.Admit(ctx, key)
 	if err != nil {
 		err = notSent(err)
-		a.observe(ctx, req, key, attempt, start, 0, 0, classify.Of(nil, err), adm, hoststate.Effect{}, nil, err, false)
+		a.observe(ctx, req, key, attempt, start, 0, 0, classify.Of(nil, err), nil, nil, err, unsentReason(err), false)
 		return nil, unsent(req, err)
 	}
 	if adm.Wait > 0 {
@@ -98,18 +99,20 @@ func (a *gatedSender) send(req *http.Request, key string, first bool) (*http.Res
 		if err != nil {
 			err = notSent(err)
 			r := classify.Of(nil, err)
+			var eff *hoststate.Effect
 			if held {
-				t.record(ctx, key, adm, classify.Result{Outcome: classify.Canceled, Reason: r.Reason})
+				e := t.record(ctx, key, adm, classify.Result{Outcome: classify.Canceled, Reason: r.Reason})
+				eff = &e
 			}
-			a.observe(ctx, req, key, attempt, start, adm.Wait, 0, r, adm, hoststate.Effect{}, nil, err, false)
+			a.observe(ctx, req, key, attempt, start, adm.Wait, 0, r, eff, nil, err, unsentReason(err), false)
 			return nil, unsent(req, err)
 		}
 	}
 	if t.crawl != nil {
 		if err := t.crawlWait(ctx, first); err != nil {
 			r := classify.Of(nil, err)
-			t.record(ctx, key, adm, classify.Result{Outcome: classify.Canceled, Reason: r.Reason})
-			a.observe(ctx, req, key, attempt, start, adm.Wait, 0, r, adm, hoststate.Effect{}, nil, err, false)
+			eff := t.record(ctx, key, adm, classify.Result{Outcome: classify.Canceled, Reason: r.Reason})
+			a.observe(ctx, req, key, attempt, start, adm.Wait, 0, r, &eff, nil, err, unsentReason(err), false)
 			return nil, unsent(req, err)
 		}
 	}
@@ -250,7 +253,7 @@ func (e *attemptEnd) settled(r classify.Result) {
 	if t.cfg.Audit != nil && e.choice != nil && e.choice.Reason == egress.ReasonForced {
 		t.cfg.Audit.ForcedEgress(e.key, e.choice.EndpointID, string(e.choice.Reason))
 	}
-	e.a.observe(e.ctx, e.req, e.key, e.attempt, e.sent, e.adm.Wait, e.took, r, e.adm, eff, e.choice, e.err, e.late)
+	e.a.observe(e.ctx, e.req, e.key, e.attempt, e.sent, e.adm.Wait, e.took, r, &eff, e.choice, e.err, "", e.late)
 }
 
 // readmitted is how an admission taken before a pause, or whose slot
@@ -358,6 +361,50 @@ func notSent(err error) error {
 	return &classify.Error{Result: r, Err: err}
 }
 
+// unsentReason is Event.Unsent for err, the error of a request or attempt
+// the chain did not send.
+func unsentReason(err error) string {
+	switch {
+	case errors.Is(err, breaker.ErrHalted):
+		return "halted"
+	case errors.Is(err, breaker.ErrOpen):
+		return "open"
+	case errors.Is(err, robots.ErrDisallowed):
+		return "disallowed"
+	case errors.Is(err, ErrOutOfScope):
+		return "out_of_scope"
+	case errors.Is(err, context.Canceled):
+		return "canceled"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "deadline"
+	}
+	return "error"
+}
+
+// refuse reports a request the chain refused before its first attempt
+// (scope, robots.txt, the agent): one Final event, not sent, when there
+// is an observer. It closes the request's body and returns err.
+func (t *Transport) refuse(req *http.Request, key string, err error) error {
+	if len(t.observers) > 0 {
+		o := classify.Permanent
+		if errors.Is(err, context.Canceled) {
+			o = classify.Canceled
+		}
+		t.observers.Observe(req.Context(), &telemetry.Event{
+			Time:    time.Now(),
+			Host:    key,
+			Method:  req.Method,
+			URL:     t.cfg.Redactor.RedactURL(req.URL),
+			Attempt: 1,
+			Final:   true,
+			Outcome: o,
+			Unsent:  unsentReason(err),
+			Err:     t.cfg.Redactor.RedactError(err),
+		})
+	}
+	return unsent(req, err)
+}
+
 // suspectedBlock turns the attempt that made the block detector flag its
 // host into a refusal: the host is halted through the Store like any
 // refusal, and the caller's response reads as Refused (Halted).
@@ -397,9 +444,11 @@ func (t *Transport) escalate(c *classify.Classifier, key string, req *http.Reque
 // the request returns (final), so Final is exact without guessing the
 // retry decision. An attempt whose Result settles after the request
 // returned (late) is the request's last: its event is delivered Final when
-// it settles.
+// it settles. eff is what recording the attempt did to the host's state,
+// nil when nothing was recorded; unsent is the reason an attempt was not
+// sent (unsentReason), "" for one sent.
 func (a *gatedSender) observe(ctx context.Context, req *http.Request, key string, attempt int, start time.Time, wait, took time.Duration,
-	r classify.Result, adm hoststate.Admission, eff hoststate.Effect, choice *egress.Choice, err error, late bool) {
+	r classify.Result, eff *hoststate.Effect, choice *egress.Choice, err error, unsent string, late bool) {
 	t := a.t
 	if len(t.observers) == 0 {
 		return
@@ -415,14 +464,15 @@ func (a *gatedSender) observe(ctx context.Context, req *http.Request, key string
 		Markers:  r.Markers,
 		Wait:     wait,
 		Duration: took,
+		Unsent:   unsent,
 	}
 	e.Retries = e.Attempt - 1
 	switch {
-	case errors.Is(err, breaker.ErrHalted) || eff.Halted:
+	case errors.Is(err, breaker.ErrHalted) || (eff != nil && eff.Halted):
 		e.Breaker = "halted"
 	case errors.Is(err, breaker.ErrOpen):
 		e.Breaker = breaker.Open.String()
-	default:
+	case eff != nil:
 		e.Breaker = eff.To.String()
 	}
 	if choice != nil {

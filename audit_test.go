@@ -69,7 +69,7 @@ func TestAuditRecordsCompliance(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	kinds := map[string]int{}
+	kinds, unsent := map[string]int{}, map[string]int{}
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
@@ -89,6 +89,7 @@ func TestAuditRecordsCompliance(t *testing.T) {
 			Allowed      bool   `json:"allowed"`
 			Egress       string `json:"egress"`
 			EgressReason string `json:"egress_reason"`
+			Unsent       string `json:"unsent"`
 		}
 		json.Unmarshal(sc.Bytes(), &rec)
 		switch line.Kind {
@@ -97,8 +98,15 @@ func TestAuditRecordsCompliance(t *testing.T) {
 				t.Errorf("robots line for %s: allowed %v, want %v", rec.Path, rec.Allowed, want)
 			}
 		case "attempt":
-			// Each attempt names the endpoint it left through and why.
-			if rec.Egress == "" || rec.EgressReason == "" {
+			// Each attempt sent names the endpoint it left through and
+			// why; the request robots.txt disallowed was not sent.
+			switch {
+			case rec.Unsent != "":
+				unsent[rec.Unsent]++
+				if rec.Egress != "" {
+					t.Errorf("unsent attempt line with an egress: %s", sc.Text())
+				}
+			case rec.Egress == "" || rec.EgressReason == "":
 				t.Errorf("attempt line without its egress: %s", sc.Text())
 			}
 		}
@@ -108,8 +116,8 @@ func TestAuditRecordsCompliance(t *testing.T) {
 			t.Errorf("audit has %d %q lines, want %d (all: %v)", kinds[kind], kind, want, kinds)
 		}
 	}
-	if kinds["attempt"] != 3 {
-		t.Errorf("audit has %d attempt lines, want 3 (all: %v)", kinds["attempt"], kinds)
+	if kinds["attempt"] != 4 || len(unsent) != 1 || unsent["disallowed"] != 1 {
+		t.Errorf("audit has %d attempt lines, unsent %v; want 4, one of them unsent (disallowed) (all: %v)", kinds["attempt"], unsent, kinds)
 	}
 	if err := telemetry.VerifyFiles(path); err != nil {
 		t.Errorf("VerifyFiles: %v", err)

@@ -332,7 +332,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, unsent(req, err)
 	}
 	if err := t.cfg.Scope.check(key); err != nil {
-		return nil, unsent(req, err)
+		return nil, t.refuse(req, key, err)
 	}
 	ctx := req.Context()
 	own := userAgent(req.Header)
@@ -342,7 +342,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	id, err := t.ids.of(ua)
 	if err != nil {
-		return nil, unsent(req, err)
+		return nil, t.refuse(req, key, err)
 	}
 	if id.robots != nil {
 		d, err := id.robots.Check(ctx, req.URL)
@@ -350,10 +350,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			t.cfg.Audit.Robots(key, req.URL.EscapedPath(), err == nil)
 		}
 		if err != nil {
-			return nil, unsent(req, err)
+			return nil, t.refuse(req, key, err)
 		}
 		if err := t.ceilings.apply(ctx, t.state, key, d.CrawlDelay); err != nil {
-			return nil, unsent(req, err)
+			return nil, t.refuse(req, key, err)
 		}
 	}
 	if ua != own {

@@ -146,8 +146,8 @@ func NewAudit(cfg AuditConfig) (*Audit, error) {
 
 // Observe records an "attempt" line: host, method, attempt, final, status,
 // outcome, markers, egress, egress_reason, egress_rule (when a rule
-// governs the host) and breaker. The URL and the
-// error text are not recorded. A write error is kept and reported by Err.
+// governs the host), breaker, and unsent (when the chain did not send the
+// attempt: Event.Unsent). The URL and the error text are not recorded. A write error is kept and reported by Err.
 func (a *Audit) Observe(_ context.Context, e *Event) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -168,6 +168,9 @@ func (a *Audit) Observe(_ context.Context, e *Event) {
 		a.line.str("egress_rule", e.EgressRule)
 	}
 	a.line.str("breaker", e.Breaker)
+	if e.Unsent != "" {
+		a.line.str("unsent", e.Unsent)
+	}
 	_ = a.writeLocked()
 }
 

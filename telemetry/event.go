@@ -9,14 +9,21 @@ import (
 
 // Event describes one attempt: one HTTP round trip made, or refused before
 // it was sent, by the egresskit chain. The chain emits exactly one Event per
-// attempt.
+// attempt, and one for a request it refused before any attempt (out of
+// scope, disallowed by robots.txt). Unsent tells the two kinds apart:
+// count round trips from the events with Unsent "", and requests the
+// chain refused itself from the others.
 //
 // URL and Err are redacted by the producer (see Redactor); observers may
 // print them as they are.
 type Event struct {
-	// Time is when the attempt started.
+	// Time is when the attempt started: before its admission and its
+	// pacing wait, so that a sent attempt's round trip began at
+	// Time + Wait.
 	Time time.Time
-	// Host is the target host (lower case, without userinfo).
+	// Host is the key of the target's host (hostkey.Of): lower case, in
+	// punycode, without userinfo, with the port only when it is not the
+	// scheme's default.
 	Host string
 	// Method is the HTTP method.
 	Method string
@@ -28,30 +35,51 @@ type Event struct {
 	Retries int
 	// Final is true when no further attempt of the same request follows:
 	// the request's result is this attempt's. Collectors count requests
-	// from final events.
+	// from final events. An unsent event is always final.
 	Final bool
 	// Status is the HTTP status code, or 0 when no response arrived.
 	Status int
-	// Outcome is the classification of the attempt.
+	// Outcome is the classification of the attempt. An unsent attempt is
+	// Permanent (it is not retried), or Canceled when the caller's
+	// context ended before it was sent.
 	Outcome classify.Outcome
 	// Markers names the challenge markers that matched, if any.
 	Markers []string
 	// Egress is the ID of the egress endpoint used ("" when none was).
 	Egress string
-	// EgressReason says why that endpoint was chosen (a short fixed word).
+	// EgressReason says why that endpoint was chosen (a short fixed word),
+	// "" when none was.
 	EgressReason string
 	// EgressRule names the egress rule that decided which endpoints were
 	// eligible for the host, "" when no rule governs it.
 	EgressRule string
-	// Breaker is the host's breaker state when the attempt was admitted:
-	// "closed", "half-open", "open", "halted", or "" when unknown.
+	// Breaker is the host's breaker state after the attempt: "closed",
+	// "half-open", "open", or "halted" when the host is halted. The
+	// attempt that opens the breaker reports "open", and the one whose
+	// result halts the host "halted"; an attempt refused because the host
+	// was halted or open reports that state. It is "" when unknown: for a
+	// request refused before any attempt, and for an unsent attempt whose
+	// admission failed for another reason.
 	Breaker string
-	// Wait is how long the attempt waited for a pacing token.
+	// Wait is the pacing wait the attempt was given: how long a sent
+	// attempt waited for its token. An unsent attempt reports the wait it
+	// was given when it was refused, which it may not have served (a wait
+	// past the deadline is refused at once); 0 when it had none.
 	Wait time.Duration
-	// Duration is how long the round trip took, excluding Wait.
+	// Duration is how long the round trip took, from the send to the
+	// response's headers (or the error), excluding Wait; 0 when the
+	// attempt was not sent.
 	Duration time.Duration
 	// Err is the redacted text of the attempt's error, "" when none.
 	Err string
+	// Unsent is "" when the attempt was sent, else why the chain did not
+	// send it: "halted" (the host is halted), "open" (its breaker is
+	// open), "disallowed" (robots.txt), "out_of_scope" (Config.Scope),
+	// "deadline" (a pacing or crawl-rate wait would pass the request's
+	// deadline), "canceled" (the caller's context ended first), or
+	// "error" (the chain failed before sending: the host state's store,
+	// robots.txt unreachable through the egress route, too many agents).
+	Unsent string
 }
 
 // Observer receives events. Observe is called synchronously on the request

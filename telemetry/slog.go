@@ -65,7 +65,8 @@ func DefaultLevel(o classify.Outcome) slog.Level {
 // Slog is an Observer writing one log record per event. Records carry the
 // event's time and the attributes named by the Attr constants, every one on
 // every record (empty when unset; markers joined with ","), in the order of
-// the constants. It is safe for concurrent use.
+// the constants; the record of an attempt the chain did not send ends with
+// one more, "unsent", holding Event.Unsent. It is safe for concurrent use.
 type Slog struct {
 	h      slog.Handler
 	level  func(classify.Outcome) slog.Level
@@ -123,6 +124,9 @@ func (s *Slog) Observe(ctx context.Context, e *Event) {
 	)
 	if e.EgressRule != "" {
 		r.AddAttrs(slog.String(AttrEgressRule, e.EgressRule))
+	}
+	if e.Unsent != "" {
+		r.AddAttrs(slog.String("unsent", e.Unsent))
 	}
 	_ = s.h.Handle(ctx, r)
 }

@@ -85,13 +85,15 @@ type Telemetry struct {
 	cfg    Config
 	tracer trace.Tracer
 
-	attempts, requests, retries, halts metric.Int64Counter
+	attempts, unsent, requests, retries, halts metric.Int64Counter
 	latency, wait                      metric.Float64Histogram
 	reg                                metric.Registration
 
 	mu      sync.Mutex          // guards reasons and cache
 	reasons map[string]struct{} // egress_reason values admitted so far
 	cache   map[setKey]attrSets // bounded: outcomes × (MaxReasons+1)
+
+	unsentSets map[string]attribute.Set // by Event.Unsent; built by New, read-only
 }
 
 var _ telemetry.Observer = (*Telemetry)(nil)
@@ -130,12 +132,17 @@ func New(cfg Config) (*Telemetry, error) {
 		errs = append(errs, err)
 		return h
 	}
-	t.attempts = counter("egresskit.attempts", "Attempts (round trips) by outcome and egress reason.")
-	t.requests = counter("egresskit.requests", "Requests by the outcome and egress reason of their final attempt.")
-	t.retries = counter("egresskit.retries", "Attempts that retried an earlier attempt of the same request.")
+	t.attempts = counter("egresskit.attempts", "Attempts sent (round trips) by outcome and egress reason; attempts the chain refused before sending are in egresskit.unsent.")
+	t.unsent = counter("egresskit.unsent", "Requests the chain refused before sending their attempt, by reason: halted, open, disallowed, out_of_scope, deadline, canceled, error.")
+	t.requests = counter("egresskit.requests", "Requests whose final attempt was sent, by its outcome and egress reason.")
+	t.retries = counter("egresskit.retries", "Attempts sent that retried an earlier attempt of the same request.")
 	t.halts = counter("egresskit.halts", "Attempts whose result halted their host.")
-	t.latency = hist("egresskit.attempt.duration", "Duration of attempts, excluding pacing waits, by outcome.")
-	t.wait = hist("egresskit.token.wait", "Time attempts waited for a per-host pacing token.")
+	t.latency = hist("egresskit.attempt.duration", "Duration of attempts sent, excluding pacing waits, by outcome.")
+	t.wait = hist("egresskit.token.wait", "Time attempts sent waited for a per-host pacing token.")
+	t.unsentSets = map[string]attribute.Set{}
+	for _, r := range unsentReasons {
+		t.unsentSets[r] = attribute.NewSet(attribute.String("reason", r))
+	}
 
 	var observables []metric.Observable
 	var breakerHosts, hostState metric.Int64ObservableGauge
@@ -232,6 +239,7 @@ func (t *Telemetry) span(ctx context.Context, e *telemetry.Event) {
 		attribute.String("egresskit.egress.endpoint", e.Egress),
 		attribute.String("egresskit.egress.reason", e.EgressReason),
 		attribute.String("egresskit.breaker", e.Breaker),
+		attribute.String("egresskit.unsent", e.Unsent),
 		attribute.Float64("egresskit.wait_seconds", e.Wait.Seconds()),
 		attribute.Bool("egresskit.final", e.Final),
 		attribute.String("http.request.method", e.Method),
@@ -257,7 +265,18 @@ func (t *Telemetry) span(ctx context.Context, e *telemetry.Event) {
 	}
 }
 
+// count counts an attempt sent in attempts, requests (when final),
+// retries, halts and the duration and wait histograms, and one the chain
+// did not send only in unsent, by its reason: it made no round trip.
 func (t *Telemetry) count(ctx context.Context, e *telemetry.Event) {
+	if e.Unsent != "" {
+		set, ok := t.unsentSets[e.Unsent]
+		if !ok {
+			set = t.unsentSets["error"]
+		}
+		t.unsent.Add(ctx, 1, metric.WithAttributeSet(set))
+		return
+	}
 	sets := t.sets(e.Outcome, e.EgressReason)
 	set := metric.WithAttributeSet(sets.both)
 	t.attempts.Add(ctx, 1, set)
@@ -267,14 +286,16 @@ func (t *Telemetry) count(ctx context.Context, e *telemetry.Event) {
 	if e.Attempt > 1 {
 		t.retries.Add(ctx, 1)
 	}
-	if e.Duration > 0 { // an attempt never sent has no latency
-		t.latency.Record(ctx, e.Duration.Seconds(), metric.WithAttributeSet(sets.outcome))
-		if e.Breaker == StateHalted {
-			t.halts.Add(ctx, 1)
-		}
+	t.latency.Record(ctx, e.Duration.Seconds(), metric.WithAttributeSet(sets.outcome))
+	if e.Breaker == StateHalted { // its result halted the host
+		t.halts.Add(ctx, 1)
 	}
 	t.wait.Record(ctx, e.Wait.Seconds())
 }
+
+// unsentReasons are the values of Event.Unsent, the reason attribute of
+// egresskit.unsent; any other counts as "error".
+var unsentReasons = [...]string{"halted", "open", "disallowed", "out_of_scope", "deadline", "canceled", "error"}
 
 // attrSets are the attribute sets of the metrics of one outcome and
 // egress reason, built once.

@@ -254,6 +254,10 @@ func TestHaltAndHostGauges(t *testing.T) {
 
 	m := collect(t, r.reader)
 	checkSum(t, m, "egresskit.halts", map[string]int64{"": 1})
+	// The request to the halted host was refused before sending: it is
+	// no attempt, and counts by its reason.
+	checkSum(t, m, "egresskit.attempts", map[string]int64{"outcome=refused,egress_reason=none": 1, "outcome=ok,egress_reason=none": 1})
+	checkSum(t, m, "egresskit.unsent", map[string]int64{"reason=halted": 1})
 	checkGauge(t, m, "egresskit.breaker.hosts", map[string]float64{"state=closed": 1, "state=half-open": 0, "state=open": 0, "state=halted": 1})
 	checkGauge(t, m, "egresskit.host.breaker_state", map[string]float64{
 		"host=" + rk + ",state=halted": 1, "host=" + rk + ",state=closed": 0, "host=" + rk + ",state=open": 0, "host=" + rk + ",state=half-open": 0,

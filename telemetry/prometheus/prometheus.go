@@ -113,6 +113,7 @@ type Collector struct {
 	cfg Config
 
 	attempts  *prom.CounterVec
+	unsent    *prom.CounterVec
 	requests  *prom.CounterVec
 	retries   prom.Counter
 	halts     prom.Counter
@@ -172,17 +173,19 @@ func New(cfg Config) *Collector {
 	c := &Collector{
 		cfg: cfg,
 		attempts: prom.NewCounterVec(prom.CounterOpts{Namespace: ns, Name: "attempts_total",
-			Help: "Attempts (round trips) by outcome and egress reason."}, []string{"outcome", "egress_reason"}),
+			Help: "Attempts sent (round trips) by outcome and egress reason; attempts the chain refused before sending are in unsent_total."}, []string{"outcome", "egress_reason"}),
+		unsent: prom.NewCounterVec(prom.CounterOpts{Namespace: ns, Name: "unsent_total",
+			Help: "Requests the chain refused before sending their attempt, by reason: halted, open, disallowed, out_of_scope, deadline, canceled, error."}, []string{"reason"}),
 		requests: prom.NewCounterVec(prom.CounterOpts{Namespace: ns, Name: "requests_total",
-			Help: "Requests by the outcome and egress reason of their final attempt."}, []string{"outcome", "egress_reason"}),
+			Help: "Requests whose final attempt was sent, by its outcome and egress reason."}, []string{"outcome", "egress_reason"}),
 		retries: prom.NewCounter(prom.CounterOpts{Namespace: ns, Name: "retries_total",
-			Help: "Attempts that retried an earlier attempt of the same request."}),
+			Help: "Attempts sent that retried an earlier attempt of the same request."}),
 		halts: prom.NewCounter(prom.CounterOpts{Namespace: ns, Name: "halts_total",
 			Help: "Attempts whose result halted their host."}),
 		latency: prom.NewHistogramVec(hist("attempt_duration_seconds",
 			"Duration of attempts, excluding pacing waits, by outcome."), []string{"outcome"}),
 		wait: prom.NewHistogram(hist("token_wait_seconds",
-			"Time attempts waited for a per-host pacing token.")),
+			"Time attempts sent waited for a per-host pacing token.")),
 		scrapeErr: prom.NewCounter(prom.CounterOpts{Namespace: ns, Name: "collector_callback_panics_total",
 			Help: "Panics recovered from state callbacks during scrapes."}),
 		breakerHosts: prom.NewDesc(prom.BuildFQName(ns, "", "breaker_hosts"),
@@ -210,13 +213,19 @@ func New(cfg Config) *Collector {
 	return c
 }
 
-// Observe counts one attempt event: attempts by outcome and egress
-// reason, requests (final events) likewise, retries (attempts after the
-// first), halts (attempts sent whose result halted their host), the
-// attempt's duration (when it was sent) and its pacing wait.
+// Observe counts one attempt event. An attempt sent (Unsent "") counts in
+// attempts by outcome and egress reason, in requests likewise when it is
+// final, in retries when it is not the first, in halts when its result
+// halted the host, and in the duration and pacing-wait histograms. An
+// attempt the chain did not send counts only in unsent, by its reason
+// (Event.Unsent): it made no round trip.
 func (c *Collector) Observe(_ context.Context, e *telemetry.Event) {
-	outcome := e.Outcome.String()
 	reason := c.reason(e.EgressReason, e.Host, e.Breaker)
+	if e.Unsent != "" {
+		c.unsent.WithLabelValues(unsentLabel(e.Unsent)).Inc()
+		return
+	}
+	outcome := e.Outcome.String()
 	c.attempts.WithLabelValues(outcome, reason).Inc()
 	if e.Final {
 		c.requests.WithLabelValues(outcome, reason).Inc()
@@ -224,13 +233,21 @@ func (c *Collector) Observe(_ context.Context, e *telemetry.Event) {
 	if e.Attempt > 1 {
 		c.retries.Inc()
 	}
-	if e.Duration > 0 { // an attempt never sent has no latency
-		c.latency.WithLabelValues(outcome).Observe(e.Duration.Seconds())
-		if e.Breaker == StateHalted { // sent, and its result halted the host
-			c.halts.Inc()
-		}
+	c.latency.WithLabelValues(outcome).Observe(e.Duration.Seconds())
+	if e.Breaker == StateHalted { // its result halted the host
+		c.halts.Inc()
 	}
 	c.wait.Observe(e.Wait.Seconds())
+}
+
+// unsentLabel bounds the reason label to the values Event.Unsent
+// documents; any other counts as "error".
+func unsentLabel(r string) string {
+	switch r {
+	case "halted", "open", "disallowed", "out_of_scope", "deadline", "canceled":
+		return r
+	}
+	return "error"
 }
 
 // reason maps an egress reason to its label value, admitting at most
@@ -257,6 +274,7 @@ func (c *Collector) reason(r, host, breaker string) string {
 // Describe sends the descriptors of every metric the Collector exports.
 func (c *Collector) Describe(ch chan<- *prom.Desc) {
 	c.attempts.Describe(ch)
+	c.unsent.Describe(ch)
 	c.requests.Describe(ch)
 	c.retries.Describe(ch)
 	c.halts.Describe(ch)
@@ -278,6 +296,7 @@ func (c *Collector) Describe(ch chan<- *prom.Desc) {
 // egresskit_collector_callback_panics_total, and its metrics are left out.
 func (c *Collector) Collect(ch chan<- prom.Metric) {
 	c.attempts.Collect(ch)
+	c.unsent.Collect(ch)
 	c.requests.Collect(ch)
 	c.retries.Collect(ch)
 	c.halts.Collect(ch)

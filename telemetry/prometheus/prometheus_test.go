@@ -63,8 +63,8 @@ func feed(c telemetry.Observer) {
 		{Host: "x.example", Attempt: 2, Retries: 1, Outcome: classify.Throttled, Status: 429, EgressReason: "affinity", Duration: 10 * time.Millisecond},
 		{Host: "x.example", Attempt: 3, Retries: 2, Final: true, Outcome: classify.OK, Status: 200, EgressReason: "fallback", Duration: 40 * time.Millisecond},
 		{Host: "y.example", Attempt: 1, Final: true, Outcome: classify.Refused, Status: 403, Duration: time.Second, Breaker: "halted"},
-		{Host: "y.example", Attempt: 1, Final: true, Outcome: classify.Canceled, Breaker: "halted"}, // halted: not sent
-		{Host: "y.example", Attempt: 1, Final: true, Outcome: classify.Canceled},
+		{Host: "y.example", Attempt: 1, Final: true, Outcome: classify.Permanent, Breaker: "halted", Unsent: "halted"},
+		{Host: "y.example", Attempt: 1, Final: true, Outcome: classify.Canceled, Unsent: "canceled", Wait: time.Second},
 	}
 	for i := range events {
 		c.Observe(ctx, &events[i])
@@ -87,21 +87,23 @@ func TestCounts(t *testing.T) {
 	c := egressprom.New(fullConfig())
 	feed(c)
 	want := `
-# HELP egresskit_attempts_total Attempts (round trips) by outcome and egress reason.
+# HELP egresskit_attempts_total Attempts sent (round trips) by outcome and egress reason; attempts the chain refused before sending are in unsent_total.
 # TYPE egresskit_attempts_total counter
 egresskit_attempts_total{egress_reason="affinity",outcome="ok"} 1
 egresskit_attempts_total{egress_reason="affinity",outcome="throttled"} 1
 egresskit_attempts_total{egress_reason="affinity",outcome="transient"} 1
 egresskit_attempts_total{egress_reason="fallback",outcome="ok"} 1
-egresskit_attempts_total{egress_reason="none",outcome="canceled"} 2
 egresskit_attempts_total{egress_reason="none",outcome="refused"} 1
-# HELP egresskit_requests_total Requests by the outcome and egress reason of their final attempt.
+# HELP egresskit_unsent_total Requests the chain refused before sending their attempt, by reason: halted, open, disallowed, out_of_scope, deadline, canceled, error.
+# TYPE egresskit_unsent_total counter
+egresskit_unsent_total{reason="canceled"} 1
+egresskit_unsent_total{reason="halted"} 1
+# HELP egresskit_requests_total Requests whose final attempt was sent, by its outcome and egress reason.
 # TYPE egresskit_requests_total counter
 egresskit_requests_total{egress_reason="affinity",outcome="ok"} 1
 egresskit_requests_total{egress_reason="fallback",outcome="ok"} 1
-egresskit_requests_total{egress_reason="none",outcome="canceled"} 2
 egresskit_requests_total{egress_reason="none",outcome="refused"} 1
-# HELP egresskit_retries_total Attempts that retried an earlier attempt of the same request.
+# HELP egresskit_retries_total Attempts sent that retried an earlier attempt of the same request.
 # TYPE egresskit_retries_total counter
 egresskit_retries_total 2
 # HELP egresskit_halts_total Attempts whose result halted their host.
@@ -132,19 +134,19 @@ egresskit_egress_endpoint_score{endpoint="p2"} 0.1
 egresskit_egress_endpoint_quarantined{endpoint="p1"} 0
 egresskit_egress_endpoint_quarantined{endpoint="p2"} 1
 `
-	names := []string{"egresskit_attempts_total", "egresskit_requests_total", "egresskit_retries_total", "egresskit_halts_total",
+	names := []string{"egresskit_attempts_total", "egresskit_unsent_total", "egresskit_requests_total", "egresskit_retries_total", "egresskit_halts_total",
 		"egresskit_breaker_hosts", "egresskit_host_breaker_state", "egresskit_host_pacing_rate_per_minute", "egresskit_egress_endpoint_score",
 		"egresskit_egress_endpoint_quarantined"}
 	if err := testutil.CollectAndCompare(c, strings.NewReader(want), names...); err != nil {
 		t.Error(err)
 	}
-	// Five attempts were sent (the canceled ones were not): five latency
-	// observations; seven waits.
+	// Five attempts were sent (the unsent ones were not): five latency
+	// observations and five waits.
 	if n := histCount(t, c, "egresskit_attempt_duration_seconds"); n != 5 {
 		t.Errorf("attempt_duration_seconds count = %d, want 5", n)
 	}
-	if n := histCount(t, c, "egresskit_token_wait_seconds"); n != 7 {
-		t.Errorf("token_wait_seconds count = %d, want 7", n)
+	if n := histCount(t, c, "egresskit_token_wait_seconds"); n != 5 {
+		t.Errorf("token_wait_seconds count = %d, want 5", n)
 	}
 }
 
