@@ -86,8 +86,8 @@ type Telemetry struct {
 	tracer trace.Tracer
 
 	attempts, unsent, requests, retries, halts metric.Int64Counter
-	latency, wait                      metric.Float64Histogram
-	reg                                metric.Registration
+	latency, wait                              metric.Float64Histogram
+	reg                                        metric.Registration
 
 	mu      sync.Mutex          // guards reasons and cache
 	reasons map[string]struct{} // egress_reason values admitted so far
