@@ -15,6 +15,7 @@ import (
 	"github.com/egresskit/egresskit/hostkey"
 	"github.com/egresskit/egresskit/hoststate"
 	"github.com/egresskit/egresskit/internal/firstsend"
+	"github.com/egresskit/egresskit/ratelimit"
 	"github.com/egresskit/egresskit/retry"
 	"github.com/egresskit/egresskit/robots"
 	"github.com/egresskit/egresskit/telemetry"
@@ -84,8 +85,12 @@ func (a *gatedSender) send(req *http.Request, key string, first bool) (*http.Res
 	}
 	adm, err := t.state.Admit(ctx, key)
 	if err != nil {
+		var wait time.Duration // the wait refused for passing the deadline
+		if de, ok := errors.AsType[*ratelimit.DeadlineError](err); ok {
+			wait = de.Wait
+		}
 		err = notSent(err)
-		a.observe(ctx, req, key, attempt, start, 0, 0, classify.Of(nil, err), nil, nil, err, unsentReason(err), false)
+		a.observe(ctx, req, key, attempt, start, wait, 0, classify.Of(nil, err), nil, nil, err, unsentReason(err), false)
 		return nil, unsent(req, err)
 	}
 	if adm.Wait > 0 {

@@ -17,9 +17,9 @@ import (
 // URL and Err are redacted by the producer (see Redactor); observers may
 // print them as they are.
 type Event struct {
-	// Time is when the attempt started: before its admission and its
-	// pacing wait, so that a sent attempt's round trip began at
-	// Time + Wait.
+	// Time is when the attempt was sent, after its pacing wait (Wait);
+	// for an attempt the chain did not send, when the chain began
+	// handling it.
 	Time time.Time
 	// Host is the key of the target's host (hostkey.Of): lower case, in
 	// punycode, without userinfo, with the port only when it is not the

@@ -251,15 +251,22 @@ func (t *Telemetry) span(ctx context.Context, e *telemetry.Event) {
 	if len(e.Markers) > 0 {
 		attrs = append(attrs, attribute.StringSlice("egresskit.markers", e.Markers))
 	}
+	// A sent attempt's span covers its pacing wait and its round trip:
+	// Time is when it was sent. An unsent one's starts when the chain
+	// began handling it.
+	start, end := e.Time, e.Time.Add(e.Duration)
+	if e.Unsent == "" {
+		start = e.Time.Add(-e.Wait)
+	}
 	_, sp := t.tracer.Start(ctx, "egresskit.attempt",
-		trace.WithTimestamp(e.Time), trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
+		trace.WithTimestamp(start), trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
 	if e.Err != "" {
-		sp.RecordError(errors.New(e.Err), trace.WithTimestamp(e.Time.Add(e.Wait+e.Duration)))
+		sp.RecordError(errors.New(e.Err), trace.WithTimestamp(end))
 		sp.SetStatus(codes.Error, e.Err)
 	} else if e.Outcome != classify.OK {
 		sp.SetStatus(codes.Error, outcome)
 	}
-	sp.End(trace.WithTimestamp(e.Time.Add(e.Wait + e.Duration)))
+	sp.End(trace.WithTimestamp(end))
 	if rs, ok := ctx.Value(requestKey{}).(*requestState); ok {
 		rs.attempted(e)
 	}
