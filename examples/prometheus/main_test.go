@@ -89,20 +89,32 @@ func TestScrapeAfterCrawl(t *testing.T) {
 		t.Errorf("crawl results %v: want %d pages of status 200 (healthy, flaky, throttled)", results, 3*pagesPerHost)
 	}
 	served := float64(c.targets.served.Load())
-	// Attempts with an egress reason were sent; those without were not.
-	sent := sum(samples, "egresskit_attempts_total") - sum(samples, "egresskit_attempts_total", `egress_reason="none"`)
+	// Attempts counts what was sent; the requests the chain refused
+	// before sending (the halted host, the open one) are counted apart.
+	sent := sum(samples, "egresskit_attempts_total")
+	requests, unsent := sum(samples, "egresskit_requests_total"), sum(samples, "egresskit_unsent_total")
+	// Every attempt sent is a request's first or a retry; a request's
+	// first attempt was sent unless the request was refused unsent.
+	if unsent == 0 {
+		t.Error("no request refused unsent: the halted and the open host should refuse some")
+	}
+	firsts := sent - sum(samples, "egresskit_retries_total")
+	if firsts < requests || firsts > requests+unsent {
+		t.Errorf("attempts sent %v minus retries %v = %v, want between the requests sent (%v) and all requests (%v)",
+			sent, sent-firsts, firsts, requests, requests+unsent)
+	}
 	for _, tt := range []struct {
 		what      string
 		got, want float64
 	}{
-		{"attempts sent (egress reason set)", sent, served},
-		{"requests", sum(samples, "egresskit_requests_total"), hosts * pagesPerHost},
+		{"attempts sent", sent, served},
+		{"requests sent and refused unsent", requests + unsent, hosts * pagesPerHost},
+		{"requests refused unsent (halted or open)", sum(samples, "egresskit_unsent_total", `reason="halted"`) +
+			sum(samples, "egresskit_unsent_total", `reason="open"`), unsent},
 		{"ok requests", sum(samples, "egresskit_requests_total", `outcome="ok"`), 3 * pagesPerHost},
 		{"refused requests", sum(samples, "egresskit_requests_total", `outcome="refused"`), 1},
-		{"retries", sum(samples, "egresskit_retries_total"), sum(samples, "egresskit_attempts_total") - hosts*pagesPerHost},
-		{"latency observations of sent attempts", sum(samples, "egresskit_attempt_duration_seconds_count") -
-			sum(samples, "egresskit_attempt_duration_seconds_count", `outcome="permanent"`), served},
-		{"token waits", sum(samples, "egresskit_token_wait_seconds_count"), sum(samples, "egresskit_attempts_total")},
+		{"latency observations", sum(samples, "egresskit_attempt_duration_seconds_count"), served},
+		{"token waits", sum(samples, "egresskit_token_wait_seconds_count"), sent},
 		{"closed hosts", sum(samples, "egresskit_breaker_hosts", `state="closed"`), 3},
 		{"open hosts", sum(samples, "egresskit_breaker_hosts", `state="open"`), 1},
 		{"halted hosts", sum(samples, "egresskit_breaker_hosts", `state="halted"`), 1},

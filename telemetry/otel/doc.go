@@ -45,11 +45,15 @@
 //
 // The same as the Prometheus collector's, under OpenTelemetry names:
 //
-//	egresskit.attempts          counter {outcome, egress_reason}
-//	egresskit.requests          counter {outcome, egress_reason} (final attempts)
-//	egresskit.retries           counter
-//	egresskit.attempt.duration  histogram, s {outcome}; attempts that were sent
-//	egresskit.token.wait        histogram, s
+//	egresskit.attempts          counter {outcome, egress_reason}: attempts sent
+//	egresskit.unsent            counter {reason}: requests refused before
+//	                            sending (telemetry.Event.Unsent: halted, open,
+//	                            disallowed, out_of_scope, deadline, canceled,
+//	                            error)
+//	egresskit.requests          counter {outcome, egress_reason} (final attempts sent)
+//	egresskit.retries           counter, attempts sent
+//	egresskit.attempt.duration  histogram, s {outcome}; attempts sent
+//	egresskit.token.wait        histogram, s; attempts sent
 //	egresskit.halts             counter: attempts whose result halted their host
 //	egresskit.breaker.hosts     gauge {state}, from Config.BreakerCounts
 //	egresskit.host.breaker_state gauge {host, state}, watched hosts, from Config.Status
