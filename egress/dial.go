@@ -116,7 +116,7 @@ func (p *Pool) dialSOCKS(ctx context.Context, e *endpoint, nd *net.Dialer, netwo
 	if e.proxy.kind == kindSOCKS5 {
 		resolved, err := p.resolveTarget(ctx, addr)
 		if err != nil {
-			return nil, err // the target's name, not the endpoint
+			return nil, err // the target's name or our resolver, not the proxy
 		}
 		addr = resolved
 	}
