@@ -2,6 +2,8 @@ package testprog
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -22,13 +24,14 @@ type DNS struct {
 	*Proc
 	// Version is dnsmasq's version ("2.90").
 	Version string
+
+	log string // the query log
 }
 
 // Dnsmasq starts a real dnsmasq (tested with Debian's 2.90) on a free
 // loopback port, in the foreground, with no upstream servers, no hosts
 // file and no cache of its own: it answers the names of opts itself and
-// logs every query (to its output, bounded like every program's), which
-// Queries counts. It is killed when the test ends;
+// logs every query to a file, before it answers, which Queries counts. It is killed when the test ends;
 // the test is skipped when dnsmasq is missing, unless
 // EGRESSKIT_REQUIRE_PROGRAMS is set. Stop it with Kill to play a dead
 // resolver, or with Signal(syscall.SIGSTOP) to hold its answers.
@@ -39,7 +42,13 @@ func Dnsmasq(t testing.TB, opts DNSOptions) *DNS {
 	}
 	path := Need(t, "dnsmasq")
 	dir := programDir(t)
-	d := &DNS{Version: version(path, []string{"--version"}, "Dnsmasq version ", "")}
+	d := &DNS{Version: version(path, []string{"--version"}, "Dnsmasq version ", ""), log: filepath.Join(dir, "queries.log")}
+	// dnsmasq writes its log synchronously, but may do so as the user it
+	// drops to: the file is there for it, writable.
+	WriteFile(t, dir, "queries.log", "")
+	if err := os.Chmod(d.log, 0o666); err != nil {
+		t.Fatal(err)
+	}
 	if i := strings.IndexByte(d.Version, ' '); i > 0 {
 		d.Version = d.Version[:i]
 	}
@@ -49,7 +58,7 @@ func Dnsmasq(t testing.TB, opts DNSOptions) *DNS {
 			"--keep-in-foreground", "--no-resolv", "--no-hosts", "--no-poll",
 			"--listen-address=127.0.0.1", "--bind-interfaces",
 			"--port=" + strconv.Itoa(port), "--pid-file=", "--cache-size=0",
-			"--log-queries", "--log-facility=-",
+			"--log-queries", "--log-facility=" + d.log,
 			"--local-ttl=" + strconv.Itoa(opts.TTL),
 		}
 		for _, n := range opts.Names {
@@ -65,7 +74,7 @@ func Dnsmasq(t testing.TB, opts DNSOptions) *DNS {
 }
 
 // Queries counts the queries of type qtype ("A", "AAAA") for name that
-// dnsmasq has logged so far.
+// dnsmasq has received so far: every query it answered is counted.
 func (d *DNS) Queries(name, qtype string) int {
-	return strings.Count(d.Output(), "query["+qtype+"] "+name+" from ")
+	return countLines(d.log, "query["+qtype+"] "+name+" from ")
 }
