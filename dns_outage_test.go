@@ -53,7 +53,7 @@ func TestResolverOutageSparesTheHost(t *testing.T) {
 	tr := mustChain(egresskit.Config{
 		Egress:       pool,
 		IgnoreRobots: true,
-		Store:        hoststate.NewMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 60000, Burst: 100}}),
+		Store:        mustMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 60000, Burst: 100}}),
 		Retry:        retry.Policy{MaxRetries: 2, BaseDelay: -1},
 		Observers: []telemetry.Observer{telemetry.ObserverFunc(func(_ context.Context, e *telemetry.Event) {
 			if e.Err != "" && e.Status == 0 {

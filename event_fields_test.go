@@ -39,7 +39,7 @@ func newEventRig(t *testing.T, cfg egresskit.Config, slow map[string]float64) *e
 	r := &eventRig{rec: &recorder{}}
 	cfg.Observers = append(cfg.Observers, r.rec)
 	if cfg.Store == nil {
-		cfg.Store = hoststate.NewMemory(hoststate.Config{
+		cfg.Store = mustMemory(hoststate.Config{
 			Breaker: breaker.Config{FailureThreshold: 2},
 			Limit:   ratelimit.Config{PerMinute: 600000, Overrides: slow},
 		})

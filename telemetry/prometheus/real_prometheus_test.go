@@ -78,7 +78,7 @@ func TestRealPrometheusSentAndUnsent(t *testing.T) {
 
 	chain := mustChain(egresskit.Config{
 		UserAgent: "PromBot/1.0",
-		Store: hoststate.NewMemory(hoststate.Config{
+		Store: mustMemory(hoststate.Config{
 			Breaker: breaker.Config{FailureThreshold: 3},
 			Limit: ratelimit.Config{PerMinute: 60000,
 				Overrides: map[string]float64{hostOf(t, slow.URL): 1}}, // one a minute
