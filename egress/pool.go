@@ -29,7 +29,7 @@ type Pool struct {
 	members  []*endpoint          // endpoints open to selection: present, not draining
 	cache    genCache[*route]     // host → route
 	uniform  bool                 // every member has the same weight
-	rules    *RuleSet               // nil: none
+	rules    *RuleSet             // nil: none
 	eligible map[*Rule]eligible   // rule → its eligible members
 	freed    chan struct{}        // closed when capacity may have appeared; nil if nobody waits
 
