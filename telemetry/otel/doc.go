@@ -16,9 +16,10 @@
 // page, which the chain judges as the caller reads its body, until that
 // judgement (the first read of the body, or its Close). It carries
 // the method, the redacted URL, the host key, the final status, outcome and
-// number of attempts. Each attempt becomes an "egresskit.attempt" child
-// span, from the attempt's start to the end of its round trip, pacing wait
-// included, with these attributes:
+// number of attempts sent. Each attempt becomes an "egresskit.attempt"
+// child span, from the start of its pacing wait to the end of its round
+// trip (an attempt the chain did not send: an instant when the chain
+// refused it), with these attributes:
 //
 //	egresskit.attempt         attempt number, from 1
 //	egresskit.retry           attempts before this one (0 for the first)
@@ -26,7 +27,8 @@
 //	egresskit.host            host key (pacing, breaker and halt key)
 //	egresskit.egress.endpoint egress endpoint ID ("" when none was used)
 //	egresskit.egress.reason   why that endpoint was chosen
-//	egresskit.breaker         breaker state when admitted (closed, half-open, open, halted)
+//	egresskit.breaker         breaker state after the attempt (closed, half-open, open, halted)
+//	egresskit.unsent          why the chain did not send it ("" when sent; telemetry.Event.Unsent)
 //	egresskit.wait_seconds    pacing wait before sending
 //	egresskit.final           whether this attempt's result is the request's
 //	egresskit.markers         challenge markers that matched

@@ -258,6 +258,28 @@ func TestHaltAndHostGauges(t *testing.T) {
 	// no attempt, and counts by its reason.
 	checkSum(t, m, "egresskit.attempts", map[string]int64{"outcome=refused,egress_reason=none": 1, "outcome=ok,egress_reason=none": 1})
 	checkSum(t, m, "egresskit.unsent", map[string]int64{"reason=halted": 1})
+	var refusedReq, refusedAttempt bool
+	for _, sp := range r.spans.GetSpans() {
+		a := attrs(sp.Attributes)
+		if !strings.HasSuffix(a["url.full"].AsString(), "/b") {
+			continue
+		}
+		switch sp.Name {
+		case "egresskit.request":
+			refusedReq = true
+			if n := a["egresskit.attempts"].AsInt64(); n != 0 {
+				t.Errorf("request refused unsent: egresskit.attempts = %d, want 0 sent", n)
+			}
+		case "egresskit.attempt":
+			refusedAttempt = true
+			if u := a["egresskit.unsent"].AsString(); u != "halted" || !sp.StartTime.Equal(sp.EndTime) {
+				t.Errorf("attempt refused unsent: egresskit.unsent %q, span [%v, %v]; want halted, an instant", u, sp.StartTime, sp.EndTime)
+			}
+		}
+	}
+	if !refusedReq || !refusedAttempt {
+		t.Errorf("spans of the request refused unsent: request %v, attempt %v; want both", refusedReq, refusedAttempt)
+	}
 	checkGauge(t, m, "egresskit.breaker.hosts", map[string]float64{"state=closed": 1, "state=half-open": 0, "state=open": 0, "state=halted": 1})
 	checkGauge(t, m, "egresskit.host.breaker_state", map[string]float64{
 		"host=" + rk + ",state=halted": 1, "host=" + rk + ",state=closed": 0, "host=" + rk + ",state=open": 0, "host=" + rk + ",state=half-open": 0,

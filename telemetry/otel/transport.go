@@ -26,7 +26,9 @@ type requestState struct {
 
 func (rs *requestState) attempted(e *telemetry.Event) {
 	rs.mu.Lock()
-	rs.attempts = max(rs.attempts, e.Attempt)
+	if e.Unsent == "" { // attempts sent
+		rs.attempts = max(rs.attempts, e.Attempt)
+	}
 	rs.host = e.Host
 	if e.Final {
 		rs.outcome = e.Outcome.String()
