@@ -198,7 +198,9 @@ type Config struct {
 	// allows every host.
 	Scope Scope
 
-	// Observers receive one telemetry.Event per attempt. None costs nothing.
+	// Observers receive one telemetry.Event per attempt, and one for a
+	// request refused before any attempt (scope, robots.txt); Event.Unsent
+	// tells attempts sent from those refused. None costs nothing.
 	Observers []telemetry.Observer
 
 	// Redactor redacts URLs and errors in events and escalations. The zero
