@@ -386,22 +386,37 @@ func (t *Transport) CloseIdleConnections() {
 	}
 }
 
-// Resume lifts the halt on host (a host key, as in Escalation.Host), after
-// an operator has looked at the escalation.
+// Resume lifts the halt on host, after an operator has looked at the
+// escalation: host is what a person types (a host, host:port or URL) or
+// a host key (Escalation.Host), keyed as the chain keys its requests (see
+// hostkey.Parse). The host is sendable at once, at the pace it had: its
+// refusals halted it but did not count against its breaker. Resume
+// returns an error wrapping hoststate.ErrNotHalted, and records nothing,
+// when the host is not halted; hostkey's errors for what is not a host;
+// and the Store's errors.
 func (t *Transport) Resume(ctx context.Context, host string) error {
-	if err := t.state.Resume(ctx, host); err != nil {
+	key, err := hostkey.Parse(host, t.cfg.HostKey)
+	if err != nil {
 		return err
 	}
-	t.watch.Forget(host)
+	if err := t.state.Resume(ctx, key); err != nil {
+		return err
+	}
+	t.watch.Forget(key)
 	if t.cfg.Audit != nil {
-		return t.cfg.Audit.Resume(host, "operator")
+		return t.cfg.Audit.Resume(key, "operator")
 	}
 	return nil
 }
 
-// State returns the per-host state of host (a host key).
+// Status returns the per-host state of host: a host, host:port or URL,
+// keyed as the chain keys its requests (see hostkey.Parse).
 func (t *Transport) Status(ctx context.Context, host string) (hoststate.Status, error) {
-	return t.state.Status(ctx, host)
+	key, err := hostkey.Parse(host, t.cfg.HostKey)
+	if err != nil {
+		return hoststate.Status{}, err
+	}
+	return t.state.Status(ctx, key)
 }
 
 // HostKey returns the key under which the chain keeps the state of the host

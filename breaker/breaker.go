@@ -14,16 +14,19 @@
 //   - OK counts as a success: it resets the consecutive-failure count, and in
 //     the half-open state HalfOpenProbes consecutive successes close the
 //     circuit.
-//   - Transient, Throttled and Refused (classify.Result.HostFailure) count as
+//   - Transient and Throttled (classify.Result.HostFailure) count as
 //     failures: FailureThreshold consecutive failures open the circuit for
 //     OpenTimeout, and any failure of a half-open probe reopens it. In the
 //     egresskit chain a throttle is pacing's business: package hoststate
 //     hands a Throttled result to the breaker only when the host's pacing
 //     is already at its floor (see hoststate.Store.Record), and as a
 //     neutral outcome before that.
-//   - Permanent (a dead URL) and Canceled (the caller gave up) are neutral:
-//     they neither reset nor add to the failure count, and a neutral probe
-//     frees its half-open slot for the next attempt.
+//   - Permanent (a dead URL), Canceled (the caller gave up) and Refused are
+//     neutral: they neither reset nor add to the failure count, and a
+//     neutral probe frees its half-open slot for the next attempt. A
+//     Refused outcome halts the host instead (below): it is the halt's
+//     evidence, not a failure, so that several refusals in flight at once
+//     do not also open the circuit, and a resumed host is sendable at once.
 //
 // A half-open probe holds its slot for at most OpenTimeout: when every
 // slot is taken and a probe was admitted OpenTimeout ago or more without

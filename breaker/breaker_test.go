@@ -127,7 +127,7 @@ func TestHalfOpen(t *testing.T) {
 		{"success closes", classify.OK, breaker.Closed},
 		{"transient reopens", classify.Transient, breaker.Open},
 		{"throttled reopens", classify.Throttled, breaker.Open},
-		{"refused reopens", classify.Refused, breaker.Open},
+		{"refused halts, leaves half-open", classify.Refused, breaker.HalfOpen},
 		{"permanent leaves half-open", classify.Permanent, breaker.HalfOpen},
 		{"canceled leaves half-open", classify.Canceled, breaker.HalfOpen},
 	}
@@ -159,15 +159,19 @@ func TestHalfOpen(t *testing.T) {
 						t.Errorf("Allow after close = %+v, %v, want admitted, not a probe", next, err)
 					}
 				case breaker.Open:
-					if tt.probe == classify.Refused {
-						// Refused also halted the host, which Allow checks first.
-						if !errors.Is(err, breaker.ErrHalted) || s.Status(host).State != breaker.Open {
-							t.Errorf("Allow after a refused probe = %v, state %v; want ErrHalted, open", err, s.Status(host).State)
-						}
-					} else if !errors.As(err, &oe) || !oe.Until.Equal(time.Now().Add(300*time.Second)) {
+					if !errors.As(err, &oe) || !oe.Until.Equal(time.Now().Add(300*time.Second)) {
 						t.Errorf("Allow after reopen = %v, want open until now+300s", err)
 					}
 				case breaker.HalfOpen:
+					if tt.probe == classify.Refused {
+						// The refusal halted the host, which Allow checks
+						// first; once resumed, the next probe goes.
+						if !errors.Is(err, breaker.ErrHalted) {
+							t.Errorf("Allow after a refused probe = %v, want ErrHalted", err)
+						}
+						s.Resume(host)
+						next, err = s.Allow(host)
+					}
 					if err != nil || !next.Probe {
 						t.Errorf("Allow after neutral probe = %+v, %v, want another probe", next, err)
 					}
@@ -318,8 +322,9 @@ func TestRefusedHalts(t *testing.T) {
 		if since, ok := s.Halted(host); !ok || !since.Equal(halted) {
 			t.Errorf("Halted = %v, %v, want %v, true", since, ok, halted)
 		}
-		if st := s.Status(host); st.ConsecutiveFailures != 2 {
-			t.Errorf("Refused counted %d failures, want 2", st.ConsecutiveFailures)
+		// A refusal is the halt's evidence, not a breaker failure.
+		if st := s.Status(host); st.ConsecutiveFailures != 0 || st.State != breaker.Closed {
+			t.Errorf("after two Refused: %d failures, %v; want 0, closed", st.ConsecutiveFailures, st.State)
 		}
 		// A Refused outcome halts even a host whose state was evicted.
 		if eff := s.Done("gone.example", breaker.Ticket{}, result(classify.Refused)); !eff.Halted {

@@ -136,7 +136,7 @@ func (s *Set) done(e *entry, t Ticket, r classify.Result) {
 		t.done(nil)
 	case r.HostFailure():
 		t.done(errFailure)
-	default: // Permanent, Canceled, and any unknown outcome
+	default: // Permanent, Canceled, Refused (it halts), and any unknown outcome
 		t.done(errNeutral)
 	}
 }

@@ -7,6 +7,7 @@ package hoststate
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/egresskit/egresskit/breaker"
@@ -48,7 +49,14 @@ type Store interface {
 	// FailureThreshold further throttles at the floor.
 	Record(ctx context.Context, host string, a Admission, r classify.Result) (Effect, error)
 
-	// Resume lifts a halt on host; it is the operator's action.
+	// Resume lifts a halt on host; it is the operator's action. host may
+	// be a key or what hostkey.Parse takes (a host, host:port or URL,
+	// keyed by host). The breaker keeps its state; since a refusal is
+	// the halt's evidence and not a breaker failure, a host halted by
+	// refusals is sendable at once, at the pace it had. Resume returns
+	// an error wrapping ErrNotHalted, and changes nothing, when host is
+	// not halted, and one of package hostkey's errors when host is not
+	// a host.
 	Resume(ctx context.Context, host string) error
 
 	// SetCeiling caps host's pacing rate at perMinute requests per minute
@@ -58,6 +66,9 @@ type Store interface {
 	// State returns a snapshot of host's state.
 	Status(ctx context.Context, host string) (Status, error)
 }
+
+// ErrNotHalted: Resume was asked to lift a halt that does not exist.
+var ErrNotHalted = errors.New("hoststate: host is not halted")
 
 // Admission is the permission to send one attempt.
 type Admission struct {

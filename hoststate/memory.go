@@ -2,10 +2,12 @@ package hoststate
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/egresskit/egresskit/breaker"
 	"github.com/egresskit/egresskit/classify"
+	"github.com/egresskit/egresskit/hostkey"
 	"github.com/egresskit/egresskit/internal/configerr"
 	"github.com/egresskit/egresskit/ratelimit"
 )
@@ -110,9 +112,17 @@ func (m *Memory) Record(_ context.Context, host string, a Admission, r classify.
 // still answers by slowing down: nothing.
 var throttledNeutral = classify.Result{Outcome: classify.Canceled, Reason: "throttled: pacing slows down"}
 
-// Resume lifts a halt on host. It never fails.
+// Resume lifts a halt on host (a key, or a host, host:port or URL keyed
+// by host); see Store. Its errors wrap ErrNotHalted, hostkey.ErrEmptyHost
+// or hostkey.ErrInvalidHost.
 func (m *Memory) Resume(_ context.Context, host string) error {
-	m.breakers.Resume(host)
+	key, err := hostkey.Parse(host, hostkey.ByHost)
+	if err != nil {
+		return err
+	}
+	if !m.breakers.Resume(key) {
+		return fmt.Errorf("%w: %s", ErrNotHalted, key)
+	}
 	return nil
 }
 

@@ -70,9 +70,10 @@ func TestForeignValues(t *testing.T) {
 			check("State", err)
 			check("SetCeiling", st.SetCeiling(ctx, host, 10))
 			if tt.key == "state" {
-				// No halt to resume: the hash is not read, nothing fails.
-				if err := st.Resume(ctx, host); err != nil {
-					t.Errorf("Resume of a host not halted = %v, want nil", err)
+				// No halt to resume: the hash is not read; the answer is
+				// that the host is not halted, not that its state is corrupt.
+				if err := st.Resume(ctx, host); !errors.Is(err, hoststate.ErrNotHalted) {
+					t.Errorf("Resume of a host not halted = %v, want ErrNotHalted", err)
 				}
 				// A refusal halts the host even though its hash is corrupt.
 				_, err = st.Record(ctx, host, hoststate.Admission{}, classify.Result{Outcome: classify.Refused})

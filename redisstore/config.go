@@ -53,10 +53,13 @@ type Config struct {
 	// Default (zero): FailOpen.
 	OnRedisError ErrorPolicy
 
-	// OnWarning, if not nil, receives a Warning when a FailOpen Store falls
-	// back to local state and when it returns to Redis. It is called
-	// outside any lock of the Store, on the goroutine of the operation
-	// that noticed, possibly concurrently.
+	// OnWarning, if not nil, receives every Warning: when a FailOpen Store
+	// falls back to local state and when it returns to Redis, and the
+	// Restored and Unchecked ones. It is called outside any lock of the
+	// Store, on the goroutine of the operation that noticed, possibly
+	// concurrently. Nil (the default) logs each Warning through
+	// slog.Default (level Warn; Recovered at Info), once per change, not
+	// per request: a warning is never silent.
 	OnWarning func(Warning)
 
 	// Timeout bounds each Redis call; no operation waits longer for Redis

@@ -348,8 +348,29 @@ func (s *Store) inspect() error {
 // shorter: the first calls also dial (and maybe shake hands over TLS).
 const inspectTimeout = 2 * time.Second
 
+// dialFailure is the last dial of the client that failed, and when.
+type dialFailure struct {
+	err error
+	at  time.Time
+}
+
+// cause returns the error to report for a call that began at start and
+// failed with err: when the call ran out of time while the client kept
+// failing to dial, the dial's error ("connection refused"), which says
+// more than the deadline.
+func (s *Store) cause(err error, start time.Time) error {
+	if !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	if d := s.lastDial.Load(); d != nil && !d.at.Before(start) {
+		return d.err
+	}
+	return err
+}
+
 // dialHook notes every new connection of the client: the next operation
-// checks whether Redis restarted or failed over.
+// checks whether Redis restarted or failed over. It also keeps the last
+// failed dial, for the cause of an UnavailableError or a Warning.
 type dialHook struct{ s *Store }
 
 func (h dialHook) DialHook(next redis.DialHook) redis.DialHook {
@@ -357,6 +378,8 @@ func (h dialHook) DialHook(next redis.DialHook) redis.DialHook {
 		c, err := next(ctx, network, addr)
 		if err == nil {
 			h.s.dialed.Store(true)
+		} else {
+			h.s.lastDial.Store(&dialFailure{err: err, at: time.Now()})
 		}
 		return c, err
 	}

@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"context"
 	"errors"
 	"strconv"
 	"strings"
@@ -54,9 +55,11 @@ func (e *EvictionError) Error() string {
 func (e *EvictionError) Unwrap() error { return ErrEvicting }
 
 // UnavailableError reports an operation that could not reach Redis.
-// errors.Is(err, ErrUnavailable) is true. It does not unwrap to its cause
-// (a Redis timeout is not the caller's context.DeadlineExceeded); read
-// Cause for it.
+// errors.Is(err, ErrUnavailable) is true, and so is errors.As of its
+// cause's types (a *net.OpError for "connection refused"), except a
+// context error: a Redis timeout is not the caller's
+// context.DeadlineExceeded. When a call ran out of time while the client
+// kept failing to connect, Cause is the failed dial's error.
 type UnavailableError struct {
 	// Op is the operation: "admit", "record", "resume", "ceiling",
 	// "state" or "halt".
@@ -67,11 +70,20 @@ type UnavailableError struct {
 
 // Error returns "redisstore: redis unavailable (OP): CAUSE".
 func (e *UnavailableError) Error() string {
+	if e.Cause == nil {
+		return "redisstore: redis unavailable (" + e.Op + ")"
+	}
 	return "redisstore: redis unavailable (" + e.Op + "): " + e.Cause.Error()
 }
 
-// Unwrap returns ErrUnavailable.
-func (e *UnavailableError) Unwrap() error { return ErrUnavailable }
+// Unwrap returns ErrUnavailable and Cause, unless Cause is a context
+// error (or nil).
+func (e *UnavailableError) Unwrap() []error {
+	if e.Cause == nil || errors.Is(e.Cause, context.DeadlineExceeded) || errors.Is(e.Cause, context.Canceled) {
+		return []error{ErrUnavailable}
+	}
+	return []error{ErrUnavailable, e.Cause}
+}
 
 // CorruptError reports a key holding a value this package did not write.
 // errors.Is(err, ErrCorrupt) is true.

@@ -249,12 +249,6 @@ func (s *Store) pushPending(ctx context.Context, node string) (int, error) {
 	return len(halted), err
 }
 
-// warn delivers w; no lock is held.
-func (s *Store) warn(w Warning) {
-	if s.set.cfg.OnWarning != nil {
-		s.set.cfg.OnWarning(w)
-	}
-}
 
 // remember notes a halt of host, for the fallback and for writing it back
 // should Redis lose it; and in the journal, if there is one, in the order

@@ -12,6 +12,7 @@ import (
 
 	"github.com/egresskit/egresskit/breaker"
 	"github.com/egresskit/egresskit/classify"
+	"github.com/egresskit/egresskit/hostkey"
 	"github.com/egresskit/egresskit/hoststate"
 	"github.com/egresskit/egresskit/ratelimit"
 	"github.com/redis/go-redis/v9"
@@ -73,6 +74,7 @@ type Store struct {
 	nKnown atomic.Int64 // mirrors len(known), for a lock-free fast path
 
 	dialed        atomic.Bool  // a new connection was made: check for a restart
+	lastDial      atomic.Pointer[dialFailure]
 	checking      atomic.Bool  // a check is running
 	nextCheck     atomic.Int64 // when the next periodic check is due (Unix ns)
 	warnedInfo    atomic.Bool  // the Warning that INFO is refused was sent
@@ -299,15 +301,25 @@ func (s *Store) Record(ctx context.Context, host string, a hoststate.Admission, 
 	return eff, nil
 }
 
-// Resume lifts a halt on host, in Redis and locally. It needs Redis under
-// both policies: its errors are *HostError, *CorruptError, *ScriptError,
+// Resume lifts a halt on host (a key, or a host, host:port or URL keyed by
+// host), in Redis and locally. It needs Redis under both policies: its
+// errors are one wrapping hoststate.ErrNotHalted when the host was halted
+// nowhere, hostkey's errors, *HostError, *CorruptError, *ScriptError,
 // ctx.Err() and *UnavailableError.
 func (s *Store) Resume(ctx context.Context, host string) error {
+	if err := checkHost(host); err != nil {
+		return err
+	}
+	host, err := hostkey.Parse(host, hostkey.ByHost)
+	if err != nil {
+		return err
+	}
 	k, err := s.keysOf(host)
 	if err != nil {
 		return err
 	}
-	if _, err := s.call(ctx, "resume", s.sc.resume, k, s.set.args(host, s.nowArg())); err != nil {
+	reply, err := s.call(ctx, "resume", s.sc.resume, k, s.set.args(host, s.nowArg()))
+	if err != nil {
 		var re redisErr
 		if errors.As(err, &re) {
 			return &UnavailableError{Op: "resume", Cause: re.error}
@@ -316,11 +328,18 @@ func (s *Store) Resume(ctx context.Context, host string) error {
 	}
 	s.forget(host)
 	s.mu.Lock()
+	_, pending := s.pending[host]
 	delete(s.pending, host)
 	local := s.local
 	s.mu.Unlock()
+	halted := reply == int64(1) || pending
 	if local != nil {
-		return local.Resume(ctx, host)
+		if err := local.Resume(ctx, host); err == nil {
+			halted = true
+		}
+	}
+	if !halted {
+		return fmt.Errorf("%w: %s", hoststate.ErrNotHalted, host)
 	}
 	return nil
 }
@@ -377,6 +396,7 @@ type redisErr struct{ error }
 // call runs sc for k on Redis, bounded by Timeout. Its errors are ctx.Err()
 // when ctx ended, *CorruptError, *ScriptError, or redisErr.
 func (s *Store) call(ctx context.Context, op string, sc *redis.Script, k keys, args []any) (any, error) {
+	start := time.Now()
 	rctx, cancel := context.WithTimeout(ctx, s.set.cfg.Timeout)
 	ks := []string{k.state, k.halt, k.resumed}
 	if op != "resume" {
@@ -393,7 +413,7 @@ func (s *Store) call(ctx context.Context, op string, sc *redis.Script, k keys, a
 	if e := redisError(op, k, err); e != nil {
 		return nil, e
 	}
-	return nil, redisErr{err}
+	return nil, redisErr{s.cause(err, start)}
 }
 
 // exec runs sc for k, or tells the caller to use local state: when local

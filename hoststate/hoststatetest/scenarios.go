@@ -202,8 +202,11 @@ func refusedHaltsOnce(t *testing.T, env Env) {
 	}
 	send(t, env, host, classify.OK)
 	wantEffect(t, "refusal after Resume", send(t, env, host, classify.Refused), breaker.Closed, breaker.Closed, true)
-	if err := env.Store.Resume(context.Background(), "never.example"); err != nil {
-		t.Errorf("Resume(unknown host) = %v, want nil", err)
+	if err := env.Store.Resume(context.Background(), "never.example"); !errors.Is(err, hoststate.ErrNotHalted) {
+		t.Errorf("Resume(unknown host) = %v, want ErrNotHalted", err)
+	}
+	if err := env.Store.Resume(context.Background(), other); !errors.Is(err, hoststate.ErrNotHalted) {
+		t.Errorf("Resume(a host not halted) = %v, want ErrNotHalted", err)
 	}
 }
 

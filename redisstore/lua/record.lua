@@ -1,11 +1,12 @@
 -- record: feed the outcome of one admitted attempt back. The breaker
 -- counts it when the admission's generation is current (OK resets the
 -- failure count and closes a half-open circuit after HalfOpenProbes
--- successes; Transient and Refused count as failures, and so does
--- Throttled when the rate was already at its floor, and open the circuit
--- at FailureThreshold, or at once when half-open; anything else, a
--- throttle above the floor included, is neutral and frees a probe slot);
--- Refused halts the host; the limiter adapts (Throttled cuts the rate,
+-- successes; Transient counts as a failure, and so does Throttled when
+-- the rate was already at its floor, and open the circuit at
+-- FailureThreshold, or at once when half-open; anything else, a throttle
+-- above the floor and a refusal included, is neutral and frees a probe
+-- slot); Refused halts the host, and is the halt's evidence rather than a
+-- breaker failure, so that a resumed host is sendable at once; the limiter adapts (Throttled cuts the rate,
 -- pauses and drains; OKs recover, CUBIC-like, toward the last accepted
 -- rate).
 --
@@ -44,7 +45,7 @@ if b ~= nil then
     if OUTCOME == OK then
       b.k, b.fl = b.k + 1, 0
       if b.s == HALFOPEN and b.k >= PROBES then setState(CLOSED) end
-    elseif OUTCOME == TRANSIENT or OUTCOME == REFUSED or (OUTCOME == THROTTLED and floored) then
+    elseif OUTCOME == TRANSIENT or (OUTCOME == THROTTLED and floored) then
       if b.s == CLOSED then
         b.fl, b.k = b.fl + 1, 0
         if b.fl >= THRESHOLD then setState(OPENED) end

@@ -1,0 +1,125 @@
+package egresskit_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/egresskit/egresskit"
+	"github.com/egresskit/egresskit/breaker"
+	"github.com/egresskit/egresskit/hostkey"
+	"github.com/egresskit/egresskit/hoststate"
+	"github.com/egresskit/egresskit/internal/redistest"
+	"github.com/egresskit/egresskit/ratelimit"
+	"github.com/egresskit/egresskit/redisstore"
+)
+
+// refusingSite answers /named with a 403 naming TestBot once inflight
+// requests are waiting for it (or 2s passed), so that they are refused
+// together, and /ok with 200.
+func refusingSite(t *testing.T, inflight int) (*httptest.Server, *atomic.Int32) {
+	var arrived atomic.Int32
+	all := make(chan struct{})
+	var once sync.Once
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/robots.txt":
+			http.NotFound(w, r)
+		case "/ok":
+			io.WriteString(w, "<html><body>fine</body></html>")
+		default:
+			if arrived.Add(1) >= int32(inflight) {
+				once.Do(func() { close(all) })
+			}
+			select {
+			case <-all:
+			case <-time.After(2 * time.Second):
+			}
+			w.Header().Set("Content-Type", "text/html")
+			w.WriteHeader(http.StatusForbidden)
+			io.WriteString(w, "<html><body>TestBot is not welcome here.</body></html>")
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &arrived
+}
+
+// TestResumeAfterConcurrentRefusals: 8 challenge pages in flight at once
+// halt the host once and do not open its breaker; Resume with the URL a
+// person would paste lifts the halt, and the next request is sent at
+// once. Resuming a host that is not halted returns ErrNotHalted. Against
+// the memory store and a real Redis.
+func TestResumeAfterConcurrentRefusals(t *testing.T) {
+	limit := hoststate.Config{Limit: ratelimit.Config{PerMinute: 600000, Burst: 1000}}
+	stores := map[string]func(t *testing.T) hoststate.Store{
+		"memory": func(*testing.T) hoststate.Store { return hoststate.NewMemory(limit) },
+		"redis": func(t *testing.T) hoststate.Store {
+			st, err := redisstore.New(redistest.Client(t), redisstore.Config{Prefix: redistest.Prefix(t),
+				HostState: limit, OnRedisError: redisstore.FailClosed, Timeout: time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return st
+		},
+	}
+	for name, mk := range stores {
+		t.Run(name, func(t *testing.T) {
+			const n = 8
+			srv, arrived := refusingSite(t, n)
+			var escalations atomic.Int32
+			cfg := watchConfig(func(egresskit.Escalation) { escalations.Add(1) })
+			cfg.Store = mk(t)
+			tr := mustChain(cfg)
+			c := &http.Client{Transport: tr}
+			var wg sync.WaitGroup
+			for range n {
+				wg.Go(func() {
+					resp, err := c.Get(srv.URL + "/named")
+					if err != nil {
+						return // halted before it was sent
+					}
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+				})
+			}
+			wg.Wait()
+			if got := arrived.Load(); got != n {
+				t.Fatalf("%d refusals reached the host, want %d in flight together", got, n)
+			}
+			if got := escalations.Load(); got != 1 {
+				t.Errorf("%d escalations, want 1", got)
+			}
+			ctx := context.Background()
+			st, err := tr.Status(ctx, srv.URL+"/named?x=1")
+			if err != nil || !st.Halted || st.Breaker != breaker.Closed || st.ConsecutiveFailures != 0 {
+				t.Fatalf("after %d refusals: Status = %+v, %v; want halted, breaker closed with no failure", n, st, err)
+			}
+			if err := tr.Resume(ctx, srv.URL); err != nil {
+				t.Fatalf("Resume(%q) = %v", srv.URL, err)
+			}
+			resp, err := c.Get(srv.URL + "/ok")
+			if err != nil {
+				t.Fatalf("the first request after Resume: %v", err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				t.Errorf("the first request after Resume: %s", resp.Status)
+			}
+			for _, h := range []string{srv.URL, "nonexistent.example"} {
+				if err := tr.Resume(ctx, h); !errors.Is(err, hoststate.ErrNotHalted) {
+					t.Errorf("Resume(%q) of a host not halted = %v, want ErrNotHalted", h, err)
+				}
+			}
+			if err := tr.Resume(ctx, "exa mple/x"); !errors.Is(err, hostkey.ErrInvalidHost) {
+				t.Errorf("Resume of no host = %v, want hostkey.ErrInvalidHost", err)
+			}
+		})
+	}
+}
