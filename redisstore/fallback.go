@@ -249,7 +249,6 @@ func (s *Store) pushPending(ctx context.Context, node string) (int, error) {
 	return len(halted), err
 }
 
-
 // remember notes a halt of host, for the fallback and for writing it back
 // should Redis lose it; and in the journal, if there is one, in the order
 // of the changes to the halts known.

@@ -73,7 +73,7 @@ type Store struct {
 	down   atomic.Bool  // mirrors len(outages) > 0, for a lock-free fast path
 	nKnown atomic.Int64 // mirrors len(known), for a lock-free fast path
 
-	dialed        atomic.Bool  // a new connection was made: check for a restart
+	dialed        atomic.Bool // a new connection was made: check for a restart
 	lastDial      atomic.Pointer[dialFailure]
 	checking      atomic.Bool  // a check is running
 	nextCheck     atomic.Int64 // when the next periodic check is due (Unix ns)
