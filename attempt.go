@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
+	"strconv"
 	"sync"
 	"time"
 
@@ -251,8 +253,16 @@ func (e *attemptEnd) settled(r classify.Result) {
 		if t.cfg.Audit != nil {
 			t.cfg.Audit.Halt(e.key, r)
 		}
+		var head []byte
+		if e.resp != nil {
+			// What the classifier read, or at most its peek's time budget
+			// more: a stalled body must not hold RoundTrip. For a 2xx page
+			// judged as it is read, the head that judgement read.
+			head = e.id.classifier.Head(e.req.Context(), e.resp, 1024)
+		}
+		t.putHalt(e.ctx, e.key, e.req, r, e.sent, head, suspected)
 		if t.cfg.OnEscalate != nil {
-			t.escalate(e.id.classifier, e.key, e.req, e.resp, r, e.sent, suspected)
+			t.escalate(e.key, e.req, head, r, e.sent, suspected)
 		}
 	}
 	if t.cfg.Audit != nil && e.choice != nil && e.choice.Reason == egress.ReasonForced {
@@ -421,7 +431,7 @@ func suspectedBlock(r classify.Result, resp *http.Response) (classify.Result, *h
 	return r, resp
 }
 
-func (t *Transport) escalate(c *classify.Classifier, key string, req *http.Request, resp *http.Response, r classify.Result, at time.Time, suspected *blockwatch.Evidence) {
+func (t *Transport) escalate(key string, req *http.Request, head []byte, r classify.Result, at time.Time, suspected *blockwatch.Evidence) {
 	if t.cfg.Audit != nil {
 		t.cfg.Audit.Escalation(key, r)
 	}
@@ -434,15 +444,44 @@ func (t *Transport) escalate(c *classify.Classifier, key string, req *http.Reque
 		Time:    at,
 
 		Suspected: suspected,
-	}
-	if resp != nil {
-		// What the classifier read, or at most its peek's time budget
-		// more: a stalled body must not hold RoundTrip. For a 2xx page
-		// judged as it is read, the head that judgement read.
-		e.BodyHead = c.Head(req.Context(), resp, 1024)
+		BodyHead:  head,
 	}
 	t.cfg.OnEscalate(e)
 }
+
+// putHalt writes the evidence of a halt to the Store's HaltLog, for the
+// operator who will judge it: the URL and the body's head redacted, and
+// no header. A failure to write it does not undo the halt.
+func (t *Transport) putHalt(ctx context.Context, key string, req *http.Request, r classify.Result, at time.Time, head []byte, suspected *blockwatch.Evidence) {
+	h := hoststate.Halt{
+		Host:     key,
+		Time:     at,
+		Worker:   worker,
+		Status:   r.Status,
+		Reason:   r.Reason,
+		Markers:  r.Markers,
+		URL:      t.cfg.Redactor.RedactURL(req.URL),
+		BodyHead: t.cfg.Redactor.RedactString(string(head)),
+	}
+	if suspected != nil {
+		h.Evidence = suspected.Reason
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), haltLogTimeout)
+	defer cancel()
+	t.state.PutHalt(ctx, h)
+}
+
+// haltLogTimeout bounds the write of a halt's record.
+const haltLogTimeout = 2 * time.Second
+
+// worker names this process in halt records: its host name and pid.
+var worker = func() string {
+	name, err := os.Hostname()
+	if err != nil {
+		name = "unknown"
+	}
+	return name + ":" + strconv.Itoa(os.Getpid())
+}()
 
 // observe builds the attempt's event when there is an observer. The event
 // of attempt n is delivered when attempt n+1 is sent (not final) or when

@@ -403,6 +403,7 @@ func (t *Transport) Resume(ctx context.Context, host string) error {
 		return err
 	}
 	t.watch.Forget(key)
+	t.state.AddNote(ctx, hoststate.Note{Host: key, Time: time.Now(), By: "operator", Resumed: true})
 	if t.cfg.Audit != nil {
 		return t.cfg.Audit.Resume(key, "operator")
 	}

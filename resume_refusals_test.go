@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -80,7 +81,7 @@ func TestResumeAfterConcurrentRefusals(t *testing.T) {
 			var wg sync.WaitGroup
 			for range n {
 				wg.Go(func() {
-					resp, err := c.Get(srv.URL + "/named")
+					resp, err := c.Get(srv.URL + "/named?token=s3cr3t-value")
 					if err != nil {
 						return // halted before it was sent
 					}
@@ -100,6 +101,16 @@ func TestResumeAfterConcurrentRefusals(t *testing.T) {
 			if err != nil || !st.Halted || st.Breaker != breaker.Closed || st.ConsecutiveFailures != 0 {
 				t.Fatalf("after %d refusals: Status = %+v, %v; want halted, breaker closed with no failure", n, st, err)
 			}
+			// The halt's record: once, with its evidence, and no secret.
+			q, err := cfg.Store.Halts(ctx, 0)
+			if err != nil || len(q) != 1 {
+				t.Fatalf("Halts = %+v, %v; want one record", q, err)
+			}
+			if h := q[0]; h.Host != st.Host || h.Status != 403 || h.Worker == "" || h.Reason == "" ||
+				!strings.Contains(h.BodyHead, "not welcome") || !strings.Contains(h.URL, "/named?token=") ||
+				strings.Contains(h.URL+h.BodyHead, "s3cr3t") {
+				t.Errorf("halt record = %+v; want status 403, a reason, the page's head and a redacted URL", h)
+			}
 			if err := tr.Resume(ctx, srv.URL); err != nil {
 				t.Fatalf("Resume(%q) = %v", srv.URL, err)
 			}
@@ -111,6 +122,12 @@ func TestResumeAfterConcurrentRefusals(t *testing.T) {
 			resp.Body.Close()
 			if resp.StatusCode != http.StatusOK {
 				t.Errorf("the first request after Resume: %s", resp.Status)
+			}
+			if q, err := cfg.Store.Halts(ctx, 0); err != nil || len(q) != 0 {
+				t.Errorf("Halts after Resume = %+v, %v; want none", q, err)
+			}
+			if _, notes, err := cfg.Store.History(ctx, srv.URL); err != nil || len(notes) != 1 || !notes[0].Resumed {
+				t.Errorf("History after Resume: notes %+v, %v; want the resume", notes, err)
 			}
 			for _, h := range []string{srv.URL, "nonexistent.example"} {
 				if err := tr.Resume(ctx, h); !errors.Is(err, hoststate.ErrNotHalted) {

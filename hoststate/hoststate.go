@@ -63,8 +63,12 @@ type Store interface {
 	// (robots.txt Crawl-delay). A perMinute <= 0 removes the cap.
 	SetCeiling(ctx context.Context, host string, perMinute float64) error
 
-	// State returns a snapshot of host's state.
+	// Status returns a snapshot of host's state.
 	Status(ctx context.Context, host string) (Status, error)
+
+	// HaltLog keeps the evidence of each halt and the operators' notes
+	// on it, for the review console (package console) and egressctl.
+	HaltLog
 }
 
 // ErrNotHalted: Resume was asked to lift a halt that does not exist.

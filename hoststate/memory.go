@@ -30,7 +30,8 @@ func DefaultConfig() Config {
 	return Config{Breaker: breaker.DefaultConfig(), Limit: ratelimit.DefaultConfig()}
 }
 
-// Memory is the in-process Store: a breaker.Set and a ratelimit.Set. It is
+// Memory is the in-process Store: a breaker.Set, a ratelimit.Set and the
+// halt records (HaltLog, up to 65,536 hosts). It is
 // safe for concurrent use and starts no goroutine; idle hosts are evicted
 // lazily as the sets are used, or at once with Evict. Its breakers read
 // time.Now (test with testing/synctest); a Limit.Now clock, if set, paces.
@@ -40,6 +41,7 @@ type Memory struct {
 	// oneClock is set when pacing reads time.Now too (no Limit.Now):
 	// Admit and Record then read the clock once for both sets.
 	oneClock bool
+	recs     records // the HaltLog
 }
 
 var _ Store = (*Memory)(nil)

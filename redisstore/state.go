@@ -327,6 +327,7 @@ func (s *Store) Resume(ctx context.Context, host string) error {
 		return err
 	}
 	s.forget(host)
+	s.unqueue(ctx, host)
 	s.mu.Lock()
 	_, pending := s.pending[host]
 	delete(s.pending, host)

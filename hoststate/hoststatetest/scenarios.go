@@ -33,6 +33,7 @@ func Scenarios() []Scenario {
 		{"NeutralOutcomes", hoststate.Config{}, neutralOutcomes},
 		{"StaleAdmissionIgnored", hoststate.Config{}, staleAdmissionIgnored},
 		{"RefusedHaltsOnce", hoststate.Config{}, refusedHaltsOnce},
+		{"HaltLogQueueAndHistory", hoststate.Config{}, haltLogQueueAndHistory},
 		{"ThrottledHalvesAndPauses", hoststate.Config{Limit: ratelimit.Config{PerMinute: 40}}, throttledHalvesAndPauses},
 		{"RecoveryToConfigured", hoststate.Config{}, recoveryToConfigured},
 		{"RecoveryToCeiling", hoststate.Config{}, recoveryToCeiling},

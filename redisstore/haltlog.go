@@ -1,0 +1,260 @@
+package redisstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/egresskit/egresskit/hostkey"
+	"github.com/egresskit/egresskit/hoststate"
+	"github.com/egresskit/egresskit/internal/haltrec"
+	"github.com/redis/go-redis/v9"
+)
+
+// The halt records (hoststate.HaltLog) live in three places: each host's
+// halt records and notes in two lists, PREFIX:{HOST}:halts and
+// PREFIX:{HOST}:notes, newest first (haltrec.MaxHistory entries each, one
+// JSON object an entry; kept while the host is halted, for 30 days after
+// its last resume), and the halted hosts in a sorted set
+// PREFIX:halted scored by the halt's time in microseconds (at most
+// 65,536 members, the newest). The halt itself stays where Admit reads
+// it: the queue is an index for people, checked against it.
+
+// logTTL is how long a host's records stay after it was resumed.
+const logTTL = 30 * 24 * time.Hour
+
+// readTimeout bounds the reads of an operator's tools, when Config.Timeout
+// is shorter: they read a whole queue.
+const readTimeout = 2 * time.Second
+
+// entry is one JSON record of a host's list.
+type entry struct {
+	Kind string          `json:"kind"` // "halt" or "note"
+	Halt *hoststate.Halt `json:"halt,omitempty"`
+	Note *hoststate.Note `json:"note,omitempty"`
+}
+
+func (s *Store) logKey(host string) string   { return s.prefix + ":{" + host + "}:halts" }
+func (s *Store) noteKey(host string) string  { return s.prefix + ":{" + host + "}:notes" }
+func (s *Store) queueKey() string            { return s.prefix + ":halted" }
+func unavailable(op string, err error) error { return &UnavailableError{Op: op, Cause: err} }
+
+// recordKey checks and keys host for the halt records.
+func (s *Store) recordKey(host string) (string, error) {
+	if err := checkHost(host); err != nil {
+		return "", err
+	}
+	key, err := hostkey.Parse(host, hostkey.ByHost)
+	if err != nil {
+		return "", err
+	}
+	return key, checkHost(key)
+}
+
+// push adds e to the list lk and trims it; queue, if not nil, adds the
+// changes to the expiries and the halted set to the same pipeline.
+func (s *Store) push(ctx context.Context, op, lk string, e entry, queue func(redis.Pipeliner)) error {
+	b, err := json.Marshal(e)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	rctx, cancel := context.WithTimeout(ctx, s.set.cfg.Timeout)
+	defer cancel()
+	_, err = s.client.Pipelined(rctx, func(p redis.Pipeliner) error {
+		p.LPush(rctx, lk, b)
+		p.LTrim(rctx, lk, 0, haltrec.MaxHistory-1)
+		if queue != nil {
+			queue(p)
+		}
+		return nil
+	})
+	if err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			return cerr
+		}
+		return unavailable(op, s.cause(err, start))
+	}
+	return nil
+}
+
+// PutHalt records the evidence of a halt of h.Host; see hoststate.HaltLog.
+// Its errors are hostkey's, *HostError, ctx.Err() and *UnavailableError
+// (under both policies: records are not kept locally).
+func (s *Store) PutHalt(ctx context.Context, h hoststate.Halt) error {
+	key, err := s.recordKey(h.Host)
+	if err != nil {
+		return err
+	}
+	h.Host = key
+	if h.Time.IsZero() {
+		h.Time = s.localNow()
+	}
+	h.Worker = haltrec.Clip(h.Worker, haltrec.MaxBy)
+	h.Reason = haltrec.Clip(h.Reason, haltrec.MaxText)
+	h.Evidence = haltrec.Clip(h.Evidence, haltrec.MaxText)
+	h.URL = haltrec.Clip(h.URL, haltrec.MaxURL)
+	h.BodyHead = haltrec.Clip(h.BodyHead, haltrec.MaxBodyHead)
+	h.Markers = haltrec.Markers(h.Markers)
+	return s.push(ctx, "halt", s.logKey(key), entry{Kind: "halt", Halt: &h}, func(p redis.Pipeliner) {
+		p.Persist(ctx, s.logKey(key))
+		p.Persist(ctx, s.noteKey(key))
+		p.ZAdd(ctx, s.queueKey(), redis.Z{Score: float64(h.Time.UnixMicro()), Member: key})
+		p.ZRemRangeByRank(ctx, s.queueKey(), 0, -maxKnown-1)
+	})
+}
+
+// AddNote records an operator's note on n.Host's halt; see
+// hoststate.HaltLog. A note that resumed the host takes it off the queue
+// and lets its records expire 30 days later. Its errors are those of
+// PutHalt.
+func (s *Store) AddNote(ctx context.Context, n hoststate.Note) error {
+	key, err := s.recordKey(n.Host)
+	if err != nil {
+		return err
+	}
+	n.Host = key
+	if n.Time.IsZero() {
+		n.Time = s.localNow()
+	}
+	n.By = haltrec.Clip(n.By, haltrec.MaxBy)
+	n.Text = haltrec.Clip(n.Text, haltrec.MaxText)
+	return s.push(ctx, "note", s.noteKey(key), entry{Kind: "note", Note: &n}, func(p redis.Pipeliner) {
+		if n.Resumed {
+			p.ZRem(ctx, s.queueKey(), key)
+			p.Expire(ctx, s.logKey(key), logTTL)
+			p.Expire(ctx, s.noteKey(key), logTTL)
+		}
+	})
+}
+
+// unqueue takes a resumed host off the queue, if Redis answers.
+func (s *Store) unqueue(ctx context.Context, host string) {
+	rctx, cancel := context.WithTimeout(ctx, s.set.cfg.Timeout)
+	defer cancel()
+	s.client.ZRem(rctx, s.queueKey(), host)
+}
+
+// Halts returns the latest halt record of every host halted now, newest
+// first; see hoststate.HaltLog. It lists the hosts halted since records
+// were kept; a host in the queue whose halt is gone (resumed some other
+// way, or lost with Redis's data) is dropped from it. Its errors are
+// ctx.Err(), *CorruptError and *UnavailableError.
+func (s *Store) Halts(ctx context.Context, limit int) ([]hoststate.Halt, error) {
+	if limit <= 0 {
+		limit = 1000
+	}
+	start := time.Now()
+	rctx, cancel := context.WithTimeout(ctx, max(s.set.cfg.Timeout, readTimeout))
+	defer cancel()
+	fail := func(err error) error {
+		if cerr := ctx.Err(); cerr != nil {
+			return cerr
+		}
+		return unavailable("halts", s.cause(err, start))
+	}
+	zs, err := s.client.ZRevRangeWithScores(rctx, s.queueKey(), 0, int64(limit)-1).Result()
+	if err != nil {
+		var re redis.Error
+		if errors.As(err, &re) {
+			return nil, &CorruptError{Key: s.queueKey(), Reason: "wrongtype"}
+		}
+		return nil, fail(err)
+	}
+	type pending struct {
+		host string
+		halt *redis.StringCmd
+		log  *redis.StringSliceCmd
+	}
+	ps := make([]pending, 0, len(zs))
+	_, err = s.client.Pipelined(rctx, func(p redis.Pipeliner) error {
+		for _, z := range zs {
+			host, _ := z.Member.(string)
+			k, err := s.keysOf(host)
+			if err != nil {
+				continue
+			}
+			ps = append(ps, pending{host: host, halt: p.Get(rctx, k.halt), log: p.LRange(rctx, s.logKey(host), 0, 0)})
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		var re redis.Error
+		if !errors.As(err, &re) {
+			return nil, fail(err)
+		}
+	}
+	out := make([]hoststate.Halt, 0, len(ps))
+	var stale []any
+	for _, p := range ps {
+		if p.halt.Err() != nil {
+			if errors.Is(p.halt.Err(), redis.Nil) {
+				stale = append(stale, p.host)
+			}
+			continue
+		}
+		h := hoststate.Halt{Host: p.host}
+		if us, err := p.halt.Int64(); err == nil {
+			h.Time = micros(us)
+		}
+		for _, raw := range p.log.Val() {
+			var e entry
+			if json.Unmarshal([]byte(raw), &e) == nil && e.Kind == "halt" && e.Halt != nil {
+				h = *e.Halt
+				h.Host = p.host
+				break
+			}
+		}
+		out = append(out, h)
+	}
+	if len(stale) > 0 {
+		s.client.ZRem(rctx, s.queueKey(), stale...)
+	}
+	return out, nil
+}
+
+// History returns host's records, newest first; see hoststate.HaltLog.
+// Its errors are hostkey's, *HostError, ctx.Err() and *UnavailableError.
+func (s *Store) History(ctx context.Context, host string) ([]hoststate.Halt, []hoststate.Note, error) {
+	key, err := s.recordKey(host)
+	if err != nil {
+		return nil, nil, err
+	}
+	start := time.Now()
+	rctx, cancel := context.WithTimeout(ctx, max(s.set.cfg.Timeout, readTimeout))
+	defer cancel()
+	var hc, nc *redis.StringSliceCmd
+	_, err = s.client.Pipelined(rctx, func(p redis.Pipeliner) error {
+		hc = p.LRange(rctx, s.logKey(key), 0, -1)
+		nc = p.LRange(rctx, s.noteKey(key), 0, -1)
+		return nil
+	})
+	if err != nil {
+		var re redis.Error
+		if errors.As(err, &re) {
+			return nil, nil, &CorruptError{Key: s.logKey(key), Reason: "wrongtype"}
+		}
+		if cerr := ctx.Err(); cerr != nil {
+			return nil, nil, cerr
+		}
+		return nil, nil, unavailable("history", s.cause(err, start))
+	}
+	var halts []hoststate.Halt
+	var notes []hoststate.Note
+	for _, r := range hc.Val() {
+		var e entry
+		if json.Unmarshal([]byte(r), &e) == nil && e.Halt != nil {
+			e.Halt.Host = key
+			halts = append(halts, *e.Halt)
+		}
+	}
+	for _, r := range nc.Val() {
+		var e entry
+		if json.Unmarshal([]byte(r), &e) == nil && e.Note != nil {
+			e.Note.Host = key
+			notes = append(notes, *e.Note)
+		}
+	}
+	return halts, notes, nil
+}
