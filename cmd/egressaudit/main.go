@@ -59,9 +59,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = usagef("unknown command %q", args[0])
 	}
 	var ue usageError
+	var help helpError
 	var ve *telemetry.VerifyError
 	switch {
 	case err == nil:
+		return exitOK
+	case errors.As(err, &help):
+		fmt.Fprintf(stdout, "Usage:\n  egressaudit %s\n", subUsage[help.fs.Name()])
+		help.fs.SetOutput(stdout)
+		help.fs.PrintDefaults()
 		return exitOK
 	case errors.Is(err, flag.ErrHelp):
 		return exitOK
@@ -96,7 +102,7 @@ func parse(fs *flag.FlagSet, args []string) (string, error) {
 	for {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
-				return "", err
+				return "", helpError{fs}
 			}
 			return "", usagef("%s: %v", fs.Name(), err)
 		}
@@ -111,6 +117,19 @@ func parse(fs *flag.FlagSet, args []string) (string, error) {
 		return "", usagef("%s: want one FILE, got %d arguments", fs.Name(), len(pos))
 	}
 	return pos[0], nil
+}
+
+// helpError is a subcommand's -h or -help: run prints its usage.
+type helpError struct{ fs *flag.FlagSet }
+
+func (helpError) Error() string        { return "help requested" }
+func (helpError) Is(target error) bool { return target == flag.ErrHelp }
+
+// subUsage is each subcommand's synopsis, for its -help.
+var subUsage = map[string]string{
+	"verify": "verify [-anchor SEQ:HASH] FILE    check the hash chain; exit 1 names the first bad line",
+	"show":   "show [flags] FILE                 print the records, filtered by the flags:",
+	"head":   "head FILE                         print the anchor SEQ:HASH of the last line",
 }
 
 func newFlags(name string) *flag.FlagSet {

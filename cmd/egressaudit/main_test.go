@@ -284,3 +284,25 @@ func TestUsage(t *testing.T) {
 		})
 	}
 }
+
+// TestSubcommandHelp: every subcommand's -h and -help print its usage,
+// with its flags, on stdout and exit 0.
+func TestSubcommandHelp(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"show", "-help"}, []string{"egressaudit show", "-host", "-kind", "-since", "-json"}},
+		{[]string{"show", "-h"}, []string{"egressaudit show", "-provenance"}},
+		{[]string{"verify", "-h"}, []string{"egressaudit verify", "-anchor"}},
+		{[]string{"verify", "-help"}, []string{"egressaudit verify", "-anchor"}},
+		{[]string{"head", "-h"}, []string{"egressaudit head FILE"}},
+	} {
+		r := runBinary(t, tt.args...)
+		for _, w := range tt.want {
+			if r.code != exitOK || !strings.Contains(r.stdout, w) {
+				t.Errorf("egressaudit %v: exit %d, stdout %q; want 0 and %q", tt.args, r.code, r.stdout, w)
+			}
+		}
+	}
+}
