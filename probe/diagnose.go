@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/egresskit/egresskit/classify"
@@ -180,16 +181,18 @@ type Diagnosis struct {
 	// Blocked counts results that are not rate-limited and were refused
 	// (outcome Refused: a challenge page or a refusal naming the agent),
 	// or had status 403 or 503, or got no response because the connection
-	// failed (ConnectionFailures), timed out (Timeouts) or was cut by the
-	// deadline; blocked_count in JSON. Failures without a response that
-	// are the URL's own (Permanent: a redirect loop, a certificate error)
-	// and the caller's cancellation do not count.
+	// failed (ConnectionFailures); blocked_count in JSON. A hang is not a
+	// block (see Timeouts), and neither are failures without a response
+	// that are the URL's own (Permanent: a redirect loop, a certificate
+	// error) nor the caller's cancellation.
 	Blocked int
 	// ConnectionFailures counts Transient results without a response that
 	// were not timeouts: refused or reset connections, failed TLS
 	// handshakes, proxy failures.
 	ConnectionFailures int
-	// Timeouts counts results that ran out of PerRequestTimeout.
+	// Timeouts counts the hangs: probes sent that got no answer in time,
+	// ended by PerRequestTimeout or by the Run's deadline;
+	// timeout_count in JSON.
 	Timeouts int
 	// NotStarted counts results the deadline came before (Stage queued).
 	NotStarted int
@@ -225,12 +228,21 @@ func isRateLimited(r TargetResult) bool {
 	return !r.Deadline && (r.Status == 429 || r.Outcome == classify.Throttled)
 }
 
+// isBlocked: a refusal, or no response because the connection failed. A
+// hang (the probe's timeout, or the Run's deadline) is not a block: it is
+// counted in Timeouts.
 func isBlocked(r TargetResult) bool {
-	if isRateLimited(r) {
+	if isRateLimited(r) || isHang(r) {
 		return false
 	}
-	return r.Deadline || r.Outcome == classify.Refused || r.Status == 403 || r.Status == 503 ||
+	return r.Outcome == classify.Refused || r.Status == 403 || r.Status == 503 ||
 		(r.Status == 0 && r.Outcome == classify.Transient)
+}
+
+// isHang: the probe was sent and got no answer in time, ended by its own
+// timeout or by the Run's deadline.
+func isHang(r TargetResult) bool {
+	return r.TimedOut || (r.Deadline && r.Stage != StageQueued && r.Status == 0 && !r.Disallowed)
 }
 
 func isCallerCanceled(r TargetResult) bool { return r.Outcome == classify.Canceled && !r.Deadline }
@@ -297,7 +309,7 @@ func Diagnose(results []TargetResult, th Thresholds) Diagnosis {
 		if r.Status == 0 && r.Outcome == classify.Transient && !r.TimedOut {
 			d.ConnectionFailures++
 		}
-		if r.TimedOut {
+		if isHang(r) {
 			d.Timeouts++
 		}
 		if r.Deadline && r.Stage == StageQueued && !r.Disallowed {
@@ -416,6 +428,27 @@ func judge(d Diagnosis, th Thresholds) (Verdict, []string) {
 	}
 	if th.DegradedLatency > 0 && d.Latency.Mean > th.DegradedLatency {
 		fire(Degraded, "mean latency %v is above %v", d.Latency.Mean.Round(time.Millisecond), th.DegradedLatency)
+	}
+	if status == Healthy {
+		return status, reasons
+	}
+	// Name every class of failure behind the verdict, in one reason each.
+	rateNamed := len(reasons) > 0 && strings.Contains(reasons[0], "rate-limited")
+	for _, c := range []struct {
+		n    int
+		what string
+	}{
+		{d.Outcomes.Refused, "refused (a challenge page or a refusal naming the agent)"},
+		{d.Blocked - d.Outcomes.Refused - d.ConnectionFailures, "answered 403 or 503"},
+		{d.Timeouts, "hung: no answer in time"},
+		{d.ConnectionFailures, "could not connect"},
+	} {
+		if c.n > 0 {
+			reasons = append(reasons, fmt.Sprintf("%d of %d probes %s", c.n, d.Measured, c.what))
+		}
+	}
+	if d.RateLimited > 0 && !rateNamed {
+		reasons = append(reasons, fmt.Sprintf("%d of %d probes were rate-limited (throttling)", d.RateLimited, d.Measured))
 	}
 	return status, reasons
 }

@@ -3,6 +3,7 @@ package probe_test
 import (
 	"math/rand/v2"
 	"reflect"
+	"strings"
 	"slices"
 	"testing"
 	"time"
@@ -138,8 +139,9 @@ func TestDiagnoseEdges(t *testing.T) {
 	})
 	t.Run("all timeouts", func(t *testing.T) {
 		d := probe.Diagnose(repeat(10, timedOut()), probe.Thresholds{})
-		if d.Latency.Samples != 0 || d.Timeouts != 10 || d.Blocked != 10 || d.ConnectionFailures != 0 {
-			t.Errorf("got samples %d timeouts %d blocked %d connfail %d, want 0 10 10 0",
+		// A hang is not a block: it is a timeout.
+		if d.Latency.Samples != 0 || d.Timeouts != 10 || d.Blocked != 0 || d.ConnectionFailures != 0 {
+			t.Errorf("got samples %d timeouts %d blocked %d connfail %d, want 0 10 0 0",
 				d.Latency.Samples, d.Timeouts, d.Blocked, d.ConnectionFailures)
 		}
 		if d.Outcomes != (probe.Counts{Transient: 10}) {
@@ -152,8 +154,9 @@ func TestDiagnoseEdges(t *testing.T) {
 	t.Run("deadline cut and never started", func(t *testing.T) {
 		rs := concat(repeat(3, cutByDeadline(probe.StageTLS)), repeat(2, cutByDeadline(probe.StageQueued)))
 		d := probe.Diagnose(rs, probe.Thresholds{})
-		if d.Outcomes != (probe.Counts{Deadline: 5}) || d.NotStarted != 2 || d.Blocked != 5 || d.Measured != 5 {
-			t.Errorf("got %+v notStarted %d blocked %d measured %d", d.Outcomes, d.NotStarted, d.Blocked, d.Measured)
+		// The 3 cut in flight hung (timeouts); none is a block.
+		if d.Outcomes != (probe.Counts{Deadline: 5}) || d.NotStarted != 2 || d.Blocked != 0 || d.Timeouts != 3 || d.Measured != 5 {
+			t.Errorf("got %+v notStarted %d blocked %d timeouts %d measured %d", d.Outcomes, d.NotStarted, d.Blocked, d.Timeouts, d.Measured)
 		}
 	})
 	t.Run("caller cancellation is not measured", func(t *testing.T) {
@@ -185,10 +188,12 @@ func TestDiagnoseCounts(t *testing.T) {
 		got, want any
 	}{
 		{"RateLimited", d.RateLimited, 4},
-		// 3 x 403 + 2 x 503 + 4 refused + 5 refused connections + 6 timeouts + 7 deadline.
-		{"Blocked", d.Blocked, 27},
+		// 3 x 403 + 2 x 503 + 4 refused + 5 refused connections; a hang
+		// is no block.
+		{"Blocked", d.Blocked, 14},
 		{"ConnectionFailures", d.ConnectionFailures, 5},
-		{"Timeouts", d.Timeouts, 6},
+		// 6 timeouts + 7 cut by the deadline while connecting.
+		{"Timeouts", d.Timeouts, 13},
 		{"MaxRetryAfter", d.MaxRetryAfter, 30 * time.Second},
 		{"Backoff.Initial", d.Backoff.Initial, 30 * time.Second},
 		{"Backoff.Max", d.Backoff.Max, time.Minute},
@@ -322,5 +327,32 @@ func TestDiagnoseDisallowed(t *testing.T) {
 	d = probe.Diagnose([]probe.TargetResult{dis}, probe.Thresholds{})
 	if want := []string{"no probe was measured: 1 of 1 disallowed by robots.txt"}; d.Status != probe.Critical || !reflect.DeepEqual(d.Reasons, want) {
 		t.Errorf("Diagnose(only disallowed) = %v %q, want CRITICAL %q", d.Status, d.Reasons, want)
+	}
+}
+
+// TestDiagnoseNamesEveryClass: five targets — two healthy, one hung, one
+// challenge page, one 429. The hang is a timeout, not a block; the
+// reasons name the challenge, the hang and the throttling besides the
+// success rate.
+func TestDiagnoseNamesEveryClass(t *testing.T) {
+	hung := timedOut()
+	hung.Host, hung.Stage = "hung.example", probe.StageRequest
+	challenge := probe.TargetResult{Host: "cf.example", Egress: "direct", Status: 403, Outcome: classify.Refused,
+		Markers: []string{"cloudflare"}, Stage: probe.StageResponse, Latency: 5 * ms}
+	slow := throttled(0)
+	slow.Host = "busy.example"
+	rs := []probe.TargetResult{okAt(3 * ms), okAt(4 * ms), hung, challenge, slow}
+	d := probe.Diagnose(rs, probe.Thresholds{})
+	if d.Blocked != 1 || d.Timeouts != 1 || d.RateLimited != 1 {
+		t.Errorf("blocked %d, timeouts %d, rate-limited %d; want 1, 1, 1", d.Blocked, d.Timeouts, d.RateLimited)
+	}
+	if !reflect.DeepEqual(d.BlockingHosts, []string{"cf.example"}) {
+		t.Errorf("BlockingHosts = %v, want only cf.example", d.BlockingHosts)
+	}
+	all := strings.Join(d.Reasons, "\n")
+	for _, want := range []string{"success rate", "refused (a challenge page", "hung", "rate-limited"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("Reasons do not name %q:\n%s", want, all)
+		}
 	}
 }

@@ -56,12 +56,26 @@ func (p *progress) stop() {
 	p.wg.Wait()
 }
 
+// latency prints a percentile to three significant digits ("412µs",
+// "1.23ms", "2.5s"), or "n/a" when no probe got a response.
+func latency(d time.Duration, samples int) string {
+	if samples == 0 {
+		return "n/a"
+	}
+	for unit := time.Nanosecond; unit < time.Hour; unit *= 10 {
+		if d < 1000*unit {
+			return d.Round(unit).String()
+		}
+	}
+	return d.Round(time.Second).String()
+}
+
 // writeSummary prints the diagnosis for a human.
 func writeSummary(w io.Writer, rep *probe.Report) {
 	d := rep.Diagnosis
-	fmt.Fprintf(w, "preflight: %s: %d of %d probes succeeded (%.1f%%), %d rate-limited, %d blocked, p50 %v, p95 %v\n",
-		d.Status, d.Succeeded, d.Total, 100*d.SuccessRate, d.RateLimited, d.Blocked,
-		d.Latency.P50.Round(time.Millisecond), d.Latency.P95.Round(time.Millisecond))
+	fmt.Fprintf(w, "preflight: %s: %d of %d probes succeeded (%.1f%%), %d rate-limited, %d blocked, %d hung, p50 %s, p95 %s\n",
+		d.Status, d.Succeeded, d.Total, 100*d.SuccessRate, d.RateLimited, d.Blocked, d.Timeouts,
+		latency(d.Latency.P50, d.Latency.Samples), latency(d.Latency.P95, d.Latency.Samples))
 	for _, why := range d.Reasons {
 		fmt.Fprintf(w, "  - %s\n", why)
 	}
