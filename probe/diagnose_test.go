@@ -3,8 +3,8 @@ package probe_test
 import (
 	"math/rand/v2"
 	"reflect"
-	"strings"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
