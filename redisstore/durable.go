@@ -141,6 +141,16 @@ type haltAt struct {
 // for. The error is a redisErr, or ctx.Err().
 func (s *Store) writeHalts(ctx context.Context, todo []haltAt, done func(haltAt)) ([]string, error) {
 	var halted []string
+	var queued []redis.Z
+	// The halts written back join the queue of halted hosts (HaltLog),
+	// which Redis lost with them or which an outage kept them from.
+	defer func() {
+		if len(queued) > 0 {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.set.cfg.Timeout)
+			s.client.ZAddNX(rctx, s.queueKey(), queued...)
+			cancel()
+		}
+	}()
 	for len(todo) > 0 {
 		batch := todo[:min(len(todo), pushBatch)]
 		todo = todo[len(batch):]
@@ -176,6 +186,7 @@ func (s *Store) writeHalts(ctx context.Context, todo []haltAt, done func(haltAt)
 			switch n {
 			case 1:
 				halted = append(halted, batch[i].host)
+				queued = append(queued, redis.Z{Score: float64(batch[i].since.UnixMicro()), Member: batch[i].host})
 			case -1:
 				s.forget(batch[i].host)
 			}

@@ -80,9 +80,9 @@ type env struct {
 
 // global are the flags before the command.
 type global struct {
-	redis, prefix, audit       string
-	ca, cert, key              string
-	cluster, domain, helpAsked bool
+	redis, prefix, audit string
+	ca, cert, key        string
+	cluster, domain      bool
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
