@@ -148,6 +148,11 @@ func TestFailOpenSurvivesRedisCrash(t *testing.T) {
 			t.Errorf("Redis after the re-sync: %s halted = %v, %v; want halted", o.host(), st.Halted, err)
 		}
 	}
+	// Both halts are in the queue of halted hosts again: one lost with
+	// Redis's data, one made while Redis was down.
+	if q, err := obs.Halts(ctx, 0); err != nil || len(q) != 2 {
+		t.Errorf("Halts after the re-sync = %+v, %v; want both hosts", q, err)
+	}
 	if st, err := obs.Status(ctx, site.host()); err != nil || st.Recent.OK != 1 {
 		t.Errorf("Redis after the re-sync: recent %v, %v; want 1 OK (local state dropped)", st.Recent, err)
 	}
