@@ -20,6 +20,7 @@ func ExampleScenarios() {
 	// NeutralOutcomes
 	// StaleAdmissionIgnored
 	// RefusedHaltsOnce
+	// HaltLogQueueAndHistory
 	// ThrottledHalvesAndPauses
 	// RecoveryToConfigured
 	// RecoveryToCeiling
