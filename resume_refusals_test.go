@@ -65,7 +65,7 @@ func refusingSite(t *testing.T, inflight int, h2 bool) (*httptest.Server, *atomi
 func TestResumeAfterConcurrentRefusals(t *testing.T) {
 	limit := hoststate.Config{Limit: ratelimit.Config{PerMinute: 600000, Burst: 1000}}
 	stores := map[string]func(t *testing.T) hoststate.Store{
-		"memory": func(*testing.T) hoststate.Store { return hoststate.NewMemory(limit) },
+		"memory": func(*testing.T) hoststate.Store { return mustMemory(limit) },
 		"redis": func(t *testing.T) hoststate.Store {
 			st, err := redisstore.New(redistest.Client(t), redisstore.Config{Prefix: redistest.Prefix(t),
 				HostState: limit, OnRedisError: redisstore.FailClosed, Timeout: time.Second})

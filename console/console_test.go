@@ -33,7 +33,10 @@ func halted(t *testing.T) (hoststate.Store, string) {
 		io.WriteString(w, "<html><body>Access denied: TestBot is blocked. password="+secretPass+"</body></html>")
 	}))
 	t.Cleanup(site.Close)
-	st := hoststate.NewMemory(hoststate.Config{})
+	st, err := hoststate.NewMemory(hoststate.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	tr, err := egresskit.New(egresskit.Config{Store: st, IgnoreRobots: true, UserAgent: "TestBot/1.0"})
 	if err != nil {
 		t.Fatal(err)

@@ -17,7 +17,10 @@ import (
 // bearer token, over an in-memory store in which one host was halted.
 func ExampleNew() {
 	ctx := context.Background()
-	store := hoststate.NewMemory(hoststate.Config{})
+	store, err := hoststate.NewMemory(hoststate.Config{})
+	if err != nil {
+		panic(err)
+	}
 	a, _ := store.Admit(ctx, "shop.example")
 	store.Record(ctx, "shop.example", a, classify.Result{Outcome: classify.Refused, Status: 403, Reason: "challenge"})
 	store.PutHalt(ctx, hoststate.Halt{Host: "shop.example", Status: 403, Reason: "challenge", URL: "https://shop.example/cart"})

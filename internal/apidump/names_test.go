@@ -43,6 +43,7 @@ var reused = map[string]string{
 	"Of":                   "classify.Of reads the Result of a response, hostkey.Of the key of a URL: both read a value of their package off what the caller holds",
 	"Degraded":             "probe's DEGRADED verdict and redisstore's degraded-mode warning",
 	"Counts":               "breaker's failure counts and probe's per-class counts",
+	"Parse":                "robots.Parse reads a robots.txt file, hostkey.Parse the key of a host as a person types it: both turn text into their package's value",
 }
 
 var declRE = regexp.MustCompile(`^pkg ([^,]+), (?:type|func|var|const) ([A-Za-z0-9_]+)`)
