@@ -23,7 +23,13 @@
 //	PREFIX:{HOST}:s        hash: breaker and pacing fields
 //	PREFIX:{HOST}:halt     string: when the halt began (microseconds)
 //	PREFIX:{HOST}:resumed  string: when the host was last resumed
+//	PREFIX:{HOST}:halts    list: the halt records (hoststate.HaltLog), newest first
+//	PREFIX:{HOST}:notes    list: the operators' notes, newest first
+//	PREFIX:halted          sorted set: the halted hosts, by when (the console's queue)
 //
+// The two lists hold 16 JSON records each, bounded in size; they expire
+// 30 days after the host was resumed with a note, and never while it is
+// halted.
 // The host is the hash tag, so each script touches one Redis Cluster slot;
 // host keys may contain ':' and '.', but not braces (rejected with
 // *HostError). The state hash expires when the host has been idle for the
