@@ -31,7 +31,7 @@ func DefaultConfig() Config {
 }
 
 // Memory is the in-process Store: a breaker.Set, a ratelimit.Set and the
-// halt records (HaltLog, up to 65,536 hosts). It is
+// halt records (HaltLog, of up to 4,096 hosts). It is
 // safe for concurrent use and starts no goroutine; idle hosts are evicted
 // lazily as the sets are used, or at once with Evict. Its breakers read
 // time.Now (test with testing/synctest); a Limit.Now clock, if set, paces.

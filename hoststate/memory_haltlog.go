@@ -10,9 +10,11 @@ import (
 	"github.com/egresskit/egresskit/internal/haltrec"
 )
 
-// maxRecorded bounds the hosts whose records a Memory keeps; past it, the
-// records of a host no longer halted make room.
-const maxRecorded = 1 << 16
+// maxRecorded bounds the hosts whose records a Memory keeps (a few hundred
+// MiB at worst, every record of every host at its size bound); past it,
+// the records of a host no longer halted make room, and a host halted when
+// none can is halted without a record.
+const maxRecorded = 4096
 
 // records is a Memory's HaltLog.
 type records struct {
