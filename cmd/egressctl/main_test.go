@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/egresskit/egresskit"
+	"github.com/egresskit/egresskit/classify"
+	"github.com/egresskit/egresskit/hoststate"
 	"github.com/egresskit/egresskit/internal/redistest"
 	"github.com/egresskit/egresskit/internal/testprog"
 	"github.com/egresskit/egresskit/redisstore"
@@ -247,5 +249,35 @@ func TestTLS(t *testing.T) {
 	}
 	if code, _, _ := ctl(t, nil, "-redis", srv.Addr, "-tls-ca", files.CA, "halts"); code != 1 {
 		t.Errorf("over TLS without a client certificate: exit %d, want 1", code)
+	}
+}
+
+// TestCluster: -cluster reaches a Redis Cluster, where the halt records
+// live in the slot of their host's hash tag.
+func TestCluster(t *testing.T) {
+	srv := redistest.StartCluster(t)
+	ctx := context.Background()
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{srv.Addr}, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { c.Close() })
+	st, err := redisstore.New(c, redisstore.Config{OnRedisError: redisstore.FailClosed, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := st.Admit(ctx, "shop.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Record(ctx, "shop.example", a, classify.Result{Outcome: classify.Refused, Status: 403, Reason: "challenge"})
+	if err := st.PutHalt(ctx, hoststate.Halt{Host: "shop.example", Status: 403, Reason: "challenge"}); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errs := ctl(t, nil, "-redis", srv.Addr, "-cluster", "halts"); code != 0 || !strings.Contains(out, "shop.example") {
+		t.Errorf("halts on a cluster: %d\n%s%s", code, out, errs)
+	}
+	if code, out, errs := ctl(t, nil, "-redis", srv.Addr, "-cluster", "resume", "shop.example", "-reason", "ok", "-by", "ana"); code != 0 {
+		t.Errorf("resume on a cluster: %d\n%s%s", code, out, errs)
+	}
+	if s, err := st.Status(ctx, "shop.example"); err != nil || s.Halted {
+		t.Errorf("after resume on a cluster: halted %v, %v", s.Halted, err)
 	}
 }
