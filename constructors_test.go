@@ -58,6 +58,10 @@ func TestConstructorsRefuseInvalidConfig(t *testing.T) {
 			_, err := redisstore.New(client, redisstore.Config{Timeout: -time.Millisecond})
 			return err
 		}},
+		{"redisstore.New", "RecordDelay", func() error {
+			_, err := redisstore.New(client, redisstore.Config{RecordDelay: time.Hour})
+			return err
+		}},
 		{"redisstore.New", "OnRedisError", func() error {
 			_, err := redisstore.New(client, redisstore.Config{OnRedisError: 7})
 			return err

@@ -43,7 +43,8 @@ func TestForeignValues(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			st := mustState(t, redistest.Addr(t), redisstore.Config{Prefix: redistest.Prefix(t), Timeout: testTimeout})
+			// RecordDelay off: the OK must reach Redis to meet the key.
+			st := mustState(t, redistest.Addr(t), redisstore.Config{Prefix: redistest.Prefix(t), Timeout: testTimeout, RecordDelay: -1})
 			stateKey, haltKey, err := st.Keys(host)
 			if err != nil {
 				t.Fatal(err)

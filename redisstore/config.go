@@ -108,6 +108,21 @@ type Config struct {
 	// (""): no journal.
 	Journal string
 
+	// RecordDelay is how long, at most, Record may hold back the OK
+	// outcome of an attempt that was not a half-open probe, so that it
+	// reaches Redis in the same round trip as the host's next admission
+	// (or next other outcome) from this Store instead of a round trip of
+	// its own: an attempt then costs one round trip, not two. Other
+	// outcomes (failures, throttles, refusals, probes) are recorded at
+	// once. An outcome held back is applied at the time it was made; what
+	// is still held when the delay ends is sent by a timer, and Flush
+	// sends everything (call it before exiting). Held-back OKs are seen
+	// by other workers, and by Status of other Stores, up to RecordDelay
+	// late; this Store's own Status, SetCeiling and Resume send the
+	// host's first. Default (0): 1s. Negative: every outcome is recorded
+	// at once. More than a minute: refused by New.
+	RecordDelay time.Duration
+
 	// Now is the clock. Nil (the default, and the only sensible setting
 	// for a fleet) takes time from the Redis server (TIME, inside every
 	// script), so workers with skewed clocks agree; the local clock then
@@ -126,6 +141,7 @@ func positive(f float64) bool { return f > 0 && !math.IsInf(f, 1) }
 // ratelimit apply them, and the script arguments it implies.
 type settings struct {
 	cfg       Config
+	delay     time.Duration // RecordDelay, with its default; 0: off
 	br        breaker.Config
 	lim       ratelimit.Config
 	conf      string            // the configured rate, formatted
@@ -148,6 +164,12 @@ func newSettings(cfg Config) settings {
 	}
 	if s.cfg.CheckInterval == 0 {
 		s.cfg.CheckInterval = 5 * time.Second
+	}
+	switch d := s.cfg.RecordDelay; {
+	case d == 0:
+		s.delay = time.Second
+	case d > 0:
+		s.delay = d
 	}
 
 	bd := breaker.DefaultConfig()
@@ -279,6 +301,8 @@ func (c *Config) check() error {
 		return configerr.Field("Timeout", "is %v, negative (0 means 50ms)", c.Timeout)
 	case c.RetryInterval < 0:
 		return configerr.Field("RetryInterval", "is %v, negative (0 means 1s)", c.RetryInterval)
+	case c.RecordDelay > time.Minute:
+		return configerr.Field("RecordDelay", "is %v, more than a minute (negative means off)", c.RecordDelay)
 	case c.ProbeLease < 0:
 		return configerr.Field("ProbeLease", "is %v, negative (0 means HostState.Breaker.OpenTimeout)", c.ProbeLease)
 	}

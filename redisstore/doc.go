@@ -10,11 +10,36 @@
 // after NOSCRIPT): "admit" checks the halt, then the breaker (an ended
 // open period becomes half-open; half-open probes are counted), then takes
 // a pacing token; "record" counts the outcome in the breaker, halts the
-// host on Refused and adapts the pacing. An attempt therefore costs two
-// round trips, one before and one after, and no lock is held while it is
-// in flight (unlike gobreaker's DistributedCircuitBreaker, which would
+// host on Refused and adapts the pacing. No lock is held while an attempt
+// is in flight (unlike gobreaker's DistributedCircuitBreaker, which would
 // serialise a host's whole fleet). Time is the Redis server's (TIME inside
 // the script), so workers with skewed clocks agree.
+//
+// An attempt costs one round trip, amortised: the OK outcome of an
+// attempt that was not a half-open probe is held back (Config.RecordDelay,
+// 1s) and rides with the worker's next script for that host, which
+// applies it first, at the time it was made; a timer sends what is left
+// when the delay ends, and Store.Flush sends everything. Every other
+// outcome is recorded at once, with the OKs held before it. The windows,
+// guarantee by guarantee:
+//
+//   - halts: none. A Refused outcome is recorded at once; every admission
+//     reads the halt in Redis (and a Store's own memory of halts, below).
+//   - breaker opening and half-open probes: none. Failures, throttles at
+//     the floor and probe outcomes are recorded at once, and so is every
+//     outcome whose admission this Store saw open or half-open.
+//   - pacing: tokens and pauses are taken and set at once; a throttle is
+//     seen fleet-wide at once. The recovery after a throttle and the OK
+//     counts (Status.Recent) of other workers lag by up to RecordDelay.
+//   - the breaker's failure count: an OK resets it up to RecordDelay late;
+//     failures that came after it, recorded meanwhile, are reset with it,
+//     as if the OK's answer had come that much later.
+//   - a worker that stops: the OKs it held are sent by Flush; a worker that
+//     dies loses up to RecordDelay of OKs (no failure, halt or pause is
+//     ever held back), and so does one whose Redis cannot take them.
+//
+// With RecordDelay negative, every outcome is recorded at once: two round
+// trips per attempt.
 //
 // # Keys
 //

@@ -141,7 +141,10 @@ func TestFailOpenSurvivesRedisCrash(t *testing.T) {
 	}
 
 	// Another worker sees what Redis holds now: both halts, and only the
-	// OK sent since the return.
+	// OK sent since the return, once the worker sent the OK it held back.
+	if err := w.state.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
 	obs := mustState(t, srv.Addr, cfg)
 	for _, o := range []*origin{before, during} {
 		if st, err := obs.Status(ctx, o.host()); err != nil || !st.Halted {

@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	_ "embed" // the Lua scripts
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -28,11 +29,16 @@ var (
 	luaResume string
 	//go:embed lua/halt.lua
 	luaHalt string
+	//go:embed lua/deferred.lua
+	luaDeferred string
 )
 
 // scripts are the loaded scripts of a Store.
 type scripts struct {
 	admit, record, state, ceiling, resume *redis.Script
+	// flush applies the deferred OK records of a host and nothing else;
+	// admit and record apply them first too (see deferred.lua).
+	flush *redis.Script
 }
 
 func newScripts() scripts {
@@ -45,9 +51,20 @@ func scriptsWith(edit func(string) string) scripts {
 	mk := func(name, op string) *redis.Script {
 		return redis.NewScript(edit("local OP = '" + name + "'\n" + luaClock + luaCommon + "\n" + op))
 	}
+	// withDeferred is mk with the application of the deferred records,
+	// from ARGV[at] on, between the prelude and op, followed by glue. It is
+	// inserted after edit, so that an edit reaches the same text as in mk.
+	const mark = "-- deferred records\n"
+	withDeferred := func(name, at, glue, op string) *redis.Script {
+		src := edit("local OP = '" + name + "'\n" + luaClock + luaCommon + "\n" + mark + op)
+		ins := "local function applyRecord(ARGV)\n" + edit(luaRecord) + "\nend\n" +
+			luaDeferred + "\n" + strings.ReplaceAll(glue, "AT", at) + "\n"
+		return redis.NewScript(strings.Replace(src, mark, ins, 1))
+	}
 	return scripts{
-		admit:   mk("admit", luaAdmit),
-		record:  mk("record", luaRecord),
+		admit:   withDeferred("admit", "16", "if applyDeferred(AT) > 0 and halted then save() end", luaAdmit),
+		record:  withDeferred("record", "19", "applyDeferred(AT)", luaRecord),
+		flush:   withDeferred("flush", "15", "if applyDeferred(AT) > 0 then save() end", "return 1"),
 		state:   mk("state", luaState),
 		ceiling: mk("ceiling", luaCeiling),
 		resume:  redis.NewScript(edit(luaClock + luaResume)),

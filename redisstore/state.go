@@ -22,9 +22,12 @@ import (
 // pacing budget and one halt per host, shared by every Store that uses the
 // same Redis and Prefix, with the semantics of hoststate.Memory.
 //
-// Admit and Record are one script each (EVALSHA), so an attempt costs two
-// round trips; no lock is held across a request. Resume, SetCeiling and
-// Store are one script each.
+// Admit and Record are one script each (EVALSHA); Record holds an OK back
+// for up to Config.RecordDelay so that it rides with the host's next
+// script, and an attempt costs one round trip, amortised (see the package
+// documentation for the windows this opens). No lock is held across a
+// request. Resume, SetCeiling and Status are one script each, after the
+// host's held-back OKs.
 //
 // When Redis is unreachable or slower than Config.Timeout, a FailClosed
 // Store fails the operation with *UnavailableError. A FailOpen Store falls
@@ -63,8 +66,9 @@ import (
 // its slots go to local state, and it is tried again, re-synced and
 // warned about on its own.
 //
-// Store is safe for concurrent use and starts no goroutine (Watch runs on
-// the caller's). It does not own the client: close the client when done.
+// Store is safe for concurrent use. The only goroutine it starts is a
+// timer's, which sends the OKs held back when RecordDelay ends; Flush
+// stops it and waits for it (Watch runs on the caller's goroutine). It does not own the client: close the client when done.
 type Store struct {
 	client redis.UniversalClient
 	set    settings
@@ -91,6 +95,8 @@ type Store struct {
 	pending map[string]pendingHalt // halts to write to Redis
 	known   map[string]time.Time   // halts seen: refused while degraded, written back after a loss
 	runs    map[string]serverInfo  // what the last check read of each server, by address
+
+	def deferrals // the OK outcomes held back (Config.RecordDelay)
 }
 
 var _ hoststate.Store = (*Store)(nil)
@@ -230,11 +236,16 @@ func (s *Store) Admit(ctx context.Context, host string) (hoststate.Admission, er
 	if dl, ok := ctx.Deadline(); ok {
 		budget = itoa(max(dl.Sub(s.localNow()), 0).Microseconds())
 	}
-	reply, local, err := s.exec(ctx, "admit", s.sc.admit, k, s.set.args(host, s.nowArg(), budget))
+	recs := s.take(host)
+	args := s.deferredArgs(s.set.args(host, s.nowArg(), budget), recs)
+	reply, local, err := s.exec(ctx, "admit", s.sc.admit, k, args)
 	if local != nil {
 		return s.localAdmit(ctx, local, host)
 	}
 	if err != nil {
+		if ctx.Err() != nil {
+			s.putBack(host, recs)
+		}
 		return hoststate.Admission{}, err
 	}
 	v, err := ints(reply, 2)
@@ -249,6 +260,11 @@ func (s *Store) Admit(ctx context.Context, host string) (hoststate.Admission, er
 			Generation: uint64(v[3]),
 			Epoch:      uint64(v[4]),
 		}
+		if a.Probe {
+			s.saw(host, breaker.HalfOpen)
+		} else {
+			s.saw(host, breaker.Closed)
+		}
 		if s.nKnown.Load() > 0 {
 			if since, ok := s.knownHalt(host); ok {
 				return s.recheck(ctx, host, since, a)
@@ -260,6 +276,7 @@ func (s *Store) Admit(ctx context.Context, host string) (hoststate.Admission, er
 		s.remember(host, since)
 		return hoststate.Admission{}, &breaker.HaltError{Host: host, HaltedAt: since}
 	case v[0] == 2:
+		s.saw(host, breaker.Open)
 		return hoststate.Admission{}, &breaker.OpenError{Host: host, Until: micros(v[1])}
 	case v[0] == 3:
 		return hoststate.Admission{}, &ratelimit.DeadlineError{Host: host, Wait: time.Duration(v[1]) * time.Microsecond}
@@ -277,17 +294,30 @@ func (s *Store) Record(ctx context.Context, host string, a hoststate.Admission, 
 	if err != nil {
 		return hoststate.Effect{}, err
 	}
+	if s.holds(host, a, r) {
+		if s.hold(host, a, r) {
+			if err := s.sendHost(ctx, host); err != nil {
+				return hoststate.Effect{}, err
+			}
+		}
+		return heldEffect, nil
+	}
 	quota := "0"
 	if positive(r.Quota) {
 		quota = ftoa(r.Quota)
 	}
 	args := s.set.args(host, s.nowArg(),
 		itoa(int64(r.Outcome)), usec(max(r.RetryAfter, 0)), strconv.FormatUint(a.Generation, 10), quota)
+	recs := s.take(host)
+	args = s.deferredArgs(args, recs)
 	reply, local, err := s.exec(ctx, "record", s.sc.record, k, args)
 	if local != nil {
 		return s.localRecord(ctx, local, host, a, r)
 	}
 	if err != nil {
+		if ctx.Err() != nil {
+			s.putBack(host, recs)
+		}
 		return hoststate.Effect{}, err
 	}
 	v, err := ints(reply, 4)
@@ -295,6 +325,7 @@ func (s *Store) Record(ctx context.Context, host string, a hoststate.Admission, 
 		return hoststate.Effect{}, &ScriptError{Op: "record", Msg: "unexpected reply"}
 	}
 	eff := hoststate.Effect{Halted: v[2] == 1, From: breaker.State(v[0]), To: breaker.State(v[1])}
+	s.saw(host, eff.To)
 	if eff.Halted {
 		s.remember(host, micros(v[3]))
 	}
@@ -316,6 +347,9 @@ func (s *Store) Resume(ctx context.Context, host string) error {
 	}
 	k, err := s.keysOf(host)
 	if err != nil {
+		return err
+	}
+	if err := s.sendHost(ctx, host); ctx.Err() != nil {
 		return err
 	}
 	reply, err := s.call(ctx, "resume", s.sc.resume, k, s.set.args(host, s.nowArg()))
@@ -357,6 +391,9 @@ func (s *Store) SetCeiling(ctx context.Context, host string, perMinute float64) 
 	if err != nil {
 		return err
 	}
+	if err := s.sendHost(ctx, host); ctx.Err() != nil {
+		return err
+	}
 	c := "0"
 	if positive(perMinute) {
 		c = ftoa(max(perMinute, minPerMinute))
@@ -375,6 +412,9 @@ func (s *Store) SetCeiling(ctx context.Context, host string, perMinute float64) 
 func (s *Store) Status(ctx context.Context, host string) (hoststate.Status, error) {
 	k, err := s.keysOf(host)
 	if err != nil {
+		return hoststate.Status{}, err
+	}
+	if err := s.sendHost(ctx, host); ctx.Err() != nil {
 		return hoststate.Status{}, err
 	}
 	reply, local, err := s.exec(ctx, "state", s.sc.state, k, s.set.args(host, s.nowArg()))

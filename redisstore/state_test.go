@@ -150,53 +150,74 @@ func (c *counter) reset() {
 
 // TestRoundTripsPerRequest measures, on the client (a hook) and on the
 // server (INFO commandstats), the Redis commands of 100 requests through
-// the chain: one EVALSHA before and one after each attempt, nothing else.
+// the chain and a Flush: with RecordDelay off, one EVALSHA before and one
+// after each attempt; with OKs held back, one EVALSHA per attempt (its
+// admission carries the previous OK) and one for the Flush. Nothing else.
 func TestRoundTripsPerRequest(t *testing.T) {
-	ctx := context.Background()
-	srv := redistest.Start(t) // commandstats of this test alone
-	admin := redistest.Dial(t, srv.Addr)
-	site := newOrigin(t, ok)
-	hook := newCounter()
-	c := redistest.Dial(t, srv.Addr)
-	c.AddHook(hook)
-	cfg := fleetConfig("rtt")
-	cfg.CheckInterval = -1 // no periodic INFO among the counted commands
-	st, err := redisstore.New(c, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := workerFor(t, st)
-	w.get(ctx, site.URL) // loads the scripts
-	hook.reset()
-	before := infoStats(t, admin)
-
 	const n = 100
-	for range n {
-		if status, err := w.get(ctx, site.URL); status != 200 {
-			t.Fatalf("%d, %v", status, err)
-		}
+	tests := []struct {
+		name  string
+		delay time.Duration
+		want  int64
+	}{
+		{"record delay off", -1, 2 * n},
+		{"OKs held back", time.Minute, n + 1},
 	}
-	after := infoStats(t, admin)
-	if got := hook.trips.Load(); got != 2*n {
-		t.Errorf("client: %d round trips for %d requests, want %d", got, n, 2*n)
-	}
-	hook.mu.Lock()
-	if hook.names["evalsha"] != 2*n || len(hook.names) != 1 {
-		t.Errorf("client: commands %v, want only %d evalsha", hook.names, 2*n)
-	}
-	hook.mu.Unlock()
-	// The server counts the commands scripts run too; apart from those
-	// (and the first INFO, counted in the second reading) it received
-	// only the EVALSHAs.
-	inner := 0
-	for _, cmd := range []string{"time", "get", "set", "hmget", "hset", "del", "pexpire", "persist"} {
-		inner += parseCalls(after, cmd) - parseCalls(before, cmd)
-	}
-	if got := totalCalls(after) - totalCalls(before) - 1 - inner; got != 2*n {
-		t.Errorf("server: %d commands besides the scripts' own for %d requests, want %d", got, n, 2*n)
-	}
-	if got := parseCalls(after, "evalsha") - parseCalls(before, "evalsha"); got != 2*n {
-		t.Errorf("server: %d EVALSHA calls for %d requests, want %d", got, n, 2*n)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			srv := redistest.Start(t) // commandstats of this test alone
+			admin := redistest.Dial(t, srv.Addr)
+			site := newOrigin(t, ok)
+			hook := newCounter()
+			c := redistest.Dial(t, srv.Addr)
+			c.AddHook(hook)
+			cfg := fleetConfig("rtt")
+			cfg.CheckInterval = -1 // no periodic INFO among the counted commands
+			cfg.RecordDelay = tt.delay
+			st, err := redisstore.New(c, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := workerFor(t, st)
+			w.get(ctx, site.URL) // loads the scripts
+			if err := st.Flush(ctx); err != nil {
+				t.Fatal(err)
+			}
+			hook.reset()
+			before := infoStats(t, admin)
+
+			for range n {
+				if status, err := w.get(ctx, site.URL); status != 200 {
+					t.Fatalf("%d, %v", status, err)
+				}
+			}
+			if err := st.Flush(ctx); err != nil {
+				t.Fatal(err)
+			}
+			after := infoStats(t, admin)
+			if got := hook.trips.Load(); got != tt.want {
+				t.Errorf("client: %d round trips for %d requests, want %d", got, n, tt.want)
+			}
+			hook.mu.Lock()
+			if int64(hook.names["evalsha"]) != tt.want || len(hook.names) != 1 {
+				t.Errorf("client: commands %v, want only %d evalsha", hook.names, tt.want)
+			}
+			hook.mu.Unlock()
+			// The server counts the commands scripts run too; apart from those
+			// (and the first INFO, counted in the second reading) it received
+			// only the EVALSHAs.
+			inner := 0
+			for _, cmd := range []string{"time", "get", "set", "hmget", "hset", "del", "pexpire", "persist"} {
+				inner += parseCalls(after, cmd) - parseCalls(before, cmd)
+			}
+			if got := totalCalls(after) - totalCalls(before) - 1 - inner; int64(got) != tt.want {
+				t.Errorf("server: %d commands besides the scripts' own for %d requests, want %d", got, n, tt.want)
+			}
+			if got := parseCalls(after, "evalsha") - parseCalls(before, "evalsha"); int64(got) != tt.want {
+				t.Errorf("server: %d EVALSHA calls for %d requests, want %d", got, n, tt.want)
+			}
+		})
 	}
 }
 

@@ -1,0 +1,165 @@
+package redisstore_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/egresskit/egresskit/breaker"
+	"github.com/egresskit/egresskit/classify"
+	"github.com/egresskit/egresskit/hoststate"
+	"github.com/egresskit/egresskit/internal/redistest"
+	"github.com/egresskit/egresskit/redisstore"
+)
+
+// heldConfig is a FailClosed Config on a fake clock whose OKs are held
+// back for delay.
+func heldConfig(t *testing.T, clk *clock, delay time.Duration) redisstore.Config {
+	return redisstore.Config{
+		Prefix:       redistest.Prefix(t),
+		HostState:    hoststate.Config{Breaker: breaker.Config{FailureThreshold: 3}},
+		OnRedisError: redisstore.FailClosed,
+		Timeout:      testTimeout,
+		RecordDelay:  delay,
+		Now:          clk.Now,
+	}
+}
+
+func admitOK(t *testing.T, st *redisstore.Store, host string) {
+	t.Helper()
+	ctx := context.Background()
+	a, err := st.Admit(ctx, host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eff, err := st.Record(ctx, host, a, classify.Result{Outcome: classify.OK})
+	if err != nil || eff != (hoststate.Effect{From: breaker.Closed, To: breaker.Closed}) {
+		t.Fatalf("Record(OK) = %+v, %v; want closed→closed", eff, err)
+	}
+}
+
+func recentOK(t *testing.T, st *redisstore.Store, host string) int {
+	t.Helper()
+	s, err := st.Status(context.Background(), host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.Recent.OK
+}
+
+// TestHeldOKsRideWithNextScript: an OK held back reaches Redis with the
+// worker's next admission of the host (another worker sees it then), with
+// its next other outcome, or with Flush; the worker's own Status sees it
+// at once.
+func TestHeldOKsRideWithNextScript(t *testing.T) {
+	ctx := context.Background()
+	addr := redistest.Addr(t)
+	clk := newClock()
+	cfg := heldConfig(t, clk, time.Minute)
+	w, obs := mustState(t, addr, cfg), mustState(t, addr, cfg)
+	const host = "held.example"
+
+	admitOK(t, w, host)
+	if n := recentOK(t, obs, host); n != 0 {
+		t.Errorf("other worker, before the next admission: %d OKs, want 0 (held back)", n)
+	}
+	a, err := w.Admit(ctx, host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := recentOK(t, obs, host); n != 1 {
+		t.Errorf("other worker, after the next admission: %d OKs, want 1", n)
+	}
+	if _, err := w.Record(ctx, host, a, classify.Result{Outcome: classify.OK}); err != nil {
+		t.Fatal(err)
+	}
+	if n := recentOK(t, w, host); n != 2 {
+		t.Errorf("own Status: %d OKs, want 2", n)
+	}
+	admitOK(t, w, host)
+	if err := w.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := recentOK(t, obs, host); n != 3 {
+		t.Errorf("other worker, after Flush: %d OKs, want 3", n)
+	}
+}
+
+// TestHeldOKsCountBeforeLaterOutcomes: OKs held back are applied before
+// the outcome whose script carries them, in the order they came, so an
+// OK does not wipe out a failure that came after it; and an OK that met
+// an open breaker (as this worker last saw it) is recorded at once, with
+// its true effect.
+func TestHeldOKsCountBeforeLaterOutcomes(t *testing.T) {
+	ctx := context.Background()
+	clk := newClock()
+	st := mustState(t, redistest.Addr(t), heldConfig(t, clk, time.Minute))
+	const host = "order.example"
+
+	a1, _ := st.Admit(ctx, host)
+	a2, _ := st.Admit(ctx, host)
+	a3, _ := st.Admit(ctx, host)
+	st.Record(ctx, host, a1, classify.Result{Outcome: classify.OK})
+	st.Record(ctx, host, a2, classify.Result{Outcome: classify.Transient})
+	s, err := st.Status(ctx, host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.ConsecutiveFailures != 1 || s.Recent.OK != 1 {
+		t.Errorf("OK then failure: %d failures, %d OKs; want 1 and 1", s.ConsecutiveFailures, s.Recent.OK)
+	}
+	for range 2 {
+		a, _ := st.Admit(ctx, host)
+		st.Record(ctx, host, a, classify.Result{Outcome: classify.Transient})
+	}
+	eff, err := st.Record(ctx, host, a3, classify.Result{Outcome: classify.OK})
+	if err != nil || eff.From != breaker.Open || eff.To != breaker.Open {
+		t.Errorf("OK after the breaker opened = %+v, %v; want open→open", eff, err)
+	}
+}
+
+// TestHeldOKsAppliedAtTheirTime: an OK held back counts at the time it was
+// recorded, not when it reached Redis: recorded 10s before the window of
+// recent outcomes ends, it still counts there, and the window is not
+// restarted by it.
+func TestHeldOKsAppliedAtTheirTime(t *testing.T) {
+	ctx := context.Background()
+	clk := newClock()
+	cfg := heldConfig(t, clk, time.Minute)
+	cfg.HostState.Limit.Window = time.Minute
+	w, obs := mustState(t, redistest.Addr(t), cfg), mustState(t, redistest.Addr(t), cfg)
+	const host = "when.example"
+
+	start := clk.Now()
+	admitOK(t, w, host) // opens the window at start
+	clk.Advance(50 * time.Second)
+	admitOK(t, w, host)
+	clk.Advance(20 * time.Second) // the window has ended; the OK at 50s was in it
+	if err := w.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s, err := obs.Status(ctx, host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.RecentSince.IsZero() || s.Recent.OK != 0 {
+		t.Errorf("after the window: %d OKs since %v, want none (both OKs fell in the window that began at %v)", s.Recent.OK, s.RecentSince, start)
+	}
+}
+
+// TestHeldOKsSentByTimer: without any further call, a held OK reaches
+// Redis by RecordDelay's timer.
+func TestHeldOKsSentByTimer(t *testing.T) {
+	addr := redistest.Addr(t)
+	cfg := redisstore.Config{Prefix: redistest.Prefix(t), OnRedisError: redisstore.FailClosed, Timeout: testTimeout, RecordDelay: 20 * time.Millisecond}
+	w, obs := mustState(t, addr, cfg), mustState(t, addr, cfg)
+	const host = "timer.example"
+	admitOK(t, w, host)
+	deadline := time.Now().Add(10 * time.Second)
+	for recentOK(t, obs, host) != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the held OK did not reach Redis within 10s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
