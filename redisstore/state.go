@@ -192,9 +192,6 @@ func checkClient(c redis.UniversalClient, timeout time.Duration) error {
 // Prefix returns the key prefix in use.
 func (s *Store) Prefix() string { return s.prefix }
 
-// ErrorPolicy returns the policy in use.
-func (s *Store) ErrorPolicy() ErrorPolicy { return s.set.cfg.OnRedisError }
-
 // Keys returns the Redis keys holding host's state: the hash of its
 // breaker and pacing, and the string holding its halt. It returns a
 // *HostError for a host that cannot be part of a key.
