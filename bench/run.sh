@@ -73,6 +73,16 @@ polite_table() {
 	}' "$polite"
 }
 
+# Redis state at fleet scale: Redis's cost per request for this tree and
+# an older commit (REDISLOAD_BASE, default the merge base with main),
+# interleaved on one redis-server; then a fleet of worker processes on a
+# 3-master Redis Cluster (FLEET_TIME, default 20s).
+echo "== Redis cost per request, this tree against ${REDISLOAD_BASE:-the merge base with main}" >&2
+redisload=$(./run-redisload.sh ${REDISLOAD_BASE:-} | tee /dev/stderr)
+echo "== fleet simulation on a 3-master Redis Cluster" >&2
+$GO build -o "$work/fleetsim" ./cmd/fleetsim
+fleet=$("$work/fleetsim" -duration "${FLEET_TIME:-20s}" | tee /dev/stderr)
+
 # Profiles of the chain in memory on the 32 KiB HTML page (a page the
 # classifier peeks at): CPU, and every allocation (rate 1) of the chain and
 # of the bare client, whose difference is what the chain allocates.
@@ -245,6 +255,21 @@ $(cpu_top)
 EOF
 	cat profile-notes.md
 	cat <<EOF
+
+## Redis state at fleet scale
+
+Redis's cost per request, this tree ("new") against an older commit ("old"), built side by
+side and run in turn on one redis-server (\`run-redisload.sh\`: 20,000 requests through two
+chains, 32 workers, 200 hosts, FailClosed, \`INFO commandstats\` and \`INFO cpu\` before and
+after). Absolute figures move with the machine's load; read the ratios.
+
+\`\`\`
+$redisload
+\`\`\`
+
+A fleet of worker processes on a real 3-master Redis Cluster (\`cmd/fleetsim\`):
+
+$fleet
 
 ## Closing note
 
