@@ -11,6 +11,7 @@ import (
 	"github.com/egresskit/egresskit/breaker"
 	"github.com/egresskit/egresskit/classify"
 	"github.com/egresskit/egresskit/hoststate"
+	"github.com/redis/go-redis/v9"
 )
 
 // An OK outcome of an ordinary (not probe) attempt changes nothing another
@@ -19,8 +20,8 @@ import (
 // breaker state. Record therefore holds it back, up to
 // Config.RecordDelay, and the host's next script (admit or record) applies
 // it first, at the time it was made, in the same round trip. What is
-// still held when the delay ends is sent by a timer, and Flush sends
-// everything at once.
+// still held when the delay ends is sent by a timer, in one pipeline, and
+// Flush sends everything at once.
 
 // deferredOK is one OK outcome held back.
 type deferredOK struct {
@@ -203,7 +204,9 @@ func (s *Store) sendDue() {
 	defer d.send.Unlock()
 	d.mu.Lock()
 	d.timer = nil
-	now := time.Now()
+	// What falls due within a quarter of the delay goes too, so that the
+	// pipeline carries many hosts rather than a timer fire each.
+	now := time.Now().Add(s.set.delay / 4)
 	var hosts []string
 	for len(d.queue) > 0 && !d.queue[0].due.After(now) {
 		q := d.queue[0]
@@ -213,14 +216,69 @@ func (s *Store) sendDue() {
 		}
 	}
 	d.mu.Unlock()
-	for _, h := range hosts {
-		_ = s.sendHost(context.Background(), h)
-	}
+	s.sendMany(hosts)
 	d.mu.Lock()
 	if len(d.queue) > 0 && d.timer == nil && !d.stop {
 		d.timer = time.AfterFunc(max(time.Until(d.queue[0].due), 0), s.sendDue)
 	}
 	d.mu.Unlock()
+}
+
+// maxBatch bounds the scripts of one pipeline of sendMany.
+const maxBatch = 256
+
+// sendMany sends the outcomes held back for hosts, the scripts of up to
+// maxBatch hosts in one pipeline (go-redis splits it by master on a
+// Cluster), so that what the timer sends costs a round trip per master,
+// not per host. While some master is down it sends host by host, through
+// the fallback's bookkeeping. Outcomes Redis does not take are lost, as
+// in sendHost.
+func (s *Store) sendMany(hosts []string) {
+	if s.down.Load() || len(hosts) == 1 {
+		for _, h := range hosts {
+			_ = s.sendHost(context.Background(), h)
+		}
+		return
+	}
+	type script struct {
+		keys []string
+		args []any
+	}
+	for len(hosts) > 0 {
+		batch := hosts[:min(len(hosts), maxBatch)]
+		hosts = hosts[len(batch):]
+		var todo []script
+		for _, h := range batch {
+			recs := s.take(h)
+			k, err := s.keysOf(h)
+			if len(recs) == 0 || err != nil {
+				continue
+			}
+			todo = append(todo, script{[]string{k.state, k.halt}, s.deferredArgs(s.set.args(h, s.nowArg()), recs)})
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), s.set.cfg.Timeout*time.Duration(1+len(todo)/64))
+		cmds, _ := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, sc := range todo {
+				s.sc.flush.EvalSha(ctx, p, sc.keys, sc.args...)
+			}
+			return nil
+		})
+		var again []script
+		for i, c := range cmds {
+			if err := c.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+				again = append(again, todo[i])
+			}
+		}
+		if len(again) > 0 { // a restart or SCRIPT FLUSH: send the source
+			s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+				for _, sc := range again {
+					s.sc.flush.Eval(ctx, p, sc.keys, sc.args...)
+				}
+				return nil
+			})
+		}
+		cancel()
+	}
 }
 
 // Flush sends at once every OK outcome the Store holds back (see

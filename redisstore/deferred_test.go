@@ -2,6 +2,7 @@ package redisstore_test
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
@@ -161,5 +162,62 @@ func TestHeldOKsSentByTimer(t *testing.T) {
 			t.Fatal("the held OK did not reach Redis within 10s")
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestHeldOKsOfManyHostsSentInOnePipeline: what the timer sends for many
+// hosts goes in one round trip, and reaches every host's state.
+func TestHeldOKsOfManyHostsSentInOnePipeline(t *testing.T) {
+	addr := redistest.Addr(t)
+	cfg := redisstore.Config{Prefix: redistest.Prefix(t), OnRedisError: redisstore.FailClosed, Timeout: testTimeout,
+		RecordDelay: 200 * time.Millisecond, CheckInterval: -1}
+	c := redistest.Dial(t, addr)
+	hook := newCounter()
+	c.AddHook(hook)
+	w, err := redisstore.New(c, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs := mustState(t, addr, cfg)
+	hosts := make([]string, 20)
+	for i := range hosts {
+		hosts[i] = "many" + strconv.Itoa(i) + ".example"
+	}
+	ctx := context.Background()
+	var admitted []hoststate.Admission
+	for _, h := range hosts { // admitted together, so that their OKs are due together
+		a, err := w.Admit(ctx, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		admitted = append(admitted, a)
+	}
+	// The flush script loaded, so that no NOSCRIPT is counted.
+	admitOK(t, w, "warm.example")
+	if err := w.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	hook.reset()
+	for i, h := range hosts {
+		if _, err := w.Record(ctx, h, admitted[i], classify.Result{Outcome: classify.OK}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for _, h := range hosts {
+		for recentOK(t, obs, h) != 1 {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: the held OK did not reach Redis within 10s", h)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	// Host by host, that would be 20 round trips; a new connection's
+	// handshake (HELLO, CLIENT SETINFO) may add its own.
+	hook.mu.Lock()
+	defer hook.mu.Unlock()
+	n, trips := hook.names["evalsha"], hook.trips.Load()
+	if n != len(hosts) || trips > 3 {
+		t.Errorf("the timer sent %d EVALSHA (all commands: %v) in %d round trips, want %d in one pipeline", n, hook.names, trips, len(hosts))
 	}
 }
