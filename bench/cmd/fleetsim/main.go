@@ -338,8 +338,9 @@ func work(sp spec) report {
 	_, port, _ := net.SplitHostPort(sp.Target)
 	deadline := time.Now().Add(sp.Duration)
 	start := time.Now()
-	// Each worker walks the hosts in its own order, so that workers meet
-	// on the same hosts at different times, as a shared frontier would.
+	// Each worker walks its own share of the hosts (a frontier sharded by
+	// host, when Procs divides Hosts), coming back to a host every
+	// Hosts/Procs requests.
 	var next atomic.Int64
 	var reqs, failed atomic.Int64
 	var firstErr atomic.Value
