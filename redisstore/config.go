@@ -119,7 +119,9 @@ type Config struct {
 	// sends everything (call it before exiting). Held-back OKs are seen
 	// by other workers, and by Status of other Stores, up to RecordDelay
 	// late; this Store's own Status, SetCeiling and Resume send the
-	// host's first. Default (0): 1s. Negative: every outcome is recorded
+	// host's first. For an OK it holds back, Record reports the Effect
+	// closed→closed (the state the admission was granted in) without
+	// asking Redis. Default (0): 1s. Negative: every outcome is recorded
 	// at once. More than a minute: refused by New.
 	RecordDelay time.Duration
 

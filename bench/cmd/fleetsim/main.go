@@ -59,6 +59,7 @@ type spec struct {
 	Hosts      int
 	Goroutines int
 	Duration   time.Duration
+	Delay      time.Duration // redisstore.Config.RecordDelay
 }
 
 type report struct {
@@ -85,14 +86,15 @@ func main() {
 	gor := flag.Int("goroutines", 16, "sending goroutines per worker")
 	hosts := flag.Int("hosts", 10000, "distinct host names")
 	dur := flag.Duration("duration", 20*time.Second, "how long the workers send")
+	delay := flag.Duration("record-delay", 0, "redisstore.Config.RecordDelay of the workers (0: its default)")
 	flag.Parse()
-	if err := run(*procs, *gor, *hosts, *dur); err != nil {
+	if err := run(*procs, *gor, *hosts, *dur, *delay); err != nil {
 		fmt.Fprintln(os.Stderr, "fleetsim:", err)
 		os.Exit(1)
 	}
 }
 
-func run(procs, gor, hosts int, dur time.Duration) error {
+func run(procs, gor, hosts int, dur, delay time.Duration) error {
 	ctx := context.Background()
 	dir, err := os.MkdirTemp("", "fleetsim")
 	if err != nil {
@@ -131,7 +133,7 @@ func run(procs, gor, hosts int, dur time.Duration) error {
 	var wg sync.WaitGroup
 	for id := range procs {
 		sp, _ := json.Marshal(spec{Addrs: cl.Addrs(), Target: srv.Listener.Addr().String(), Prefix: prefix,
-			ID: id, Procs: procs, Hosts: hosts, Goroutines: gor, Duration: dur})
+			ID: id, Procs: procs, Hosts: hosts, Goroutines: gor, Duration: dur, Delay: delay})
 		cmd := exec.Command(self)
 		cmd.Env = append(os.Environ(), envWorker+"="+string(sp))
 		cmd.Stderr = os.Stderr
@@ -173,8 +175,12 @@ func run(procs, gor, hosts int, dur time.Duration) error {
 		return fmt.Errorf("%d requests failed", failed)
 	}
 
-	fmt.Printf("Fleet: %d worker processes × %d goroutines, %d hosts, %v, 3 masters (redis-server %s), %d requests (%.0f/s).\n\n",
-		procs, gor, hosts, dur, redisVersion(ctx, admins[0]), total, float64(total)/wall)
+	rd := "default"
+	if delay != 0 {
+		rd = delay.String()
+	}
+	fmt.Printf("Fleet: %d worker processes × %d goroutines, %d hosts, %v, RecordDelay %s, 3 masters (redis-server %s), %d requests (%.0f/s).\n\n",
+		procs, gor, hosts, dur, rd, redisVersion(ctx, admins[0]), total, float64(total)/wall)
 	type master struct {
 		calls, cpu, perHost float64
 		tracked             int
@@ -308,6 +314,7 @@ func work(sp spec) report {
 		Prefix:       sp.Prefix,
 		OnRedisError: redisstore.FailClosed,
 		Timeout:      5 * time.Second,
+		RecordDelay:  sp.Delay,
 	})
 	if err != nil {
 		r.Failed, r.FirstErr = 1, err.Error()
