@@ -118,7 +118,7 @@ type Config struct {
 	// is still held when the delay ends is sent by a timer, and Flush
 	// sends everything (call it before exiting). Held-back OKs are seen
 	// by other workers, and by Status of other Stores, up to RecordDelay
-	// late; this Store's own Status, SetCeiling and Resume send the
+	// late; this Store's own Status, SetCeiling and Resume apply the
 	// host's first. For an OK it holds back, Record reports the Effect
 	// closed→closed (the state the admission was granted in) without
 	// asking Redis. Default (0): 1s. Negative: every outcome is recorded

@@ -37,7 +37,8 @@ var (
 type scripts struct {
 	admit, record, state, ceiling, resume *redis.Script
 	// flush applies the deferred OK records of a host and nothing else;
-	// admit and record apply them first too (see deferred.lua).
+	// admit, record, state and ceiling apply them first too (see
+	// deferred.lua).
 	flush *redis.Script
 }
 
@@ -48,12 +49,10 @@ func newScripts() scripts {
 // scriptsWith returns the scripts, each source passed through edit first
 // (the identity but in tests that plant defects).
 func scriptsWith(edit func(string) string) scripts {
-	mk := func(name, op string) *redis.Script {
-		return redis.NewScript(edit("local OP = '" + name + "'\n" + luaClock + luaCommon + "\n" + op))
-	}
-	// withDeferred is mk with the application of the deferred records,
-	// from ARGV[at] on, between the prelude and op, followed by glue. It is
-	// inserted after edit, so that an edit reaches the same text as in mk.
+	// withDeferred is the clock, the prelude and op, with the application
+	// of the deferred records, from ARGV[at] on, followed by glue, between
+	// the prelude and op. It is inserted after edit, so that an edit
+	// reaches the text of the prelude and op as written.
 	const mark = "-- deferred records\n"
 	withDeferred := func(name, at, glue, op string) *redis.Script {
 		src := edit("local OP = '" + name + "'\n" + luaClock + luaCommon + "\n" + mark + op)
@@ -65,8 +64,8 @@ func scriptsWith(edit func(string) string) scripts {
 		admit:   withDeferred("admit", "16", "if applyDeferred(AT) > 0 and halted then save() end", luaAdmit),
 		record:  withDeferred("record", "19", "applyDeferred(AT)", luaRecord),
 		flush:   withDeferred("flush", "15", "if applyDeferred(AT) > 0 then save() end", "return 1"),
-		state:   mk("state", luaState),
-		ceiling: mk("ceiling", luaCeiling),
+		state:   withDeferred("state", "15", "if applyDeferred(AT) > 0 then save() end", luaState),
+		ceiling: withDeferred("ceiling", "16", "applyDeferred(AT)", luaCeiling),
 		resume:  redis.NewScript(edit(luaClock + luaResume)),
 	}
 }

@@ -26,8 +26,9 @@ import (
 // for up to Config.RecordDelay so that it rides with the host's next
 // script, and an attempt costs one round trip, amortised (see the package
 // documentation for the windows this opens). No lock is held across a
-// request. Resume, SetCeiling and Status are one script each, after the
-// host's held-back OKs.
+// request. Resume, SetCeiling and Status are one script each; SetCeiling
+// and Status carry the host's held-back OKs like Admit, Resume sends them
+// first.
 //
 // When Redis is unreachable or slower than Config.Timeout, a FailClosed
 // Store fails the operation with *UnavailableError. A FailOpen Store falls
@@ -388,16 +389,17 @@ func (s *Store) SetCeiling(ctx context.Context, host string, perMinute float64) 
 	if err != nil {
 		return err
 	}
-	if err := s.sendHost(ctx, host); ctx.Err() != nil {
-		return err
-	}
 	c := "0"
 	if positive(perMinute) {
 		c = ftoa(max(perMinute, minPerMinute))
 	}
-	_, local, err := s.exec(ctx, "ceiling", s.sc.ceiling, k, s.set.args(host, s.nowArg(), c))
+	recs := s.take(host)
+	_, local, err := s.exec(ctx, "ceiling", s.sc.ceiling, k, s.deferredArgs(s.set.args(host, s.nowArg(), c), recs))
 	if local != nil {
 		return local.SetCeiling(ctx, host, perMinute)
+	}
+	if err != nil && ctx.Err() != nil {
+		s.putBack(host, recs)
 	}
 	return err
 }
@@ -411,14 +413,15 @@ func (s *Store) Status(ctx context.Context, host string) (hoststate.Status, erro
 	if err != nil {
 		return hoststate.Status{}, err
 	}
-	if err := s.sendHost(ctx, host); ctx.Err() != nil {
-		return hoststate.Status{}, err
-	}
-	reply, local, err := s.exec(ctx, "state", s.sc.state, k, s.set.args(host, s.nowArg()))
+	recs := s.take(host)
+	reply, local, err := s.exec(ctx, "state", s.sc.state, k, s.deferredArgs(s.set.args(host, s.nowArg()), recs))
 	if local != nil {
 		return s.localState(ctx, local, host)
 	}
 	if err != nil {
+		if ctx.Err() != nil {
+			s.putBack(host, recs)
+		}
 		return hoststate.Status{}, err
 	}
 	st, err := decodeState(host, reply)

@@ -127,6 +127,8 @@ func run(procs, gor, hosts int, dur, delay time.Duration) error {
 		return err
 	}
 	prefix := fmt.Sprintf("fleetsim-%d", os.Getpid())
+	wctx, cancel := context.WithTimeout(ctx, dur+time.Minute)
+	defer cancel()
 	reports := make([]report, procs)
 	errs := make([]error, procs)
 	start := time.Now()
@@ -134,7 +136,8 @@ func run(procs, gor, hosts int, dur, delay time.Duration) error {
 	for id := range procs {
 		sp, _ := json.Marshal(spec{Addrs: cl.Addrs(), Target: srv.Listener.Addr().String(), Prefix: prefix,
 			ID: id, Procs: procs, Hosts: hosts, Goroutines: gor, Duration: dur, Delay: delay})
-		cmd := exec.Command(self)
+		// A worker that outlives its time by a minute is killed.
+		cmd := exec.CommandContext(wctx, self)
 		cmd.Env = append(os.Environ(), envWorker+"="+string(sp))
 		cmd.Stderr = os.Stderr
 		out, err := cmd.StdoutPipe()
