@@ -108,7 +108,9 @@ func (a *gatedSender) send(req *http.Request, key string, first bool) (*http.Res
 			r := classify.Of(nil, err)
 			var eff *hoststate.Effect
 			if held {
-				e := t.record(ctx, key, adm, classify.Result{Outcome: classify.Canceled, Reason: r.Reason})
+				// Freeing an unsent admission: a failure leaves a probe
+				// slot to its lease, and the store reports it (see record).
+				e, _ := t.record(ctx, key, adm, classify.Result{Outcome: classify.Canceled, Reason: r.Reason})
 				eff = &e
 			}
 			a.observe(ctx, req, key, attempt, start, adm.Wait, 0, r, eff, nil, err, unsentReason(err), false)
@@ -118,7 +120,7 @@ func (a *gatedSender) send(req *http.Request, key string, first bool) (*http.Res
 	if t.crawl != nil {
 		if err := t.crawlWait(ctx, first); err != nil {
 			r := classify.Of(nil, err)
-			eff := t.record(ctx, key, adm, classify.Result{Outcome: classify.Canceled, Reason: r.Reason})
+			eff, _ := t.record(ctx, key, adm, classify.Result{Outcome: classify.Canceled, Reason: r.Reason}) // as above
 			a.observe(ctx, req, key, attempt, start, adm.Wait, 0, r, &eff, nil, err, unsentReason(err), false)
 			return nil, unsent(req, err)
 		}
@@ -248,7 +250,16 @@ func (e *attemptEnd) settled(r classify.Result) {
 	if suspected != nil {
 		r, _ = suspectedBlock(r, e.resp)
 	}
-	eff := t.record(e.ctx, e.key, e.adm, r)
+	eff, err := t.record(e.ctx, e.key, e.adm, r)
+	if err != nil && r.Outcome == classify.Refused && !eff.Halted {
+		// The store lost the halt: keep it in this Transport.
+		eff.Halted = t.holds.hold(e.key, e.sent)
+	}
+	if err == nil {
+		err = e.err
+	} else if e.err != nil {
+		err = errors.Join(e.err, err)
+	}
 	if eff.Halted {
 		if t.cfg.Audit != nil {
 			t.cfg.Audit.Halt(e.key, r)
@@ -268,7 +279,7 @@ func (e *attemptEnd) settled(r classify.Result) {
 	if t.cfg.Audit != nil && e.choice != nil && e.choice.Reason == egress.ReasonForced {
 		t.cfg.Audit.ForcedEgress(e.key, e.choice.EndpointID, string(e.choice.Reason))
 	}
-	e.a.observe(e.ctx, e.req, e.key, e.attempt, e.sent, e.adm.Wait, e.took, r, &eff, e.choice, e.err, "", e.late)
+	e.a.observe(e.ctx, e.req, e.key, e.attempt, e.sent, e.adm.Wait, e.took, r, &eff, e.choice, err, "", e.late)
 }
 
 // readmitted is how an admission taken before a pause, or whose slot
@@ -346,7 +357,13 @@ func (t *Transport) settle(ctx context.Context, key string, adm hoststate.Admiss
 	}
 }
 
-func (t *Transport) record(ctx context.Context, key string, adm hoststate.Admission, r classify.Result) hoststate.Effect {
+// record feeds r to the store and returns what it changed, and its error:
+// the attempt's event carries it. A Refused result the store could not
+// take is held by the caller (see holds). The records of attempts not
+// sent (Canceled) only free their admission; their error changes nothing
+// a caller can act on, and the store reports it as it does any (a
+// Redis store's Warning).
+func (t *Transport) record(ctx context.Context, key string, adm hoststate.Admission, r classify.Result) (hoststate.Effect, error) {
 	if ctx.Err() != nil {
 		// The outcome of an attempt that was admitted must reach the
 		// state even when the caller has gone: detach, but bound it.
@@ -354,8 +371,7 @@ func (t *Transport) record(ctx context.Context, key string, adm hoststate.Admiss
 		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), stateTimeout)
 		defer cancel()
 	}
-	eff, _ := t.state.Record(ctx, key, adm, r)
-	return eff
+	return t.state.Record(ctx, key, adm, r)
 }
 
 // notSent wraps an admission error so that every layer above reads it as

@@ -272,6 +272,7 @@ type Transport struct {
 	retry     *retry.Transport
 	observers telemetry.Observers
 	ceilings  ceilingCache
+	holds     holds // halts the store could not take
 	watch     *blockwatch.Watch // nil when Config.BlockWatch.Disabled
 	send      http.RoundTripper // Egress or Base: what finally sends
 	base      http.RoundTripper // Base, or http.DefaultTransport
@@ -337,6 +338,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, t.refuse(req, key, err)
 	}
 	ctx := req.Context()
+	if err := t.holds.check(ctx, t.state, key); err != nil {
+		return nil, unsent(req, notSent(err))
+	}
 	own := userAgent(req.Header)
 	ua := own
 	if ua == "" {
@@ -399,7 +403,11 @@ func (t *Transport) Resume(ctx context.Context, host string) error {
 	if err != nil {
 		return err
 	}
-	if err := t.state.Resume(ctx, key); err != nil {
+	err = t.state.Resume(ctx, key)
+	if held := t.holds.release(key); held && errors.Is(err, hoststate.ErrNotHalted) {
+		err = nil // halted by this Transport alone: the store never took it
+	}
+	if err != nil {
 		return err
 	}
 	t.watch.Forget(key)

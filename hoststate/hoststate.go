@@ -47,6 +47,15 @@ type Store interface {
 	// half-open probe frees its slot. A host answering nothing but 429s is
 	// thus slowed to its floor first, and its breaker opens only after
 	// FailureThreshold further throttles at the floor.
+	//
+	// A halt is never lost to an error: when a Refused result cannot be
+	// written to the shared state, an implementation that can keeps the
+	// halt in the process — Admit refuses the host — writes it to the
+	// shared state when that answers again, and reports Effect.Halted
+	// together with the error. The chain holds a halt itself when Record
+	// fails without reporting it (offering it to the store again, as a
+	// Refused Record with a zero Admission, until the store takes it), so
+	// a Refused Record must halt the host whatever its Admission.
 	Record(ctx context.Context, host string, a Admission, r classify.Result) (Effect, error)
 
 	// Resume lifts a halt on host; it is the operator's action. host may

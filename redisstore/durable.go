@@ -222,8 +222,9 @@ func (s *Store) recheck(ctx context.Context, host string, since time.Time, a hos
 // Config.CheckInterval (5s if it is negative) until ctx ends, and
 // returns ctx.Err(). Operations check on their own too, after every new
 // connection and every CheckInterval; Watch makes an idle worker write the
-// halts it remembers back within one interval, so that workers that never
-// saw them stop too. Run it on a goroutine the caller owns.
+// halts it remembers back within one interval, and the halts Redis could
+// not take when they were recorded (see Store.Record), so that workers
+// that never saw them stop too. Run it on a goroutine the caller owns.
 func (s *Store) Watch(ctx context.Context) error {
 	every := s.set.cfg.CheckInterval
 	if every <= 0 {
@@ -243,6 +244,15 @@ func (s *Store) Watch(ctx context.Context) error {
 		rctx, cancel := context.WithTimeout(ctx, s.set.cfg.Timeout)
 		s.check(rctx, "watch")
 		cancel()
+		if s.haltsHeld.Load() {
+			// Halts Redis could not take are written within one interval
+			// of its return even when no operation reaches it.
+			rctx, cancel := context.WithTimeout(ctx, s.set.cfg.Timeout)
+			if halts, err := s.pushPending(rctx, ""); err == nil {
+				s.haltsWritten("watch", halts)
+			}
+			cancel()
+		}
 	}
 }
 

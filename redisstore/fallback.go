@@ -14,13 +14,17 @@ import (
 // WarningKind says what a Warning reports.
 type WarningKind uint8
 
-// The warnings of a FailOpen Store.
+// The warnings of a Store.
 const (
 	// Degraded: Redis is unreachable or slow; the Store now runs on local,
-	// in-process state.
+	// in-process state. Under both policies, with Op "halt": a Refused
+	// result could not be written to Redis; the Store keeps the halt of
+	// the host named in Hosts, enforces it, and writes it to Redis when
+	// it answers.
 	Degraded WarningKind = iota + 1
 	// Recovered: Redis answers again; the halts known locally were written
-	// to it and the local state was dropped.
+	// to it and the local state was dropped. Under both policies: halts
+	// kept after a failed record (Degraded, Op "halt") were written.
 	Recovered
 	// Restored: Redis lost data, and the halts this Store remembers were
 	// written back; Hosts lists the ones Redis had lost. The loss is
@@ -55,8 +59,10 @@ func (k WarningKind) String() string {
 }
 
 // Warning reports a change of a FailOpen Store between Redis and local
-// state (one per change, and per Cluster master, not per failed call), halts written back after
-// Redis lost data, and what New could not check.
+// state (one per change, and per Cluster master, not per failed call), a
+// halt kept locally because Redis could not take it and its write-back
+// (either policy), halts written back after Redis lost data, and what New
+// could not check.
 type Warning struct {
 	Kind WarningKind
 	// Op is the operation that noticed ("admit", "record", "watch",
@@ -68,7 +74,8 @@ type Warning struct {
 	// Halts is the number of hosts the re-sync halted in Redis (Recovered,
 	// Restored); hosts Redis had halted already are not counted.
 	Halts int
-	// Hosts are those hosts (Restored only).
+	// Hosts are those hosts (Restored), or the host whose halt is kept
+	// locally (Degraded with Op "halt").
 	Hosts []string
 	// Servers are, for Restored, the addresses of the servers whose
 	// run_id changed or that evicted keys (empty when an admission
@@ -247,6 +254,53 @@ func (s *Store) pushPending(ctx context.Context, node string) (int, error) {
 		s.mu.Unlock()
 	})
 	return len(halted), err
+}
+
+// keepHalt keeps a halt of host that Redis could not take (the record of a
+// Refused result failed with cause): it is pending, written to Redis
+// before the next operation that reaches it (see exec), and remembered,
+// so that Admit refuses the host meanwhile and the halt is written back
+// should Redis lose it. It returns Halted unless a halt of host was known
+// or pending already (the host is escalated once), and sends a Degraded
+// Warning with Op "halt".
+func (s *Store) keepHalt(host string, cause error) hoststate.Effect {
+	since := s.localNow()
+	s.mu.Lock()
+	_, known := s.known[host]
+	_, pending := s.pending[host]
+	if !known && !pending {
+		if s.pending == nil {
+			s.pending = make(map[string]pendingHalt)
+		}
+		s.pending[host] = pendingHalt{since: since}
+		s.haltsHeld.Store(true)
+	}
+	s.mu.Unlock()
+	if known || pending {
+		return hoststate.Effect{}
+	}
+	s.remember(host, since)
+	var re redisErr
+	if errors.As(cause, &re) {
+		cause = re.error
+	}
+	s.warn(Warning{Kind: Degraded, Op: "halt", Err: cause, Hosts: []string{host}, Time: since})
+	return hoststate.Effect{Halted: true}
+}
+
+// haltsWritten notes that pushPending wrote halts halts outside an outage;
+// once no halt is pending it sends a Recovered Warning (when one was
+// written).
+func (s *Store) haltsWritten(op string, halts int) {
+	s.mu.Lock()
+	empty := len(s.pending) == 0
+	if empty {
+		s.haltsHeld.Store(false)
+	}
+	s.mu.Unlock()
+	if halts > 0 {
+		s.warn(Warning{Kind: Recovered, Op: op, Halts: halts, Time: s.localNow()})
+	}
 }
 
 // remember notes a halt of host, for the fallback and for writing it back

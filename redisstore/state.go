@@ -80,6 +80,7 @@ type Store struct {
 
 	dialed        atomic.Bool // a new connection was made: check for a restart
 	lastDial      atomic.Pointer[dialFailure]
+	haltsHeld     atomic.Bool  // a halt Redis could not take is pending (see keepHalt)
 	checking      atomic.Bool  // a check is running
 	nextCheck     atomic.Int64 // when the next periodic check is due (Unix ns)
 	warnedInfo    atomic.Bool  // the Warning that INFO is refused was sent
@@ -244,6 +245,13 @@ func (s *Store) Admit(ctx context.Context, host string) (hoststate.Admission, er
 		if ctx.Err() != nil {
 			s.putBack(host, recs)
 		}
+		if errors.Is(err, ErrUnavailable) && s.nKnown.Load() > 0 {
+			// FailClosed: a host whose halt this Store knows is halted,
+			// not merely unavailable.
+			if since, ok := s.knownHalt(host); ok {
+				return hoststate.Admission{}, &breaker.HaltError{Host: host, HaltedAt: since}
+			}
+		}
 		return hoststate.Admission{}, err
 	}
 	v, err := ints(reply, 2)
@@ -287,6 +295,15 @@ func (s *Store) Admit(ctx context.Context, host string) (hoststate.Admission, er
 // before anything else is read, so that even a corrupt state hash does not
 // lose the halt. Its errors are *HostError, *CorruptError, *ScriptError,
 // ctx.Err(), and under FailClosed *UnavailableError.
+//
+// A halt is never lost to an error, under either policy: when a Refused
+// result cannot be written to Redis (unreachable, slow, ctx ended, a
+// script error), the Store keeps the halt — Admit refuses the host from
+// then on — and writes it to Redis before the next operation that reaches
+// Redis (and in Watch); the Effect reports Halted (when no halt of the
+// host was known), the error is returned as well, and a Degraded Warning
+// with Op "halt" names the host. A Recovered Warning follows once the
+// halt is in Redis.
 func (s *Store) Record(ctx context.Context, host string, a hoststate.Admission, r classify.Result) (hoststate.Effect, error) {
 	k, err := s.keysOf(host)
 	if err != nil {
@@ -315,6 +332,9 @@ func (s *Store) Record(ctx context.Context, host string, a hoststate.Admission, 
 	if err != nil {
 		if ctx.Err() != nil {
 			s.putBack(host, recs)
+		}
+		if r.Outcome == classify.Refused {
+			return s.keepHalt(host, err), err
 		}
 		return hoststate.Effect{}, err
 	}
@@ -466,6 +486,21 @@ func (s *Store) exec(ctx context.Context, op string, sc *redis.Script, k keys, a
 	}
 	if !try && s.checkDue() {
 		s.check(ctx, op)
+	}
+	if !try && s.haltsHeld.Load() {
+		// Halts Redis could not take go first: Redis holds them, for every
+		// worker, as soon as this Store reaches it again.
+		halts, err := s.pushPending(ctx, node)
+		var re redisErr
+		switch {
+		case errors.As(err, &re) && s.set.cfg.OnRedisError == FailClosed:
+			return nil, nil, &UnavailableError{Op: op, Cause: re.error}
+		case errors.As(err, &re):
+			return nil, s.degrade(ctx, op, re.error, k), nil
+		case err != nil:
+			return nil, nil, err // ctx ended
+		}
+		s.haltsWritten(op, halts)
 	}
 	halts := 0
 	if try {

@@ -128,6 +128,22 @@ func Start(t testing.TB) *Server {
 	return srv
 }
 
+// StartWith starts a redis-server for t alone with more command-line
+// arguments (see NewServerWith), stopped when t ends. It skips (or fails)
+// t like Start.
+func StartWith(t testing.TB, args ...string) *Server {
+	t.Helper()
+	srv, err := NewServerWith(args...)
+	if errors.Is(err, ErrNoServer) {
+		missing(t, err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	return srv
+}
+
 // StartCluster starts a one-node Redis Cluster for t alone (see
 // NewClusterServer), stopped when t ends. It skips (or fails) t like Start.
 // EGRESSKIT_REDIS_ADDR does not apply: the server must be a cluster.

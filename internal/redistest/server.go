@@ -53,6 +53,11 @@ type process struct {
 // when there is no redis-server binary. The caller must Close it.
 func NewServer() (*Server, error) { return newServer() }
 
+// NewServerWith starts a redis-server as NewServer does, with more
+// command-line arguments (e.g. "--enable-debug-command", "local", which
+// lets a test make it sleep with DEBUG SLEEP).
+func NewServerWith(args ...string) (*Server, error) { return newServer(args...) }
+
 // NewClusterServer starts a redis-server in cluster mode, keeping its
 // cluster configuration in dir, and makes it a one-node cluster serving
 // every slot. Scripts are then checked as a cluster checks them: the keys

@@ -20,6 +20,9 @@ type Server struct {
 // NewServer returns ErrNoServer on this system.
 func NewServer() (*Server, error) { return nil, ErrNoServer }
 
+// NewServerWith returns ErrNoServer on this system.
+func NewServerWith(...string) (*Server, error) { return nil, ErrNoServer }
+
 // NewClusterServer returns ErrNoServer on this system.
 func NewClusterServer(string) (*Server, error) { return nil, ErrNoServer }
 
