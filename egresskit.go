@@ -272,7 +272,7 @@ type Transport struct {
 	retry     *retry.Transport
 	observers telemetry.Observers
 	ceilings  ceilingCache
-	holds     holds // halts the store could not take
+	holds     holds             // halts the store could not take
 	watch     *blockwatch.Watch // nil when Config.BlockWatch.Disabled
 	send      http.RoundTripper // Egress or Base: what finally sends
 	base      http.RoundTripper // Base, or http.DefaultTransport
