@@ -136,6 +136,12 @@ func (a *gatedSender) send(req *http.Request, key string, first bool) (*http.Res
 	if adm.Wait > 0 || sent.IsZero() {
 		sent = time.Now()
 	}
+	var ct *connTrace
+	{
+		var tctx context.Context
+		tctx, ct = withConnTrace(req.Context())
+		req = req.WithContext(tctx)
+	}
 	id, err := t.ids.of(userAgent(req.Header)) // set by Transport.RoundTrip
 	if err != nil {
 		// Unreachable: Transport.RoundTrip made this identity. Give the
@@ -149,6 +155,9 @@ func (a *gatedSender) send(req *http.Request, key string, first bool) (*http.Res
 		took = time.Since(sent)
 	}
 	end := attemptEnd{a: a, ctx: ctx, req: req, key: key, attempt: attempt, id: id, adm: adm, sent: sent, took: took, choice: choice, resp: resp, err: err}
+	if err != nil {
+		end.conn = ct.get()
+	}
 	var r classify.Result
 	if err != nil {
 		r = classify.Of(nil, err)
@@ -184,6 +193,7 @@ type attemptEnd struct {
 	choice  *egress.Choice
 	resp    *http.Response
 	err     error
+	conn    any  // the connection of a failed attempt, when one was used
 	late    bool // settled after RoundTrip returned
 }
 
@@ -250,7 +260,7 @@ func (e *attemptEnd) settled(r classify.Result) {
 	if suspected != nil {
 		r, _ = suspectedBlock(r, e.resp)
 	}
-	eff, err := t.record(e.ctx, e.key, e.adm, r)
+	eff, err := t.record(e.ctx, e.key, e.adm, t.connFails.countable(r, e.err, e.conn, time.Now()))
 	if err != nil && r.Outcome == classify.Refused && !eff.Halted {
 		// The store lost the halt: keep it in this Transport.
 		eff.Halted = t.holds.hold(e.key, e.sent)

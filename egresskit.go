@@ -273,6 +273,7 @@ type Transport struct {
 	observers telemetry.Observers
 	ceilings  ceilingCache
 	holds     holds             // halts the store could not take
+	connFails connFails         // connections whose failure was counted
 	watch     *blockwatch.Watch // nil when Config.BlockWatch.Disabled
 	send      http.RoundTripper // Egress or Base: what finally sends
 	base      http.RoundTripper // Base, or http.DefaultTransport
