@@ -54,8 +54,9 @@ type Config struct {
 	OnRedisError ErrorPolicy
 
 	// OnWarning, if not nil, receives every Warning: when a FailOpen Store
-	// falls back to local state and when it returns to Redis, and the
-	// Restored and Unchecked ones. It is called outside any lock of the
+	// falls back to local state and when it returns to Redis, under either
+	// policy when a halt Redis could not take is kept locally and when it
+	// is written, and the Restored and Unchecked ones. It is called outside any lock of the
 	// Store, on the goroutine of the operation that noticed, possibly
 	// concurrently. Nil (the default) logs each Warning through
 	// slog.Default (level Warn; Recovered at Info), once per change, not
@@ -63,13 +64,34 @@ type Config struct {
 	OnWarning func(Warning)
 
 	// Timeout bounds each Redis call; no operation waits longer for Redis
-	// (the client must honour context deadlines: see New). Zero: 50ms.
+	// (the client must honour context deadlines: see New). Zero: 250ms.
 	// Negative: refused by New.
+	//
+	// The trade-off: a call that takes longer than Timeout counts as Redis
+	// being unavailable — under FailClosed the attempt is not sent, under
+	// FailOpen the Store falls back to local state — so a Timeout close to
+	// Redis's normal latency fails healthy calls on a loaded machine (a
+	// scheduler stall, a garbage collection, a slow network); a long one
+	// makes every operation wait that long while Redis hangs (FailClosed:
+	// every attempt; FailOpen: the call that notices, and one try per
+	// RetryInterval). A Redis call takes well under a millisecond on a
+	// healthy network; 250ms rides out stalls of a busy worker while
+	// keeping a hung Redis to a quarter second per attempt.
 	Timeout time.Duration
 
 	// RetryInterval is how often a FailOpen Store that fell back to local
 	// state tries Redis again; in between, operations do not touch Redis.
 	// Zero: 1s. Negative: refused by New.
+	//
+	// Independently of it, after Redis refused a connection, a Store over
+	// a *redis.Client (a single server or Sentinel) dials Redis itself, at
+	// most every 100ms and off the client's pool, and sends operations to
+	// the client again once that connects: go-redis's pool, after
+	// PoolSize failed dials, goes on answering with its last dial error
+	// until its own background dial succeeds (once a second), which the
+	// check keeps it from reaching in most outages. Under FailClosed,
+	// operations between two checks fail at once, without reaching the
+	// client.
 	RetryInterval time.Duration
 
 	// ProbeLease is how long a half-open probe slot stays taken when the
@@ -134,6 +156,9 @@ type Config struct {
 	Now func() time.Time
 }
 
+// defaultTimeout is Config.Timeout's default.
+const defaultTimeout = 250 * time.Millisecond
+
 // minPerMinute is ratelimit's lowest rate (one request a day).
 const minPerMinute = 1.0 / (24 * 60)
 
@@ -159,7 +184,7 @@ func newSettings(cfg Config) settings {
 		s.cfg.Prefix = DefaultPrefix
 	}
 	if s.cfg.Timeout <= 0 {
-		s.cfg.Timeout = 50 * time.Millisecond
+		s.cfg.Timeout = defaultTimeout
 	}
 	if s.cfg.RetryInterval <= 0 {
 		s.cfg.RetryInterval = time.Second

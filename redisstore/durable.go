@@ -177,6 +177,7 @@ func (s *Store) writeHalts(ctx context.Context, todo []haltAt, done func(haltAt)
 					return halted, cerr
 				}
 				if redisError("halt", keys{}, err) == nil {
+					s.noteRefused(err)
 					return halted, redisErr{err}
 				}
 			}

@@ -81,6 +81,7 @@ type Store struct {
 	dialed        atomic.Bool // a new connection was made: check for a restart
 	lastDial      atomic.Pointer[dialFailure]
 	haltsHeld     atomic.Bool  // a halt Redis could not take is pending (see keepHalt)
+	rc            reconnect    // after a refused connect: when to dial again
 	checking      atomic.Bool  // a check is running
 	nextCheck     atomic.Int64 // when the next periodic check is due (Unix ns)
 	warnedInfo    atomic.Bool  // the Warning that INFO is refused was sent
@@ -370,7 +371,11 @@ func (s *Store) Resume(ctx context.Context, host string) error {
 	if err := s.sendHost(ctx, host); ctx.Err() != nil {
 		return err
 	}
-	reply, err := s.call(ctx, "resume", s.sc.resume, k, s.set.args(host, s.nowArg()))
+	var reply any
+	err = s.gate(ctx)
+	if err == nil {
+		reply, err = s.call(ctx, "resume", s.sc.resume, k, s.set.args(host, s.nowArg()))
+	}
 	if err != nil {
 		var re redisErr
 		if errors.As(err, &re) {
@@ -474,7 +479,9 @@ func (s *Store) call(ctx context.Context, op string, sc *redis.Script, k keys, a
 	if e := redisError(op, k, err); e != nil {
 		return nil, e
 	}
-	return nil, redisErr{s.cause(err, start)}
+	err = s.cause(err, start)
+	s.noteRefused(err)
+	return nil, redisErr{err}
 }
 
 // exec runs sc for k, or tells the caller to use local state: when local
@@ -483,6 +490,14 @@ func (s *Store) exec(ctx context.Context, op string, sc *redis.Script, k keys, a
 	local, try, node := s.route(ctx, k)
 	if local != nil && !try {
 		return nil, local, nil
+	}
+	if err := s.gate(ctx); err != nil {
+		var re redisErr
+		errors.As(err, &re)
+		if s.set.cfg.OnRedisError == FailClosed {
+			return nil, nil, &UnavailableError{Op: op, Cause: re.error}
+		}
+		return nil, s.degrade(ctx, op, re.error, k), nil
 	}
 	if !try && s.checkDue() {
 		s.check(ctx, op)

@@ -1,0 +1,92 @@
+package redisstore_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/egresskit/egresskit/internal/redistest"
+	"github.com/egresskit/egresskit/redisstore"
+)
+
+// TestFailClosedReconnect: a FailClosed Store whose Redis was killed fails
+// every operation (more than go-redis's PoolSize of them, enough to make
+// its pool answer with its last dial error), and once Redis accepts
+// connections again, the first operation made more than the reconnect
+// check's interval (100ms) later succeeds: the errors end within one
+// check interval of Redis's return, not when go-redis's pool next probes
+// (once a second). The lag from Redis's return to the first success is
+// logged.
+func TestFailClosedReconnect(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	st := mustState(t, srv.Addr, redisstore.Config{
+		Prefix: redistest.Prefix(t), OnRedisError: redisstore.FailClosed, Timeout: time.Second,
+	})
+	const host = "lag.example"
+	if _, err := st.Admit(ctx, host); err != nil {
+		t.Fatal(err)
+	}
+	srv.Kill()
+	failed := 0
+	for end := time.Now().Add(500 * time.Millisecond); time.Now().Before(end); failed++ {
+		if _, err := st.Admit(ctx, host); !errors.Is(err, redisstore.ErrUnavailable) {
+			t.Fatalf("Admit with Redis down = %v, want ErrUnavailable", err)
+		}
+		if failed%50 == 49 {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	up := time.Now()
+	time.Sleep(150 * time.Millisecond) // past one check interval
+	if _, err := st.Admit(ctx, host); err != nil {
+		t.Errorf("Admit 150ms after Redis returned = %v, want admitted", err)
+	}
+	t.Logf("%d operations failed during the outage; the first Admit after Redis returned succeeded %v after it", failed, time.Since(up).Round(time.Millisecond))
+}
+
+// TestFailClosedReconnectLag measures, for a caller that retries at once,
+// how long after Redis accepts connections again a FailClosed Store keeps
+// failing (at most one check interval, 100ms, plus a dial).
+func TestFailClosedReconnectLag(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	st := mustState(t, srv.Addr, redisstore.Config{
+		Prefix: redistest.Prefix(t), OnRedisError: redisstore.FailClosed, Timeout: time.Second,
+	})
+	const host = "lag.example"
+	var lags []time.Duration
+	for range 5 {
+		if _, err := st.Admit(ctx, host); err != nil {
+			t.Fatal(err)
+		}
+		srv.Kill()
+		for range 100 {
+			st.Admit(ctx, host)
+		}
+		if err := srv.Restart(); err != nil {
+			t.Fatal(err)
+		}
+		up := time.Now()
+		for {
+			if _, err := st.Admit(ctx, host); err == nil {
+				break
+			}
+			if time.Since(up) > 5*time.Second {
+				t.Fatal("Admit still fails 5s after Redis returned")
+			}
+			time.Sleep(time.Millisecond)
+		}
+		lags = append(lags, time.Since(up))
+	}
+	t.Logf("errors ended after Redis returned: %v", lags)
+	for _, l := range lags {
+		if l > time.Second {
+			t.Errorf("errors went on %v after Redis returned, want about the 100ms check interval", l)
+		}
+	}
+}
