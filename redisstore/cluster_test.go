@@ -145,8 +145,9 @@ func testMasterKilled(t *testing.T, cluster *redistest.Cluster) {
 				if _, err := other.Admit(ctx, free[killed]); !errors.Is(err, redisstore.ErrUnavailable) {
 					t.Errorf("FailClosed, host of the killed master: Admit = %v, want ErrUnavailable", err)
 				}
-				if _, err := seen.Admit(ctx, halted[killed]); !errors.Is(err, redisstore.ErrUnavailable) {
-					t.Errorf("FailClosed, halted host of the killed master: Admit = %v, want ErrUnavailable", err)
+				// A halt the Store remembers is reported as the halt.
+				if _, err := seen.Admit(ctx, halted[killed]); !errors.Is(err, breaker.ErrHalted) {
+					t.Errorf("FailClosed, remembered halt of the killed master: Admit = %v, want ErrHalted", err)
 				}
 			} else {
 				if _, err := seen.Admit(ctx, free[killed]); err != nil {

@@ -34,6 +34,7 @@ func Scenarios() []Scenario {
 		{"StaleAdmissionIgnored", hoststate.Config{}, staleAdmissionIgnored},
 		{"RefusedHaltsOnce", hoststate.Config{}, refusedHaltsOnce},
 		{"HaltLogQueueAndHistory", hoststate.Config{}, haltLogQueueAndHistory},
+		{"RefusedHaltsWhateverAdmission", hoststate.Config{}, refusedHaltsWhateverAdmission},
 		{"ThrottledHalvesAndPauses", hoststate.Config{Limit: ratelimit.Config{PerMinute: 40}}, throttledHalvesAndPauses},
 		{"RecoveryToConfigured", hoststate.Config{}, recoveryToConfigured},
 		{"RecoveryToCeiling", hoststate.Config{}, recoveryToCeiling},
@@ -209,6 +210,31 @@ func refusedHaltsOnce(t *testing.T, env Env) {
 	if err := env.Store.Resume(context.Background(), other); !errors.Is(err, hoststate.ErrNotHalted) {
 		t.Errorf("Resume(a host not halted) = %v, want ErrNotHalted", err)
 	}
+}
+
+// refusedHaltsWhateverAdmission: a Refused Record halts the host even
+// with a zero Admission (one this store never granted, as when the chain
+// writes back a halt a failed Record lost), and with an Admission of an
+// older breaker generation; the breaker itself is not changed by them.
+func refusedHaltsWhateverAdmission(t *testing.T, env Env) {
+	halted := env.Now()
+	refused := classify.Result{Outcome: classify.Refused, Status: 403}
+	eff := record(t, env, host, hoststate.Admission{}, refused)
+	wantEffect(t, "refusal with a zero Admission", eff, breaker.Closed, breaker.Closed, true)
+	wantHalted(t, env, host, halted)
+	if st := state(t, env, host); st.ConsecutiveFailures != 0 || st.Breaker != breaker.Closed {
+		t.Errorf("after a refusal with a zero Admission: %v with %d failures, want closed with 0", st.Breaker, st.ConsecutiveFailures)
+	}
+
+	stale := admit(t, env, other)
+	trip(t, env, other, 8) // a new generation
+	env.Advance(openFor + time.Millisecond)
+	haltedOther := env.Now()
+	eff = record(t, env, other, stale, refused)
+	if !eff.Halted {
+		t.Errorf("refusal with an Admission of an older generation: Effect = %+v, want Halted", eff)
+	}
+	wantHalted(t, env, other, haltedOther)
 }
 
 // throttledHalvesAndPauses: a 429 with Retry-After 5s on
