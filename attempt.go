@@ -136,12 +136,6 @@ func (a *gatedSender) send(req *http.Request, key string, first bool) (*http.Res
 	if adm.Wait > 0 || sent.IsZero() {
 		sent = time.Now()
 	}
-	var ct *connTrace
-	{
-		var tctx context.Context
-		tctx, ct = withConnTrace(req.Context())
-		req = req.WithContext(tctx)
-	}
 	id, err := t.ids.of(userAgent(req.Header)) // set by Transport.RoundTrip
 	if err != nil {
 		// Unreachable: Transport.RoundTrip made this identity. Give the
@@ -149,15 +143,16 @@ func (a *gatedSender) send(req *http.Request, key string, first bool) (*http.Res
 		t.record(ctx, key, adm, classify.Result{Outcome: classify.Canceled, Reason: "not sent"})
 		return nil, unsent(req, err)
 	}
+	// The attempt's connection, for counting a connection's failure once.
+	tctx, ct := withConnTrace(req.Context())
+	req = req.WithContext(tctx)
 	resp, err := id.classify.RoundTrip(req) // classify over egress or base
 	var took time.Duration
 	if observed {
 		took = time.Since(sent)
 	}
 	end := attemptEnd{a: a, ctx: ctx, req: req, key: key, attempt: attempt, id: id, adm: adm, sent: sent, took: took, choice: choice, resp: resp, err: err}
-	if err != nil {
-		end.conn = ct.get()
-	}
+	end.conn = ct.done()
 	var r classify.Result
 	if err != nil {
 		r = classify.Of(nil, err)

@@ -63,34 +63,43 @@ func (f *connFails) first(conn any, now time.Time) bool {
 // failure of a connection whose failure was counted already.
 var sameConnFailure = classify.Result{Outcome: classify.Canceled, Reason: "failed with its connection"}
 
-// connTrace learns the connection an attempt is sent on.
+// connTrace learns the connection an attempt is sent on. They are pooled,
+// each with its GotConn bound once: the transport calls GotConn before
+// RoundTrip returns, after which the connection is read and the connTrace
+// put back.
 type connTrace struct {
-	conn  atomic.Value // net.Conn, set by GotConn
+	conn  atomic.Value // connKey, set by GotConn
 	trace httptrace.ClientTrace
 }
 
-// withConnTrace returns ctx with a trace that records the attempt's
-// connection in the returned connTrace.
-func withConnTrace(ctx context.Context) (context.Context, *connTrace) {
+// connKey holds a connection, so that every connection type stores in
+// the same atomic.Value; the zero connKey is none.
+type connKey struct{ c any }
+
+var connTraces = sync.Pool{New: func() any {
 	ct := new(connTrace)
 	ct.trace.GotConn = func(info httptrace.GotConnInfo) {
 		if info.Conn != nil {
 			ct.conn.Store(connKey{info.Conn})
 		}
 	}
+	return ct
+}}
+
+// withConnTrace returns ctx with a trace that records the attempt's
+// connection in the returned connTrace; the caller calls its done once
+// the attempt's RoundTrip returned.
+func withConnTrace(ctx context.Context) (context.Context, *connTrace) {
+	ct := connTraces.Get().(*connTrace)
 	return httptrace.WithClientTrace(ctx, &ct.trace), ct
 }
 
-// connKey holds a connection, so that every connection type stores in
-// the same atomic.Value.
-type connKey struct{ c any }
-
-// get returns the attempt's connection, or nil when none was used.
-func (ct *connTrace) get() any {
-	if ct == nil {
-		return nil
-	}
+// done returns the attempt's connection, or nil when none was used, and
+// puts ct back in the pool.
+func (ct *connTrace) done() any {
 	k, _ := ct.conn.Load().(connKey)
+	ct.conn.Store(connKey{})
+	connTraces.Put(ct)
 	return k.c
 }
 
