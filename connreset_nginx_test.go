@@ -80,7 +80,7 @@ func TestConnectionResetCountsOnceNginx(t *testing.T) {
 			t.Cleanup(base.CloseIdleConnections)
 			tr := mustChain(egresskit.Config{
 				Base: base, IgnoreRobots: true, UserAgent: "TestBot/1.0",
-				Store: hoststate.NewMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 600000, Burst: 100}}),
+				Store: mustMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 600000, Burst: 100}}),
 				Retry: retry.Policy{BaseDelay: 10 * time.Millisecond},
 			})
 			c := &http.Client{Transport: tr}

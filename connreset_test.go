@@ -124,7 +124,7 @@ func TestConnectionResetCountsOnce(t *testing.T) {
 			t.Cleanup(base.CloseIdleConnections)
 			tr := mustChain(egresskit.Config{
 				Base: base, IgnoreRobots: true, UserAgent: "TestBot/1.0",
-				Store: hoststate.NewMemory(hoststate.Config{
+				Store: mustMemory(hoststate.Config{
 					Limit: ratelimit.Config{PerMinute: 600000, Burst: 100},
 				}),
 				Retry: retry.Policy{BaseDelay: 10 * time.Millisecond},

@@ -49,7 +49,7 @@ func TestHaltHeldWhenStoreDropsIt(t *testing.T) {
 		io.WriteString(w, "<html><body>Access denied: TestBot is blocked.</body></html>")
 	}))
 	defer srv.Close()
-	st := &droppingStore{Memory: hoststate.NewMemory(hoststate.Config{})}
+	st := &droppingStore{Memory: mustMemory(hoststate.Config{})}
 	var escalations atomic.Int64
 	var mu sync.Mutex // guards errs
 	var errs []string

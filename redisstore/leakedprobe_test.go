@@ -37,7 +37,7 @@ var leakConfig = hoststate.Config{
 func TestLeakedProbeBody(t *testing.T) {
 	t.Run("memory", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			leakedProbeBody(t, hoststate.NewMemory(leakConfig), time.Sleep)
+			leakedProbeBody(t, mustMemory(leakConfig), time.Sleep)
 		})
 	})
 	t.Run("redis", func(t *testing.T) {
