@@ -21,6 +21,7 @@ func ExampleScenarios() {
 	// StaleAdmissionIgnored
 	// RefusedHaltsOnce
 	// HaltLogQueueAndHistory
+	// RefusedHaltsWhateverAdmission
 	// ThrottledHalvesAndPauses
 	// RecoveryToConfigured
 	// RecoveryToCeiling
