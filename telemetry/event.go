@@ -70,7 +70,9 @@ type Event struct {
 	// response's headers (or the error), excluding Wait; 0 when the
 	// attempt was not sent.
 	Duration time.Duration
-	// Err is the redacted text of the attempt's error, "" when none.
+	// Err is the redacted text of the attempt's error, "" when none; it
+	// includes the state store's error when the attempt's outcome could
+	// not be recorded (e.g. "redisstore: redis unavailable (record): ...").
 	Err string
 	// Unsent is "" when the attempt was sent, else why the chain did not
 	// send it: "halted" (the host is halted), "open" (its breaker is
