@@ -25,7 +25,8 @@ import (
 // Redis accepts connections again.
 
 // reconnectInterval is how often, at most, a Store whose Redis refused
-// connections dials it to see whether it is back.
+// connections dials it to see whether it is back, on the Store's local
+// clock (Config.Now when set, as RetryInterval).
 const reconnectInterval = 100 * time.Millisecond
 
 // reconnect is the state of that check. The zero value is closed to
@@ -52,7 +53,7 @@ func (s *Store) noteRefused(err error) {
 		return
 	}
 	s.rc.last.Store(errBox{err})
-	s.rc.next.Store(time.Now().Add(reconnectInterval).UnixNano())
+	s.rc.next.Store(s.localNow().Add(reconnectInterval).UnixNano())
 }
 
 // gate returns nil when operations may reach the client; else the error of
@@ -64,7 +65,7 @@ func (s *Store) gate(ctx context.Context) error {
 		return nil
 	}
 	last, _ := s.rc.last.Load().(errBox)
-	if time.Now().UnixNano() < next || !s.rc.dialing.CompareAndSwap(false, true) {
+	if s.localNow().UnixNano() < next || !s.rc.dialing.CompareAndSwap(false, true) {
 		return redisErr{last.err}
 	}
 	defer s.rc.dialing.Store(false)
@@ -74,7 +75,7 @@ func (s *Store) gate(ctx context.Context) error {
 	c, err := dial(dctx)
 	if err != nil {
 		s.rc.last.Store(errBox{err})
-		s.rc.next.Store(time.Now().Add(reconnectInterval).UnixNano())
+		s.rc.next.Store(s.localNow().Add(reconnectInterval).UnixNano())
 		return redisErr{err}
 	}
 	c.Close()
