@@ -11,7 +11,13 @@
 // After each attempt its one classify.Result feeds the host's breaker and
 // pacing budget, the retry decision, the halt (Refused) and one
 // telemetry.Event. The Result lives with the response the caller holds:
-// read it with classify.Of(resp, err), or Halted(resp).
+// read it with classify.Of(resp, err), or Halted(resp). The attempts that
+// fail together with their connection (the streams of one HTTP/2
+// connection) are one failure for the host's breaker: the first counts,
+// the others count as neither success nor failure, and their retries go
+// out on a new connection. A refusal the store cannot record (Redis down)
+// still halts the host: the store, or else the chain, keeps the halt,
+// escalates it once and writes it back when the store answers.
 //
 // # Defaults
 //
@@ -74,7 +80,9 @@
 // content: its attempt counts as the status says (OK), and the host is
 // not halted by it. Until a 2xx body is read or closed, its attempt is
 // not yet recorded in the host's state: close every body, as net/http
-// asks. A 2xx body first read after the request's context ended is judged
+// asks (a half-open probe whose body is never closed holds the host's
+// probe slot for the breaker's OpenTimeout, in every store, and is then
+// counted as neither success nor failure). A 2xx body first read after the request's context ended is judged
 // on its status and headers alone (the host answered in time; the late
 // reader is not its failure), so a challenge served with 200 to such a
 // reader is not caught by its content.
