@@ -89,7 +89,8 @@ type Config struct {
 	// the client again once that connects: go-redis's pool, after
 	// PoolSize failed dials, goes on answering with its last dial error
 	// until its own background dial succeeds (once a second), which the
-	// check keeps it from reaching in most outages. Under FailClosed,
+	// check keeps it from reaching in most outages (about one outage in
+	// PoolSize/4 still waits for go-redis's dial). Under FailClosed,
 	// operations between two checks fail at once, without reaching the
 	// client.
 	RetryInterval time.Duration

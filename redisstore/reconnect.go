@@ -22,7 +22,12 @@ import (
 // reach the client again, whose pool, having seen only the dials of the
 // calls in flight when Redis went, connects at once. So a FailClosed
 // Store's errors end at most reconnectInterval (plus one dial) after
-// Redis accepts connections again.
+// Redis accepts connections again — unless the pool's count reached
+// PoolSize anyway: go-redis never lowers it but from its probe, and the
+// first call of each outage costs it about four failed dials (its
+// command retries, dialled off the call's context, where a Store cannot
+// cut them), so about one outage in PoolSize/4 still waits for the
+// pool's probe (up to a second).
 
 // reconnectInterval is how often, at most, a Store whose Redis refused
 // connections dials it to see whether it is back, on the Store's local
