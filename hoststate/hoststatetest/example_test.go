@@ -22,9 +22,9 @@ func ExampleScenarios() {
 	// RefusedHaltsOnce
 	// HaltLogQueueAndHistory
 	// ThrottledHalvesAndPauses
-	// RecoveryToConfigured
-	// RecoveryToCeiling
-	// RecoveryToAcceptedRate
+	// ThrottleSettles
+	// SettleUnderCeiling
+	// LearntCeiling
 	// ReleaseAfterPause
 	// LongerRetryAfterNeverSooner
 	// ThrottledOpensOnlyAtFloor
@@ -32,6 +32,8 @@ func ExampleScenarios() {
 	// QuotaSetsRate
 	// SetCeiling
 	// ThrottleStorm
+	// StillShutDoublesPause
+	// FirstContactOneToken
 	// DeadlineTakesNothing
 	// DeadlineReleasesProbe
 	// LeakedProbeLeaseEnds
