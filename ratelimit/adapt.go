@@ -115,7 +115,7 @@ func (s *Set) throttled(e *entry, now time.Time, retryAfter time.Duration) (floo
 			// halve the rate it settles at.
 			e.lastOK = time.Time{}
 			pause = max(pause, 2*e.lastPause)
-			e.target = max(e.target/2, floor)
+			e.target = min(max(e.target/2, floor), e.top())
 			e.base = min(e.base, e.target)
 			e.setRate(e.base, now)
 		} else {
@@ -148,11 +148,11 @@ func (s *Set) throttled(e *entry, now time.Time, retryAfter time.Duration) (floo
 // the rate halves.
 func (s *Set) cut(e *entry, now time.Time, floor float64) {
 	r := e.perMinute
-	cap := maxOvershoot
+	most := maxOvershoot
 	if e.probeN == 0 && r <= e.learnt && r >= e.learnt*(1-3*margin) {
 		// Refused again near below the learnt ceiling: the limit is
 		// close below, whatever a short run of OKs suggests.
-		cap = 2 * margin
+		most = 2 * margin
 	}
 	switch {
 	case e.probeN > 0:
@@ -168,13 +168,7 @@ func (s *Set) cut(e *entry, now time.Time, floor float64) {
 	}
 	target := r / 2
 	if n := e.oks; n >= 3 {
-		if e.probeN > 0 {
-			n -= e.probeN
-		}
-		o := cap
-		if n > 1 {
-			o = min(1/float64(n-1), cap)
-		}
+		o := min(1/float64(n-1), most)
 		target = r * (1 - o) * (1 - margin)
 	}
 	if e.probeN > 0 {
