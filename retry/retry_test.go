@@ -557,7 +557,7 @@ func TestBackoffGrowsAndIsCapped(t *testing.T) {
 			last = time.Now()
 			return script.RoundTrip(r)
 		})
-		p := retry.Policy{MaxRetries: 6, BaseDelay: time.Second, MaxDelay: 10 * time.Second, Rand: fullJitter}
+		p := retry.Policy{MaxRetries: 6, BaseDelay: time.Second, MaxDelay: 10 * time.Second, Rand: fullJitter, Budget: -1}
 		resp, err := mustRetry(spy, p).RoundTrip(newRequest(t, t.Context(), "GET", "http://h.test/", nil))
 		if err != nil {
 			t.Fatalf("RoundTrip = %v", err)
