@@ -110,12 +110,12 @@ func (s *Set) throttled(e *entry, now time.Time, retryAfter time.Duration) (floo
 		if e.epoch > 0 && e.lastOK.Before(e.pausedUntil) {
 			// No OK since the last pause ended: the host is still shut
 			// (a limiter that counts refused requests too, over a
-			// window): wait twice as long as last time.
+			// window): wait four times as long as last time.
 			// It let more through before than it allows over time:
-			// halve the rate it settles at.
+			// settle at a quarter of the rate.
 			e.lastOK = time.Time{}
-			pause = max(pause, 2*e.lastPause)
-			e.target = min(max(e.target/2, floor), e.top())
+			pause = max(pause, 4*e.lastPause)
+			e.target = min(max(e.target/4, floor), e.top())
 			e.base = min(e.base, e.target)
 			e.setRate(e.base, now)
 		} else {

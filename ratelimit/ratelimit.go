@@ -21,7 +21,8 @@
 //     interval at the new rate when the host gave no RetryAfter). When
 //     the host answered no OK since the previous pause ended, it is still
 //     shut (a limiter counting over a window, refused requests too): the
-//     pause is twice the previous one, at least, and the rate halves. The
+//     pause is four times the previous one, at least, and the rate drops
+//     to a quarter. The
 //     throttle drains the bucket, and from then on the host gets no bursts
 //     (its bucket holds one token): when the pause ends (and no sooner
 //     than one interval of the new rate after the throttle), the attempts

@@ -102,10 +102,10 @@ func TestThrottleTable(t *testing.T) {
 		{"custom cap", ratelimit.Config{MaxPause: time.Minute}, []time.Duration{time.Hour}, 0, 30, time.Minute},
 		{"429 while paused extends, no halving", ratelimit.Config{}, []time.Duration{10 * time.Second, 20 * time.Second}, time.Second, 30, 20 * time.Second},
 		{"429 while paused never shortens", ratelimit.Config{}, []time.Duration{10 * time.Second, 0}, time.Second, 30, 9 * time.Second},
-		{"429 after pause, no OK: halves again, pause doubles", ratelimit.Config{}, []time.Duration{time.Second, time.Second}, 2 * time.Second, 15, 2 * time.Second},
-		{"floor", ratelimit.Config{Floor: 20}, []time.Duration{0, 0, 0}, time.Minute, 20, 8 * time.Second},
+		{"429 after pause, no OK: a quarter, pause ×4", ratelimit.Config{}, []time.Duration{time.Second, time.Second}, 2 * time.Second, 7.5, 4 * time.Second},
+		{"floor", ratelimit.Config{Floor: 20}, []time.Duration{0, 0, 0}, time.Minute, 20, 32 * time.Second},
 		{"floor above configured", ratelimit.Config{PerMinute: 10, Floor: 20}, []time.Duration{0}, 0, 10, 6 * time.Second},
-		{"default floor 1/min", ratelimit.Config{}, []time.Duration{0, 0, 0, 0, 0, 0, 0, 0}, 10 * time.Minute, 1, 256 * time.Second},
+		{"default floor 1/min", ratelimit.Config{}, []time.Duration{0, 0, 0, 0, 0, 0, 0, 0}, 2 * time.Hour, 1, time.Hour},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -297,7 +297,7 @@ func TestThrottleStorm(t *testing.T) {
 		sent = append(sent, c.Now().Sub(start))
 		observe(s, host, classify.Throttled, 0)
 	}
-	want := []time.Duration{0, 2 * time.Second, 6 * time.Second, 14 * time.Second, 30 * time.Second}
+	want := []time.Duration{0, 2 * time.Second, 10 * time.Second, 42 * time.Second}
 	if len(sent) != len(want) {
 		t.Fatalf("requests sent at %v, want %v", sent, want)
 	}
@@ -306,8 +306,8 @@ func TestThrottleStorm(t *testing.T) {
 			t.Errorf("request %d sent at %v, want %v", i+1, sent[i], want[i])
 		}
 	}
-	if got := s.Status(host).PerMinute; got != 1.875 {
-		t.Errorf("rate after the storm = %v, want 1.875", got)
+	if got := s.Status(host).PerMinute; got != 1 {
+		t.Errorf("rate after the storm = %v, want the floor 1", got)
 	}
 }
 

@@ -32,7 +32,7 @@ func ExampleScenarios() {
 	// QuotaSetsRate
 	// SetCeiling
 	// ThrottleStorm
-	// StillShutDoublesPause
+	// StillShutWaitsLonger
 	// FirstContactOneToken
 	// DeadlineTakesNothing
 	// DeadlineReleasesProbe

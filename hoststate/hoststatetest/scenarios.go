@@ -40,12 +40,12 @@ func Scenarios() []Scenario {
 		{"LearntCeiling", hoststate.Config{Limit: ratelimit.Config{PerMinute: 120}}, learntCeiling},
 		{"ReleaseAfterPause", hoststate.Config{Limit: ratelimit.Config{PerMinute: 600, Burst: 5}}, releaseAfterPause},
 		{"LongerRetryAfterNeverSooner", hoststate.Config{Limit: ratelimit.Config{PerMinute: 600}}, longerRetryAfter},
-		{"ThrottledOpensOnlyAtFloor", hoststate.Config{Limit: ratelimit.Config{Floor: 15}}, throttledOpensOnlyAtFloor},
+		{"ThrottledOpensOnlyAtFloor", hoststate.Config{Limit: ratelimit.Config{Floor: 15, MaxPause: time.Minute}}, throttledOpensOnlyAtFloor},
 		{"SlowHost", hoststate.Config{}, slowHost},
 		{"QuotaSetsRate", hoststate.Config{}, quotaSetsRate},
 		{"SetCeiling", hoststate.Config{}, setCeiling},
 		{"ThrottleStorm", hoststate.Config{}, throttleStorm},
-		{"StillShutDoublesPause", hoststate.Config{Limit: ratelimit.Config{PerMinute: 120}}, stillShutDoublesPause},
+		{"StillShutWaitsLonger", hoststate.Config{Limit: ratelimit.Config{PerMinute: 120}}, stillShutWaitsLonger},
 		{"FirstContactOneToken", hoststate.Config{Limit: ratelimit.Config{PerMinute: 600, Burst: 5}}, firstContactOneToken},
 		{"DeadlineTakesNothing", hoststate.Config{}, deadlineTakesNothing},
 		{"DeadlineReleasesProbe", hoststate.Config{
@@ -388,8 +388,10 @@ func longerRetryAfter(t *testing.T, env Env) {
 }
 
 // throttledOpensOnlyAtFloor: with a floor of 15/min, a host answering only
-// 429s halves from 60 to 30 to 15 without a failure counted; at the floor
-// every further 429 counts, and the 8th there opens the breaker.
+// 429s slows from 60 to 30 to 15 without a failure counted; at the floor
+// every further 429 counts, and the 8th there opens the breaker. (Pauses
+// are capped at a minute, so that the host, still shut at every attempt,
+// is never idle long enough for its breaker to be forgotten.)
 func throttledOpensOnlyAtFloor(t *testing.T, env Env) {
 	for i, want := range []float64{30, 15} {
 		eff := send(t, env, host, classify.Throttled)
@@ -491,9 +493,12 @@ func setCeiling(t *testing.T, env Env) {
 }
 
 // throttleStorm: a host answering 429 (no Retry-After) to everything
-// receives 5 requests in 60s, at 0, 2, 6, 14 and 30s, as its rate halves
-// from 60/min to 1.875/min; the 6th would be at 62s. Pacing can still slow
-// down: no failure is counted.
+// receives 4 requests in 60s, at 0, 2, 10 and 42s: the first 429 halves
+// the rate to 30/min and pauses one interval (2s); every later one finds
+// the host still shut (no OK since the pause ended), pauses four times as
+// long and quarters the rate, to 7.5, 1.875, then the floor (1/min). The
+// 5th would be at 170s. Pacing could still slow down at each: no failure
+// is counted.
 func throttleStorm(t *testing.T, env Env) {
 	start := env.Now()
 	var sent []time.Duration
@@ -506,7 +511,7 @@ func throttleStorm(t *testing.T, env Env) {
 		sent = append(sent, env.Now().Sub(start))
 		record(t, env, host, a, classify.Result{Outcome: classify.Throttled, Status: 429})
 	}
-	want := []time.Duration{0, 2 * time.Second, 6 * time.Second, 14 * time.Second, 30 * time.Second}
+	want := []time.Duration{0, 2 * time.Second, 10 * time.Second, 42 * time.Second}
 	if len(sent) != len(want) {
 		t.Fatalf("requests sent at %v in the first minute, want %v", sent, want)
 	}
@@ -515,8 +520,8 @@ func throttleStorm(t *testing.T, env Env) {
 			t.Errorf("request %d sent at %v, want %v", i+1, sent[i], want[i])
 		}
 	}
-	if st := state(t, env, host); st.PerMinute != 1.875 || st.Breaker != breaker.Closed || st.ConsecutiveFailures != 0 {
-		t.Errorf("after the storm: rate %v, breaker %v with %d failures; want 1.875, closed with 0", st.PerMinute, st.Breaker, st.ConsecutiveFailures)
+	if st := state(t, env, host); st.PerMinute != 1 || st.Breaker != breaker.Closed || st.ConsecutiveFailures != 0 {
+		t.Errorf("after the storm: rate %v, breaker %v with %d failures; want 1, closed with 0", st.PerMinute, st.Breaker, st.ConsecutiveFailures)
 	}
 }
 
@@ -624,13 +629,14 @@ func evictionKeeps(t *testing.T, env Env) {
 	}
 }
 
-// stillShutDoublesPause: at 120/min, 21 OKs, then a 429 with Retry-After
+// stillShutWaitsLonger: at 120/min, 21 OKs, then a 429 with Retry-After
 // 2s: the rate settles at 108.3 and the host pauses for 2s. The first
 // attempt after the pause is answered 429 again (Retry-After 2s) with no
 // OK between: the host is still shut — a limiter counting over a window,
-// refused requests too — so the pause doubles to 4s and the rate halves.
+// refused requests too — so the pause is four times as long, 8s, and the
+// rate drops to a quarter.
 // After an OK, the next 429 is a new episode: a pause of its Retry-After.
-func stillShutDoublesPause(t *testing.T, env Env) {
+func stillShutWaitsLonger(t *testing.T, env Env) {
 	throttle := func() {
 		t.Helper()
 		a := admit(t, env, host)
@@ -646,8 +652,8 @@ func stillShutDoublesPause(t *testing.T, env Env) {
 		t.Errorf("first 429: rate %v, paused until %v; want %v, %v", st.PerMinute, st.PausedUntil, r1, env.Now().Add(2*time.Second))
 	}
 	throttle()
-	if st := state(t, env, host); math.Abs(st.PerMinute-r1/2) > 1e-6 || !near(st.PausedUntil, env.Now().Add(4*time.Second)) {
-		t.Errorf("429 right after the pause: rate %v, paused until %v; want %v, %v", st.PerMinute, st.PausedUntil, r1/2, env.Now().Add(4*time.Second))
+	if st := state(t, env, host); math.Abs(st.PerMinute-r1/4) > 1e-6 || !near(st.PausedUntil, env.Now().Add(8*time.Second)) {
+		t.Errorf("429 right after the pause: rate %v, paused until %v; want %v, %v", st.PerMinute, st.PausedUntil, r1/4, env.Now().Add(8*time.Second))
 	}
 	send(t, env, host, classify.OK)
 	throttle()

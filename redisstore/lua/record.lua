@@ -107,11 +107,11 @@ elseif OUTCOME == THROTTLED then
   if now >= l.p then
     if l.e > 0 and l.o < l.p then
       -- No OK since the last pause ended: the host is still shut (a
-      -- limiter counting over a window, refused requests too). Wait twice
-      -- as long as last time, and halve the rate it settles at.
+      -- limiter counting over a window, refused requests too). Wait four
+      -- times as long as last time, and settle at a quarter of the rate.
       l.o = 0
-      pause = math.max(pause, 2 * l.ps)
-      l.g = math.min(math.max(l.g / 2, fl), top())
+      pause = math.max(pause, 4 * l.ps)
+      l.g = math.min(math.max(l.g / 4, fl), top())
       l.bs = math.min(l.bs, l.g)
       setRate(l.bs)
     else
