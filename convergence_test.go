@@ -210,6 +210,9 @@ func TestConvergesOnLimiters(t *testing.T) {
 					}
 					st := crawl(t, srv.url, float64(perSecond), chains, counter, 120*perSecond, 8)
 					t.Log(st)
+					// One line for bench/run.sh's table (make bench).
+					t.Logf("converge-cell limiter=%s allowed=%d store=%s pages=%d ok=%d attempts=%d throttled=%d seconds=%.1f",
+						k.name, perSecond, store, st.urls, st.ok, st.attempts, st.throttled, st.elapsed.Seconds())
 					if st.ok != st.urls {
 						t.Errorf("%d of %d pages failed; first: %v", st.urls-st.ok, st.urls, st.firstError)
 					}

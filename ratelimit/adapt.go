@@ -40,12 +40,14 @@ func (s *Set) ObserveAt(host string, r classify.Result, now time.Time) (floored 
 	return floored
 }
 
-// The learnt ceiling's constants: the margin kept below a rate that was
-// refused, the largest cut that an overshoot estimate may ask for, and
-// the probe's backoff, first and at most.
+// The learnt ceiling's constants: the margin kept below the limit a
+// refusal showed, the largest cut that an overshoot estimate may ask for,
+// and the probe's backoff, first and at most.
 const (
-	margin       = 0.05
-	maxOvershoot = 0.25
+	margin       = 0.03
+	maxOvershoot = 0.5
+	nearBelow    = 0.15 // a refusal this close below the learnt ceiling...
+	nearCut      = 0.1  // ...cuts the rate by this much, and margin
 	firstBackoff = 2 * time.Minute
 	maxBackoff   = 8 * time.Minute
 )
@@ -148,12 +150,10 @@ func (s *Set) throttled(e *entry, now time.Time, retryAfter time.Duration) (floo
 // the rate halves.
 func (s *Set) cut(e *entry, now time.Time, floor float64) {
 	r := e.perMinute
-	most := maxOvershoot
-	if e.probeN == 0 && r <= e.learnt && r >= e.learnt*(1-3*margin) {
-		// Refused again near below the learnt ceiling: the limit is
-		// close below, whatever a short run of OKs suggests.
-		most = 2 * margin
-	}
+	// Refused again near below the learnt ceiling: the limit is close
+	// below, whatever the run of OKs suggests (a limiter counting over a
+	// window lets many through before it refuses): a fixed cut.
+	near := e.probeN == 0 && r <= e.learnt && r >= e.learnt*(1-nearBelow)
 	switch {
 	case e.probeN > 0:
 		e.backoff = min(2*e.backoff, maxBackoff)
@@ -167,8 +167,11 @@ func (s *Set) cut(e *entry, now time.Time, floor float64) {
 		e.backoff = firstBackoff
 	}
 	target := r / 2
-	if n := e.oks; n >= 3 {
-		o := min(1/float64(n-1), most)
+	switch n := e.oks; {
+	case near:
+		target = r * (1 - nearCut) * (1 - margin)
+	case n >= 3:
+		o := min(1/float64(n-1), maxOvershoot)
 		target = r * (1 - o) * (1 - margin)
 	}
 	if e.probeN > 0 {

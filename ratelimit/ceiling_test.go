@@ -11,7 +11,8 @@ import (
 // TestLearntCeiling: a throttle at rate r teaches the Set that the host's
 // limit is below r. With few OKs since the last throttle (r was far too
 // fast) the rate halves; with n OKs it settles below r by the overshoot
-// that the run of OKs shows (1/(n-1)) and a margin of 5 %. The rate stays
+// that the run of OKs shows (1/(n-1)) and a margin of 3 %; refused again
+// within 15 % below the learnt ceiling, it is cut by 10 % and the margin. The rate stays
 // there — no climb back into the limit — until the probe's backoff (2
 // minutes) has passed; then it probes above, slowly at first.
 func TestLearntCeiling(t *testing.T) {
@@ -31,23 +32,24 @@ func TestLearntCeiling(t *testing.T) {
 			{oks: 40, rate: 30},
 		}},
 		{"overshoot from the run of OKs", ratelimit.Config{PerMinute: 120}, []step{
-			{oks: 21, throttle: true, rate: 120 * (1 - 1.0/20) * 0.95},
-			{oks: 50, rate: 120 * (1 - 1.0/20) * 0.95},
+			{oks: 21, throttle: true, rate: 120 * (1 - 1.0/20) * 0.97},
+			{oks: 50, rate: 120 * (1 - 1.0/20) * 0.97},
 		}},
 		{"a refusal at the settled rate ratchets down", ratelimit.Config{PerMinute: 120}, []step{
-			{oks: 21, throttle: true, rate: 108.3},
-			{oks: 41, throttle: true, rate: 108.3 * (1 - 1.0/40) * 0.95},
+			{oks: 21, throttle: true, rate: 110.58},
+			{oks: 41, throttle: true, rate: 110.58 * 0.9 * 0.97},
 		}},
 		{"probe after the backoff", ratelimit.Config{PerMinute: 120}, []step{
-			{oks: 21, throttle: true, rate: 108.3},
-			{oks: 20, advance: 2 * time.Minute, rate: 108.3},
-			{oks: 1, rate: 108.3}, // the probe starts at the first OK past the backoff
-			{oks: 10, rate: 108.3 * 1.1},
+			{oks: 21, throttle: true, rate: 110.58},
+			{oks: 20, advance: 2 * time.Minute, rate: 110.58},
+			{oks: 1, rate: 110.58},               // the probe starts at the first OK past the backoff
+			{oks: 5, rate: 110.58 * (1 + 0.1/8)}, // halfway: (1/2)^3 of the step
+			{oks: 5, rate: 120},                  // the step, capped at the configured rate
 		}},
 		{"a refused probe goes back to the target", ratelimit.Config{PerMinute: 120}, []step{
-			{oks: 21, throttle: true, rate: 108.3},
+			{oks: 21, throttle: true, rate: 110.58},
 			{oks: 10, advance: 2 * time.Minute},
-			{oks: 30, throttle: true, rate: 108.3},
+			{oks: 30, throttle: true, rate: 110.58},
 		}},
 	}
 	for _, tt := range tests {

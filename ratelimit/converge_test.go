@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -102,7 +103,7 @@ func (r simResult) share() float64 { return float64(r.refused) / float64(r.attem
 // (on clock c) against lim, answering after latency, every 429 with
 // retryAfter. A worker whose reservation's epoch is stale when its slot
 // comes reserves again, as the chain does.
-func simulate(s *ratelimit.Set, c *clock, lim limiter, urls, workers int, latency, retryAfter time.Duration) simResult {
+func simulate(s *ratelimit.Set, c *clock, lim limiter, urls, workers int, latency, retryAfter time.Duration, rng *rand.Rand) simResult {
 	start := c.Now()
 	q := &simQueue{}
 	next := 0
@@ -129,7 +130,13 @@ func simulate(s *ratelimit.Set, c *clock, lim limiter, urls, workers int, latenc
 			if err != nil {
 				panic(err)
 			}
-			heap.Push(q, simEvent{at: ev.at + res.Wait, worker: ev.worker, send: true, res: res})
+			// A timer fires late by up to half a millisecond, a loaded
+			// machine's goroutine runs up to 20ms late now and then.
+			late := time.Duration(rng.Int64N(int64(500 * time.Microsecond)))
+			if rng.IntN(20) == 0 {
+				late += time.Duration(rng.Int64N(int64(20 * time.Millisecond)))
+			}
+			heap.Push(q, simEvent{at: ev.at + res.Wait + late, worker: ev.worker, send: true, res: res})
 			continue
 		}
 		if s.Status(host).Epoch != ev.res.Epoch {
@@ -178,16 +185,12 @@ func TestConvergesSimulated(t *testing.T) {
 			cell{fmt.Sprintf("haproxy-window-%v", ps), func() limiter { return &window{period: 10 * time.Second, limit: int(10 * ps)} }, ps, 2 * time.Second, 0.02, 0.9},
 		)
 	}
-	// A window of 20 requests lets the start through at 10 a second, then
-	// stays shut for 14 s (5 of 245 attempts refused, 2.04 %); the rate the crawl settles at is 0.88× of the
-	// limit. Not yet at the bar: this cell holds what is reached.
-	cells[1].maxShare, cells[1].minRatio = 0.025, 0.84
 	for _, cl := range cells {
 		t.Run(cl.name, func(t *testing.T) {
 			c := newClock()
 			s := newSet(c, ratelimit.Config{PerMinute: 600, Burst: 5})
 			urls := int(120 * cl.perSecond)
-			r := simulate(s, c, cl.lim(), urls, 8, time.Millisecond, cl.retryAfter)
+			r := simulate(s, c, cl.lim(), urls, 8, time.Millisecond, cl.retryAfter, rand.New(rand.NewPCG(1, 2)))
 			t.Logf("%d URLs in %v, %d attempts, %d refused (%.1f%%), %.2f× the allowed rate; final %+v",
 				r.urls, r.elapsed.Round(time.Millisecond), r.attempts, r.refused, 100*r.share(), r.ratio(cl.perSecond), s.Status(host))
 			if r.share() > cl.maxShare || r.ratio(cl.perSecond) < cl.minRatio {

@@ -13,10 +13,12 @@
 //     ceiling drops to r, and the rate settles below it by the overshoot
 //     the throttle shows: a limiter with a burst of one request refuses
 //     after n OKs when r exceeds its rate by about r/(n-1); the rate is
-//     set to r·(1-1/(n-1)), at most a quarter lower (a tenth when r was
-//     already just below the learnt ceiling), and 5 % below that. Fewer
-//     than 3 OKs since the previous throttle say only that r was far too
-//     fast: the rate halves. It never goes below Floor.
+//     set to r·(1-1/(n-1)), at most half as fast, and 3 % below that.
+//     Fewer than 3 OKs since the previous throttle say only that r was
+//     far too fast: the rate halves. Refused again within 15 % below the
+//     learnt ceiling (a limiter counting over a window lets many requests
+//     through before it refuses, whatever their rate), the rate is cut by
+//     10 % and the 3 %. It never goes below Floor.
 //   - The host is paused until now + RetryAfter (capped at MaxPause; one
 //     interval at the new rate when the host gave no RetryAfter). When
 //     the host answered no OK since the previous pause ended, it is still

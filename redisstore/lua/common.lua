@@ -189,10 +189,12 @@ local function top()
   return l.c
 end
 
--- MARGIN is kept below a rate that was refused; MAXOVER is the largest
--- cut an overshoot estimate may ask for; the probe's backoff starts at
--- FIRSTBACKOFF and doubles up to MAXBACKOFF.
-local MARGIN, MAXOVER, FIRSTBACKOFF, MAXBACKOFF = 0.05, 0.25, 120000000, 480000000
+-- MARGIN is kept below the limit a refusal showed; MAXOVER is the
+-- largest cut an overshoot estimate may ask for; a refusal within
+-- NEARBELOW below the learnt ceiling cuts by NEARCUT; the probe's backoff
+-- starts at FIRSTBACKOFF and doubles up to MAXBACKOFF.
+local MARGIN, MAXOVER, NEARBELOW, NEARCUT = 0.03, 0.5, 0.15, 0.1
+local FIRSTBACKOFF, MAXBACKOFF = 120000000, 480000000
 
 -- settled is the highest rate short of a probe: top, and below the
 -- learnt ceiling by MARGIN.

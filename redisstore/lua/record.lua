@@ -119,10 +119,10 @@ elseif OUTCOME == THROTTLED then
       -- to r when a probe brought the throttle, whose backoff doubles),
       -- and the rate settles below r by the overshoot the run of OKs
       -- since the last throttle shows (about r/(n-1)), and MARGIN; few
-      -- OKs: it halves. A refused probe goes back to where it started.
+      -- OKs: it halves; refused again just below the learnt ceiling: a
+      -- fixed cut. A refused probe goes back to where it started.
       local r = l.r
-      local most = MAXOVER
-      if l.pn == 0 and r <= l.ll and r >= l.ll * (1 - 3 * MARGIN) then most = 2 * MARGIN end
+      local near = l.pn == 0 and r <= l.ll and r >= l.ll * (1 - NEARBELOW)
       if l.pn > 0 then
         l.bo = math.min(2 * l.bo, MAXBACKOFF)
         l.ll = r
@@ -133,8 +133,10 @@ elseif OUTCOME == THROTTLED then
       end
       if l.bo == 0 then l.bo = FIRSTBACKOFF end
       local target = r / 2
-      if l.k >= 3 then
-        local o = math.min(1 / (l.k - 1), most)
+      if near then
+        target = r * (1 - NEARCUT) * (1 - MARGIN)
+      elseif l.k >= 3 then
+        local o = math.min(1 / (l.k - 1), MAXOVER)
         target = r * (1 - o) * (1 - MARGIN)
       end
       if l.pn > 0 then target = math.min(r, l.g) end
