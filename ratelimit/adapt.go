@@ -70,6 +70,12 @@ func (s *Set) ok(e *entry, now time.Time, quota float64) {
 	}
 	e.lastOK = now
 	e.oks = min(e.oks+1, maxOKs)
+	if !now.Before(e.pausedUntil) {
+		if e.runStart.Before(e.pausedUntil) || e.runStart.IsZero() {
+			e.runStart, e.runOKs = now, 0
+		}
+		e.runOKs = min(e.runOKs+1, maxOKs)
+	}
 	if positive(quota) && quota < e.perMinute {
 		// The host says how fast it will go on accepting: slow to that
 		// at once, and recover from there.
@@ -144,10 +150,10 @@ func (s *Set) throttled(e *entry, now time.Time, retryAfter time.Duration) (floo
 // cut learns from a throttle at the current rate r: the host's limit is
 // below r. The learnt ceiling drops to r (or moves to r, up or down, when
 // a probe brought the throttle, whose backoff then doubles), and the rate
-// settles below it by the overshoot the throttle shows: sending at r, a
-// limiter with a burst of one request refuses after n OKs when r exceeds
-// its rate by about r/(n-1). Few OKs say only that r is far too fast:
-// the rate halves.
+// settles below the limit the throttle shows: a limiter with a burst of
+// one request that answered n OKs since the last pause ended, and refuses
+// now, allows fewer than n-1 requests in that time. Few OKs say only that
+// r is far too fast: the rate halves.
 func (s *Set) cut(e *entry, now time.Time, floor float64) {
 	r := e.perMinute
 	// Refused again near below the learnt ceiling: the limit is close
@@ -167,12 +173,14 @@ func (s *Set) cut(e *entry, now time.Time, floor float64) {
 		e.backoff = firstBackoff
 	}
 	target := r / 2
-	switch n := e.oks; {
+	switch n, d := e.runOKs, now.Sub(e.runStart); {
 	case near:
 		target = r * (1 - nearCut) * (1 - margin)
-	case n >= 3:
-		o := min(1/float64(n-1), maxOvershoot)
-		target = r * (1 - o) * (1 - margin)
+	case n >= 3 && e.runStart.After(e.pausedUntil) && d > 0:
+		// A limiter with a burst of one request that let n through from
+		// runStart and refuses now allows less than n-1 in that time.
+		est := float64(n-1) * float64(time.Minute) / float64(d)
+		target = min(max(est, r*(1-maxOvershoot)), r) * (1 - margin)
 	}
 	if e.probeN > 0 {
 		// The probe found the limit still between where it started (a

@@ -26,6 +26,10 @@ type entry struct {
 	learnt    float64
 	backoff   time.Duration
 	lastPause time.Duration
+	// The run of OKs answered since the latest pause ended: the first
+	// one's time, and how many.
+	runStart time.Time
+	runOKs   int
 	// The spacing of OK answers: the last one's time, and an average of
 	// the gaps (microseconds) over gaps samples.
 	lastOK time.Time

@@ -10,12 +10,13 @@
 //     teaches the Set that the host's sustained limit is below the rate r
 //     it was sent at, whatever the spacing of earlier OKs suggested (a
 //     limiter's burst allowance hides an excess for a while). The learnt
-//     ceiling drops to r, and the rate settles below it by the overshoot
-//     the throttle shows: a limiter with a burst of one request refuses
-//     after n OKs when r exceeds its rate by about r/(n-1); the rate is
-//     set to r·(1-1/(n-1)), at most half as fast, and 3 % below that.
-//     Fewer than 3 OKs since the previous throttle say only that r was
-//     far too fast: the rate halves. Refused again within 15 % below the
+//     ceiling drops to r, and the rate settles below the limit the
+//     throttle shows: a limiter with a burst of one request that let n
+//     OKs through since the last pause ended, over a time d, and refuses
+//     now allows fewer than n-1 requests in d; the rate is set to that
+//     ((n-1)/d, at most r, at least r/2), and 3 % below. Fewer than 3 OKs
+//     since the last pause ended say only that r was far too fast: the
+//     rate halves. Refused again within 15 % below the
 //     learnt ceiling (a limiter counting over a window lets many requests
 //     through before it refuses, whatever their rate), the rate is cut by
 //     10 % and the 3 %. It never goes below Floor.

@@ -278,9 +278,10 @@ func settleUnderCeiling(t *testing.T, env Env) {
 }
 
 // learntCeiling: a host configured at 120/min answers 21 OKs, then a 429:
-// its limit is below 120, by about 120/20 (a limiter with a burst of one
-// refuses after n OKs when the rate exceeds its own by r/(n-1)); the rate
-// settles 3 % below that, at 110.58. A second 429 after 41 more OKs at the
+// its limit is below 120: it allowed fewer than 20 requests in the 21
+// intervals from the first OK to the refused request (a limiter with a
+// burst of one lets n through when it allows n-1), 114.3/min; the rate
+// settles 3 % below that, at 110.86. A second 429 after 41 more OKs at the
 // same level (within 15 % below the learnt ceiling) ratchets it down by
 // 10 % and 3 %. Two minutes after the
 // throttle the rate probes above (the first OK past the backoff starts
@@ -300,7 +301,7 @@ func learntCeiling(t *testing.T, env Env) {
 	}
 	ok(21)
 	send(t, env, host, classify.Throttled)
-	r1 := 120 * (1 - 1.0/20) * 0.97
+	r1 := 120.0 * 20 / 21 * 0.97
 	wantRate("429 after 21 OKs at 120/min", r1)
 	ok(41)
 	send(t, env, host, classify.Throttled)
@@ -631,7 +632,7 @@ func evictionKeeps(t *testing.T, env Env) {
 }
 
 // stillShutWaitsLonger: at 120/min, 21 OKs, then a 429 with Retry-After
-// 2s: the rate settles at 110.58 and the host pauses for 2s. The first
+// 2s: the rate settles at 110.86 and the host pauses for 2s. The first
 // attempt after the pause is answered 429 again (Retry-After 2s) with no
 // OK between: the host is still shut — a limiter counting over a window,
 // refused requests too — so the pause is four times as long, 8s, and the
@@ -648,7 +649,7 @@ func stillShutWaitsLonger(t *testing.T, env Env) {
 		send(t, env, host, classify.OK)
 	}
 	throttle()
-	r1 := 120 * (1 - 1.0/20) * 0.97
+	r1 := 120.0 * 20 / 21 * 0.97
 	if st := state(t, env, host); math.Abs(st.PerMinute-r1) > 1e-6 || !near(st.PausedUntil, env.Now().Add(2*time.Second)) {
 		t.Errorf("first 429: rate %v, paused until %v; want %v, %v", st.PerMinute, st.PausedUntil, r1, env.Now().Add(2*time.Second))
 	}

@@ -83,8 +83,8 @@ end
 -- writes only the fields that changed.
 local NAMES = {'bs', 'bg', 'bq', 'bx', 'bk', 'bf', 'bo', 'bu', 'bp',
   'lr', 'lc', 'lx', 'lp', 'lt', 'lf', 'la', 'lk', 'lw', 'lu', 'n0', 'n1', 'n2', 'n3', 'n4', 'n5',
-  'le', 'lg', 'lb', 'lo', 'lq', 'lm', 'll', 'lpa', 'lbo', 'lpn', 'lps'}
-local KINDS = 'iiiiiiiiirrzitiiiiiiiiiiiizzidizidid'
+  'le', 'lg', 'lb', 'lo', 'lq', 'lm', 'll', 'lpa', 'lbo', 'lpn', 'lps', 'lrs', 'lrn'}
+local KINDS = 'iiiiiiiiirrzitiiiiiiiiiiiizzidizididii'
 local f = {}
 do
   local raw = redis.pcall('HMGET', S, unpack(NAMES))
@@ -158,7 +158,8 @@ end
 -- started or grown), the recovery from base bs toward target g (0: none)
 -- k OKs in, the probe begun pn OKs in (0: not probing) and allowed from
 -- time pa, the learnt ceiling ll (0: none), the probe's backoff bo, the
--- latest pause ps, the last OK's time o and the average gap q between
+-- latest pause ps, the run of rn OKs since the latest pause ended begun at
+-- rs, the last OK's time o and the average gap q between
 -- OKs over m gaps, outcome counts n since w, last use u. The fields of
 -- the recovery, the ceiling and the spacing start at 0 when a hash
 -- written before them lacks them.
@@ -167,6 +168,7 @@ if f.lu ~= nil then
   l = {r = f.lr, c = f.lc, x = f.lx, p = f.lp, t = f.lt, tf = f.lf, a = f.la, k = f.lk, w = f.lw, u = f.lu,
        e = f.le or 0, g = f.lg or 0, bs = f.lb or 0, o = f.lo or 0, q = f.lq or 0, m = f.lm or 0,
        ll = f.ll or 0, pa = f.lpa or 0, bo = f.lbo or 0, pn = f.lpn or 0, ps = f.lps or 0,
+       rs = f.lrs or 0, rn = f.lrn or 0,
        n = {f.n0, f.n1, f.n2, f.n3, f.n4, f.n5}}
   need(l, {'r', 'c', 'x', 'p', 't', 'tf', 'a', 'k', 'w', 'u'})
   need(l.n, {1, 2, 3, 4, 5, 6})
@@ -180,7 +182,8 @@ end
 -- bucket fills to Burst while the host is idle).
 local function newLimiter()
   return {r = CONF, c = CONF, x = 0, p = 0, t = 1, tf = 1, a = now, k = 0, w = now, u = now,
-    e = 0, g = 0, bs = 0, o = 0, q = 0, m = 0, ll = 0, pa = 0, bo = 0, pn = 0, ps = 0, n = {0, 0, 0, 0, 0, 0}}
+    e = 0, g = 0, bs = 0, o = 0, q = 0, m = 0, ll = 0, pa = 0, bo = 0, pn = 0, ps = 0, rs = 0, rn = 0,
+    n = {0, 0, 0, 0, 0, 0}}
 end
 
 -- top is the rate the host may recover to.
@@ -293,6 +296,7 @@ local function save()
     put('n0', l.n[1]); put('n1', l.n[2]); put('n2', l.n[3]); put('n3', l.n[4]); put('n4', l.n[5]); put('n5', l.n[6])
     put('le', l.e); put('lg', l.g); put('lb', l.bs); put('lo', l.o); put('lq', l.q); put('lm', l.m)
     put('ll', l.ll); put('lpa', l.pa); put('lbo', l.bo); put('lpn', l.pn); put('lps', l.ps)
+    put('lrs', l.rs); put('lrn', l.rn)
   end
   if b == nil and l == nil then return end
   if n > 0 then redis.call('HSET', S, unpack(a)) end

@@ -80,6 +80,10 @@ if OUTCOME == OK then
   end
   l.o = now
   l.k = math.min(l.k + 1, MAXOKS)
+  if now >= l.p then
+    if l.rs < l.p or l.rs == 0 then l.rs, l.rn = now, 0 end
+    l.rn = math.min(l.rn + 1, MAXOKS)
+  end
   if QUOTA > 0 and QUOTA < l.r then
     -- The host says how fast it will go on accepting: slow to that at
     -- once, and stay there until the probe's backoff has passed.
@@ -117,9 +121,8 @@ elseif OUTCOME == THROTTLED then
     else
       -- The host's limit is below r: the learnt ceiling drops to r (moves
       -- to r when a probe brought the throttle, whose backoff doubles),
-      -- and the rate settles below r by the overshoot the run of OKs
-      -- since the last throttle shows (about r/(n-1)), and MARGIN; few
-      -- OKs: it halves; refused again just below the learnt ceiling: a
+      -- and the rate settles MARGIN below the limit the run of OKs since
+      -- the latest pause ended shows; few OKs: it halves; refused again just below the learnt ceiling: a
       -- fixed cut. A refused probe goes back to where it started.
       local r = l.r
       local near = l.pn == 0 and r <= l.ll and r >= l.ll * (1 - NEARBELOW)
@@ -133,11 +136,14 @@ elseif OUTCOME == THROTTLED then
       end
       if l.bo == 0 then l.bo = FIRSTBACKOFF end
       local target = r / 2
+      local d = now - l.rs
       if near then
         target = r * (1 - NEARCUT) * (1 - MARGIN)
-      elseif l.k >= 3 then
-        local o = math.min(1 / (l.k - 1), MAXOVER)
-        target = r * (1 - o) * (1 - MARGIN)
+      elseif l.rn >= 3 and l.rs > l.p and d > 0 then
+        -- A limiter with a burst of one request that let rn through
+        -- since rs, and refuses now, allows fewer than rn-1 in that time.
+        local est = (l.rn - 1) * 60000000 / d
+        target = math.min(math.max(est, r * (1 - MAXOVER)), r) * (1 - MARGIN)
       end
       if l.pn > 0 then target = math.min(r, l.g) end
       target = math.min(math.max(target, fl), top())
