@@ -33,7 +33,7 @@ CONVERGE := ^TestConvergesOnLimiters$$
 
 unit:
 	@for m in $(MODULES); do echo "== test $$m"; (cd $$m && $(GO) test -race -count=1 -skip '$(CONVERGE)' ./...) || exit 1; done
-	@echo "== test . (alone) TestConvergesOnLimiters"; $(GO) test -count=1 -run '$(CONVERGE)' .
+	@echo "== test . (alone) TestConvergesOnLimiters"; $(GO) test -count=1 -parallel 8 -run '$(CONVERGE)' .
 
 # Every Fuzz target of every module, each for FUZZTIME (an execution count,
 # so that a loaded machine runs the same work, only slower).
@@ -49,7 +49,7 @@ fuzz:
 # The whole limiter matrix (three limiters, two rates, memory and a Redis
 # fleet of two; about six minutes), then the bench module's benchmarks.
 bench:
-	$(GO) test -count=1 -run '$(CONVERGE)' -v . -args -converge.all | tee bench/converge.txt
+	$(GO) test -count=1 -parallel 4 -run '$(CONVERGE)' -v . -args -converge.all | tee bench/converge.txt
 	$(MAKE) -C bench results
 
 # The exported API of every module, per package, checked against api/*.txt

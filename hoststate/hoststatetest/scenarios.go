@@ -233,13 +233,6 @@ func throttledHalvesAndPauses(t *testing.T, env Env) {
 // nearRate reports whether two rates agree to 1e-9 relative.
 func nearRate(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(math.Abs(a), math.Abs(b)) }
 
-// climb is the recovery's concave climb from base to target, n of 10 OKs
-// in.
-func climb(base, target float64, n int) float64 {
-	x := 1 - float64(n)/10
-	return target - (target-base)*x*x*x
-}
-
 // recoveryOKs sends OKs and checks the rate after each listed count of
 // OKs since the throttle.
 func recoveryOKs(t *testing.T, env Env, want map[int]float64) {
