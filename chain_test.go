@@ -478,12 +478,14 @@ func TestAlwaysThrottledHostGetsBoundedRequests(t *testing.T) {
 				t.Fatalf("unexpected error: %v", err)
 			}
 		}
-		// 60/min halves on each 429 (60, 30, 15, 7.5, 3.75, 1.875/min), so
-		// the intervals double: requests at 0, 2, 6, 14 and 30s, and the
-		// next would be at 62s. Retries and the caller's loop cannot add
-		// any: every attempt needs a token.
-		if got := s.requests("busy.test"); got != 5 {
-			t.Errorf("always-throttled host saw %d requests in 60s, want 5", got)
+		// The first 429 halves 60/min and pauses one interval (2s, more
+		// than the Retry-After of 1s); every later one finds the host
+		// still shut (no OK since the pause ended): four times the pause,
+		// a quarter of the rate. Requests at 0, 2, 10 and 42s; the next
+		// would be at 170s. Retries and the caller's loop cannot add any:
+		// every attempt needs a token.
+		if got := s.requests("busy.test"); got != 4 {
+			t.Errorf("always-throttled host saw %d requests in 60s, want 4", got)
 		}
 	})
 }
