@@ -24,14 +24,16 @@ vet:
 staticcheck: tools
 	@for m in $(MODULES); do echo "== staticcheck $$m"; (cd $$m && PATH="$(GOBIN):$$PATH" staticcheck ./...) || exit 1; done
 
-# TestConvergesOnNginx measures the rate a crawl reaches against a real
-# nginx, in real time: it runs once more on its own, after the others and
-# without the race detector, so that neither slows the clock it measures.
-CONVERGE := ^TestConvergesOnNginx$$
+# TestConvergesOnLimiters measures the rate a crawl reaches against real
+# rate limiters (nginx, HAProxy), in real time: it runs once more on its
+# own, after the others and without the race detector, so that neither
+# slows the clock it measures. Here one cell per limiter kind, in parallel
+# (about two minutes); make bench runs the whole matrix.
+CONVERGE := ^TestConvergesOnLimiters$$
 
 unit:
 	@for m in $(MODULES); do echo "== test $$m"; (cd $$m && $(GO) test -race -count=1 -skip '$(CONVERGE)' ./...) || exit 1; done
-	@echo "== test . (alone) TestConvergesOnNginx"; $(GO) test -count=1 -run '$(CONVERGE)' .
+	@echo "== test . (alone) TestConvergesOnLimiters"; $(GO) test -count=1 -parallel 8 -run '$(CONVERGE)' .
 
 # Every Fuzz target of every module, each for FUZZTIME (an execution count,
 # so that a loaded machine runs the same work, only slower).
@@ -44,7 +46,10 @@ fuzz:
 		done; \
 	done
 
+# The whole limiter matrix (three limiters, two rates, memory and a Redis
+# fleet of two; about six minutes), then the bench module's benchmarks.
 bench:
+	$(GO) test -count=1 -parallel 4 -run '$(CONVERGE)' -v . -args -converge.all | tee bench/converge.txt
 	$(MAKE) -C bench results
 
 # The exported API of every module, per package, checked against api/*.txt
@@ -68,6 +73,6 @@ corpus:
 # 8 s) are left out of the mutant runs; make test runs them.
 MUTATION_MAX    ?= *=45,hoststate=9,egress=35
 MUTATION_BUDGET ?= 16m
-MUTATION_SKIP   ?= .=^(TestConvergesOnNginx|TestLongRetryAfterOneRequestRedis)$$
+MUTATION_SKIP   ?= .=^(TestConvergesOnLimiters|TestLongRetryAfterOneRequestRedis)$$
 mutation:
 	$(GO) run ./internal/mutate -max '$(MUTATION_MAX)' -budget $(MUTATION_BUDGET) -skip '$(MUTATION_SKIP)' -out MUTATION.md

@@ -168,6 +168,11 @@ func (a *gatedSender) send(req *http.Request, key string, first bool) (*http.Res
 		}
 	}
 	end.settled(r)
+	if end.shared {
+		// The retry layer spends no retry budget on it: the host's
+		// failure was counted with the connection's first.
+		err = &sharedConnError{err}
+	}
 	return resp, err
 }
 
@@ -189,6 +194,7 @@ type attemptEnd struct {
 	resp    *http.Response
 	err     error
 	conn    any  // the connection of a failed attempt, when one was used
+	shared  bool // failed with a connection whose failure was counted already
 	late    bool // settled after RoundTrip returned
 }
 
@@ -255,7 +261,9 @@ func (e *attemptEnd) settled(r classify.Result) {
 	if suspected != nil {
 		r, _ = suspectedBlock(r, e.resp)
 	}
-	eff, err := t.record(e.ctx, e.key, e.adm, t.connFails.countable(r, e.err, e.conn, time.Now()))
+	counted, shared := t.connFails.countable(r, e.err, e.conn, time.Now())
+	e.shared = shared
+	eff, err := t.record(e.ctx, e.key, e.adm, counted)
 	if err != nil && r.Outcome == classify.Refused && !eff.Halted {
 		// The store lost the halt: keep it in this Transport.
 		eff.Halted = t.holds.hold(e.key, e.sent)

@@ -321,9 +321,18 @@ func TestBreakerOpensAndRecovers(t *testing.T) {
 				cfg.Retry = retry.Policy{MaxRetries: -1}
 				// One token a minute, so that the open time (300s) refills
 				// only 5 of the burst of 20 and the tokens spent show.
-				cfg.Store = mustMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 1, Burst: 20}})
+				// A host's bucket starts with one token and fills while it
+				// is idle (kept: IdleTTL -1): one request, 20 idle minutes,
+				// and the burst of 20 is there.
+				cfg.Store = mustMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 1, Burst: 20, IdleTTL: -1}})
 				chain := mustChain(cfg)
 				c := &http.Client{Transport: chain}
+				healthy.Store(true)
+				if status, _ := get(c, "http://down.test/first"); status != 200 {
+					t.Fatalf("first request: status %d, want 200", status)
+				}
+				healthy.Store(false)
+				time.Sleep(20 * time.Minute)
 				for i := range 8 {
 					if status, _ := get(c, "http://down.test/"); status != 502 {
 						t.Fatalf("request %d: status %d, want 502", i+1, status)
@@ -335,8 +344,8 @@ func TestBreakerOpensAndRecovers(t *testing.T) {
 				if !errors.As(err, &open) || !errors.Is(err, breaker.ErrOpen) {
 					t.Fatalf("9th request: err = %v, want *breaker.OpenError", err)
 				}
-				if got := s.requests("down.test"); got != 8 {
-					t.Errorf("server saw %d requests, want 8 (the 9th never sent)", got)
+				if got := s.requests("down.test"); got != 9 {
+					t.Errorf("server saw %d requests, want 9 (the first, 8 failures; the 10th never sent)", got)
 				}
 				after, _ := chain.Status(context.Background(), "down.test")
 				if before.Breaker != breaker.Open || after.Breaker != breaker.Open {
@@ -351,8 +360,8 @@ func TestBreakerOpensAndRecovers(t *testing.T) {
 				time.Sleep(300*time.Second + time.Millisecond)
 				healthy.Store(probeOK)
 				status, _ := get(c, "http://down.test/probe")
-				if got := s.requests("down.test"); got != 9 {
-					t.Errorf("after open time: server saw %d requests, want 9 (one probe)", got)
+				if got := s.requests("down.test"); got != 10 {
+					t.Errorf("after open time: server saw %d requests, want 10 (one probe)", got)
 				}
 				st, _ := chain.Status(context.Background(), "down.test")
 				if probeOK {
@@ -469,12 +478,14 @@ func TestAlwaysThrottledHostGetsBoundedRequests(t *testing.T) {
 				t.Fatalf("unexpected error: %v", err)
 			}
 		}
-		// 60/min halves on each 429 (60, 30, 15, 7.5, 3.75, 1.875/min), so
-		// the intervals double: requests at 0, 2, 6, 14 and 30s, and the
-		// next would be at 62s. Retries and the caller's loop cannot add
-		// any: every attempt needs a token.
-		if got := s.requests("busy.test"); got != 5 {
-			t.Errorf("always-throttled host saw %d requests in 60s, want 5", got)
+		// The first 429 halves 60/min and pauses one interval (2s, more
+		// than the Retry-After of 1s); every later one finds the host
+		// still shut (no OK since the pause ended): four times the pause,
+		// a quarter of the rate. Requests at 0, 2, 10 and 42s; the next
+		// would be at 170s. Retries and the caller's loop cannot add any:
+		// every attempt needs a token.
+		if got := s.requests("busy.test"); got != 4 {
+			t.Errorf("always-throttled host saw %d requests in 60s, want 4", got)
 		}
 	})
 }

@@ -59,6 +59,21 @@ func (f *connFails) first(conn any, now time.Time) bool {
 	return true
 }
 
+// sharedConnError is the error of an attempt that failed with a
+// connection whose failure was counted already. Its SharedFailure method
+// tells the retry layer, which does not import this package, not to spend
+// the host's retry budget on it: the connection's first failure did.
+type sharedConnError struct{ err error }
+
+// Error returns the attempt's error.
+func (e *sharedConnError) Error() string { return e.err.Error() }
+
+// Unwrap returns the attempt's error.
+func (e *sharedConnError) Unwrap() error { return e.err }
+
+// SharedFailure reports true.
+func (e *sharedConnError) SharedFailure() bool { return true }
+
 // sameConnFailure is what the host's state records for a transport
 // failure of a connection whose failure was counted already.
 var sameConnFailure = classify.Result{Outcome: classify.Canceled, Reason: "failed with its connection"}
@@ -106,13 +121,10 @@ func (ct *connTrace) done() any {
 // countable returns what the host's state records for r, the Result of an
 // attempt sent on conn that ended with the transport error err: r itself,
 // unless r is a transport failure of a connection whose failure was
-// counted already.
-func (f *connFails) countable(r classify.Result, err error, conn any, now time.Time) classify.Result {
-	if err == nil || conn == nil || r.Outcome != classify.Transient {
-		return r
+// counted already, and then sameConnFailure and true.
+func (f *connFails) countable(r classify.Result, err error, conn any, now time.Time) (classify.Result, bool) {
+	if err == nil || conn == nil || r.Outcome != classify.Transient || f.first(conn, now) {
+		return r, false
 	}
-	if f.first(conn, now) {
-		return r
-	}
-	return sameConnFailure
+	return sameConnFailure, true
 }

@@ -54,7 +54,8 @@ func TestResolverOutageSparesTheHost(t *testing.T) {
 		Egress:       pool,
 		IgnoreRobots: true,
 		Store:        mustMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 60000, Burst: 100}}),
-		Retry:        retry.Policy{MaxRetries: 2, BaseDelay: -1},
+		// No retry budget: every request retried twice, 30 attempts.
+		Retry: retry.Policy{MaxRetries: 2, BaseDelay: -1, Budget: -1},
 		Observers: []telemetry.Observer{telemetry.ObserverFunc(func(_ context.Context, e *telemetry.Event) {
 			if e.Err != "" && e.Status == 0 {
 				attempts.Add(1)

@@ -83,6 +83,23 @@ echo "== fleet simulation on a 3-master Redis Cluster" >&2
 $GO build -o "$work/fleetsim" ./cmd/fleetsim
 fleet=$("$work/fleetsim" -duration "${FLEET_TIME:-20s}" | tee /dev/stderr)
 
+# converge_table turns the converge-cell lines of the root package's
+# TestConvergesOnLimiters, which the root Makefile's bench target writes to
+# converge.txt before running this script, into a Markdown table.
+converge_table() {
+	if [ ! -s converge.txt ]; then
+		echo "| (not run: \\`make bench\\` at the root runs the matrix first) | | | | | | |"
+		return
+	fi
+	awk '/converge-cell / {
+		for (i = 1; i <= NF; i++) if (split($i, kv, "=") == 2) v[kv[1]] = kv[2]
+		store = v["store"] == "redis" ? "Redis fleet of 2" : "memory"
+		printf "| %s | %s | %s | %d / %d | %.2f | %.2f× | %d of %d (%.1f %%) |\n", v["limiter"], v["allowed"], store,
+			v["ok"], v["pages"], v["ok"] / v["seconds"], v["ok"] / v["seconds"] / v["allowed"],
+			v["throttled"], v["attempts"], 100 * v["throttled"] / v["attempts"]
+	}' converge.txt | sort
+}
+
 # Profiles of the chain in memory on the 32 KiB HTML page (a page the
 # classifier peeks at): CPU, and every allocation (rate 1) of the chain and
 # of the bare client, whose difference is what the chain allocates.
@@ -226,6 +243,19 @@ without pacing or retries, \`colly\` Colly's \`LimitRule\` with the same setting
 | contender | allowed r/s | achieved r/s | achieved / allowed | 429 share | pages 200 |
 |---|---:|---:|---:|---:|---:|
 $(polite_table)
+
+## Pacing against real rate limiters
+
+The root package's \`TestConvergesOnLimiters\` with \`-converge.all\`: 8 workers starting too fast (600
+requests a minute, bursts of 5), two minutes' worth of pages at the allowed rate (240 at 2 r/s, 1,200 at
+10 r/s), against nginx \`limit_req\` delaying (\`burst=1\`) and refusing (\`burst=1 nodelay\`) and HAProxy
+(\`http_req_rate\` over a 10 s sliding window, refused requests counted), each 429 with \`Retry-After: 2\`;
+the chain from \`DefaultConfig()\` with its state in memory, or two chains (4 workers each) sharing Redis.
+The bar: every page 200, at most 2 % of attempts 429, at least 0.9× the allowed rate.
+
+| limiter | allowed r/s | state | pages 200 | achieved r/s | achieved / allowed | attempts 429 |
+|---|---:|---|---:|---:|---:|---:|
+$(converge_table)
 
 ## Hosts, egress selection, probe
 

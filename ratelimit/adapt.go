@@ -40,6 +40,18 @@ func (s *Set) ObserveAt(host string, r classify.Result, now time.Time) (floored 
 	return floored
 }
 
+// The learnt ceiling's constants: the margin kept below the limit a
+// refusal showed, the largest cut that an overshoot estimate may ask for,
+// and the probe's backoff, first and at most.
+const (
+	margin       = 0.03
+	maxOvershoot = 0.5
+	nearBelow    = 0.15 // a refusal this close below the learnt ceiling...
+	nearCut      = 0.1  // ...cuts the rate by this much, and margin
+	firstBackoff = 2 * time.Minute
+	maxBackoff   = 8 * time.Minute
+)
+
 // ok counts an OK answer: its spacing from the last, a quota it states,
 // and a step of the recovery.
 func (s *Set) ok(e *entry, now time.Time, quota float64) {
@@ -57,36 +69,42 @@ func (s *Set) ok(e *entry, now time.Time, quota float64) {
 		e.gaps = min(e.gaps+1, maxOKs)
 	}
 	e.lastOK = now
+	e.oks = min(e.oks+1, maxOKs)
+	if !now.Before(e.pausedUntil) {
+		if e.runStart.Before(e.pausedUntil) || e.runStart.IsZero() {
+			e.runStart, e.runOKs = now, 0
+		}
+		e.runOKs = min(e.runOKs+1, maxOKs)
+	}
 	if positive(quota) && quota < e.perMinute {
 		// The host says how fast it will go on accepting: slow to that
 		// at once, and recover from there.
 		q := max(quota, minPerMinute)
-		e.target, e.base, e.oks = q, q, 0
+		e.target, e.base, e.oks, e.probeN = q, q, 0, 0
+		e.probeAt = maxTime(e.probeAt, now.Add(firstBackoff))
 		e.setRate(q, now)
 		return
 	}
 	if e.target == 0 {
 		return
 	}
-	// Climbing, and the host answered clearly faster than the rate now
-	// sent at (answers to requests sent before the cut, spaced by the
-	// host): jump to that rate, up to the target, rather than crawl there.
-	// Answers closer than twice the target's rate (a burst's) say nothing.
-	if e.oks < s.cfg.RecoverAfter && e.gaps > 0 {
-		if a := e.accepted(); a > 1.1*e.perMinute && a <= 2*e.target {
-			e.base = max(e.base, min(a, e.target))
+	k := s.cfg.RecoverAfter
+	w := climb(e.base, e.target, e.oks, k)
+	if (e.oks >= k || e.base >= e.target) && !now.Before(e.probeAt) {
+		// The backoff has passed: probe above the target, slowly at
+		// first, past the learnt ceiling if the host allows it now.
+		if e.probeN == 0 {
+			e.probeN = e.oks
 		}
+		step := s.cfg.RecoverStep
+		if step == 0 {
+			step = e.target / 10
+		}
+		w = max(w, probe(e.target, step, e.oks-e.probeN, k))
+	} else {
+		w = min(w, e.settled())
 	}
-	e.oks = min(e.oks+1, maxOKs)
-	step := s.cfg.RecoverStep
-	if step == 0 {
-		step = e.target / 10
-	}
-	p := e.plateau
-	if p == 0 { // no throttle yet
-		p = 2 * s.cfg.RecoverAfter
-	}
-	if w := min(cubic(e.base, e.target, step, e.oks, s.cfg.RecoverAfter, p), e.top()); w != e.perMinute {
+	if w = min(w, e.top()); w != e.perMinute {
 		e.setRate(w, now)
 	}
 }
@@ -95,31 +113,27 @@ func (s *Set) ok(e *entry, now time.Time, quota float64) {
 func (s *Set) throttled(e *entry, now time.Time, retryAfter time.Duration) (floored bool) {
 	floor := min(s.cfg.Floor, e.configured)
 	floored = e.perMinute <= floor
-	if !now.Before(e.pausedUntil) { // a new episode: cut the rate
-		if e.lastOK.Before(e.pausedUntil) {
-			e.lastOK = time.Time{} // no OK since the last pause ended
-		}
-		k := s.cfg.RecoverAfter
-		switch {
-		case e.plateau == 0:
-			e.plateau = 2 * k
-		case e.target > 0 && e.oks >= k+e.plateau: // a probe brought it
-			e.plateau = min(2*e.plateau, maxOKs/4)
-		}
-		r := e.perMinute
-		target, next := r, r/2
-		if a := e.accepted(); a > 0 && a < r {
-			target = a
-			if a <= 0.9*r {
-				next = a
-			}
-		}
-		next = min(max(next, floor), e.top())
-		e.target, e.base, e.oks = min(max(target, next), e.top()), next, 0
-		e.gaps = 0 // from now on, the rate accepted since this throttle
-		e.setRate(next, now)
-	}
 	pause := max(retryAfter, 0)
+	if !now.Before(e.pausedUntil) { // a new episode
+		if e.epoch > 0 && e.lastOK.Before(e.pausedUntil) {
+			// No OK since the last pause ended: the host is still shut
+			// (a limiter that counts refused requests too, over a
+			// window): wait four times as long as last time.
+			// It let more through before than it allows over time:
+			// settle at a quarter of the rate.
+			e.lastOK = time.Time{}
+			pause = max(pause, 4*e.lastPause)
+			e.target = min(max(e.target/4, floor), e.top())
+			e.base = min(e.base, e.target)
+			e.setRate(e.base, now)
+		} else {
+			s.cut(e, now, floor)
+		}
+		if pause == 0 {
+			pause = interval(e.perMinute, s.cfg.MaxPause)
+		}
+		e.lastPause = min(pause, s.cfg.MaxPause)
+	}
 	if pause == 0 {
 		pause = interval(e.perMinute, s.cfg.MaxPause)
 	}
@@ -131,6 +145,54 @@ func (s *Set) throttled(e *entry, now time.Time, retryAfter time.Duration) (floo
 		e.drain(maxTime(until, now.Add(interval(e.perMinute, s.cfg.MaxPause))))
 	}
 	return floored
+}
+
+// cut learns from a throttle at the current rate r: the host's limit is
+// below r. The learnt ceiling drops to r (or moves to r, up or down, when
+// a probe brought the throttle, whose backoff then doubles), and the rate
+// settles below the limit the throttle shows: a limiter with a burst of
+// one request that answered n OKs since the last pause ended, and refuses
+// now, allows fewer than n-1 requests in that time. Few OKs say only that
+// r is far too fast: the rate halves.
+func (s *Set) cut(e *entry, now time.Time, floor float64) {
+	r := e.perMinute
+	// Refused again near below the learnt ceiling: the limit is close
+	// below, whatever the run of OKs suggests (a limiter counting over a
+	// window lets many through before it refuses): a fixed cut.
+	near := e.probeN == 0 && r <= e.learnt && r >= e.learnt*(1-nearBelow)
+	switch {
+	case e.probeN > 0:
+		e.backoff = min(2*e.backoff, maxBackoff)
+		e.learnt = r
+	case e.learnt == 0:
+		e.learnt = r
+	default:
+		e.learnt = min(e.learnt, r)
+	}
+	if e.backoff == 0 {
+		e.backoff = firstBackoff
+	}
+	target := r / 2
+	switch n, d := e.runOKs, now.Sub(e.runStart); {
+	case near:
+		target = r * (1 - nearCut) * (1 - margin)
+	case n >= 3 && e.runStart.After(e.pausedUntil) && d > 0:
+		// A limiter with a burst of one request that let n through from
+		// runStart and refuses now allows less than n-1 in that time.
+		est := float64(n-1) * float64(time.Minute) / float64(d)
+		target = min(max(est, r*(1-maxOvershoot)), r) * (1 - margin)
+	}
+	if e.probeN > 0 {
+		// The probe found the limit still between where it started (a
+		// rate the host took for a whole backoff) and r: back to the
+		// start.
+		target = min(r, e.target)
+	}
+	target = min(max(target, floor), e.top())
+	e.target, e.base, e.oks, e.probeN = target, target, 0, 0
+	e.probeAt = now.Add(e.backoff)
+	e.gaps = 0 // from now on, the rate accepted since this throttle
+	e.setRate(target, now)
 }
 
 // SetCeiling caps host's rate at perMinute requests per minute (robots.txt
@@ -152,7 +214,7 @@ func (s *Set) SetCeiling(host string, perMinute float64) error {
 	if !positive(perMinute) {
 		e.ceiling = 0
 		if e.perMinute < e.configured {
-			e.target, e.base, e.oks = e.configured, e.perMinute, 0
+			e.target, e.base, e.oks, e.probeN = e.configured, e.perMinute, 0, 0
 		}
 		return nil
 	}

@@ -31,8 +31,8 @@ type bucket struct {
 	burst     float64
 }
 
-func newBucket(perMinute float64, burst int, now time.Time) bucket {
-	return bucket{tokens: float64(burst), at: now, perMinute: perMinute, burst: float64(burst)}
+func newBucket(perMinute float64, burst int, now time.Time, tokens float64) bucket {
+	return bucket{tokens: tokens, at: now, perMinute: perMinute, burst: float64(burst)}
 }
 
 // perSecond is the refill rate in tokens a second.

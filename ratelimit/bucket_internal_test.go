@@ -20,7 +20,7 @@ func TestBucketRateChangeKeepsSpacing(t *testing.T) {
 		{"unchanged", 60, 2 * time.Second},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			b := newBucket(60, 2, t0)
+			b := newBucket(60, 2, t0, 2)
 			for i, want := range []time.Duration{0, 0, time.Second} { // burst 2, then 1/s
 				if got := b.reserve(t0).Sub(t0); got != want {
 					t.Fatalf("reservation %d at %v, want %v", i+1, got, want)
@@ -33,7 +33,7 @@ func TestBucketRateChangeKeepsSpacing(t *testing.T) {
 		})
 	}
 	// Tokens in hand are not re-valued, and never exceed the burst.
-	b := newBucket(60, 2, t0)
+	b := newBucket(60, 2, t0, 2)
 	b.setRate(t0, 6)
 	if got := b.tokensAt(t0.Add(time.Hour)); got != 2 {
 		t.Errorf("tokens after an hour at burst 2 = %v, want 2", got)
@@ -43,23 +43,25 @@ func TestBucketRateChangeKeepsSpacing(t *testing.T) {
 	}
 }
 
-// TestCubicJoins: the recovery curve starts at base, reaches target after
-// k OKs, stays there for p more, then climbs by step per k OKs, cubed.
-func TestCubicJoins(t *testing.T) {
+// TestClimbAndProbe: the recovery curve starts at base and reaches
+// target after k OKs, concave; a probe starts at target and climbs by
+// step per k OKs, cubed.
+func TestClimbAndProbe(t *testing.T) {
 	const base, target, step = 10.0, 100.0, 20.0
 	for _, tt := range []struct {
-		n    int
-		want float64
+		n          int
+		climb, pro float64
 	}{
-		{0, base},
-		{2, target - (target-base)/8}, // halfway through the climb: (1/2)^3 of the gap left
-		{4, target},
-		{5, target},
-		{6, target},
-		{10, target + step},
+		{0, base, target},
+		{2, target - (target-base)/8, target + step/8}, // halfway: (1/2)^3 of the gap
+		{4, target, target + step},
+		{8, target, target + 8*step},
 	} {
-		if got := cubic(base, target, step, tt.n, 4, 2); got != tt.want {
-			t.Errorf("cubic(n=%d) = %v, want %v", tt.n, got, tt.want)
+		if got := climb(base, target, tt.n, 4); got != tt.climb {
+			t.Errorf("climb(n=%d) = %v, want %v", tt.n, got, tt.climb)
+		}
+		if got := probe(target, step, tt.n, 4); got != tt.pro {
+			t.Errorf("probe(n=%d) = %v, want %v", tt.n, got, tt.pro)
 		}
 	}
 }

@@ -21,7 +21,7 @@ func TestBucketSameAsRateLimiter(t *testing.T) {
 		rng := rand.New(rand.NewPCG(seed, 41))
 		perMinute := 0.5 + rng.Float64()*600
 		burst := 1 + rng.IntN(5)
-		b := newBucket(perMinute, burst, t0)
+		b := newBucket(perMinute, burst, t0, float64(burst))
 		lim := rate.NewLimiter(rate.Limit(perMinute/60), burst)
 		now := t0
 		for step := range 200 {
@@ -56,7 +56,7 @@ func TestBucketSameAsRateLimiter(t *testing.T) {
 // but rate.Limiter, which keeps the count owed, slots it among them.
 func TestBucketDiffersWhenOwed(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	b := newBucket(60, 1, t0)
+	b := newBucket(60, 1, t0, 1)
 	lim := rate.NewLimiter(1, 1)
 	var last time.Time
 	for range 5 {

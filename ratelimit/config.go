@@ -17,22 +17,23 @@ type Config struct {
 	// New (pacing cannot be off; raise the rate instead).
 	PerMinute float64
 	// Burst is how many requests a host may receive back to back after it
-	// has been idle. Zero: 1. Negative: refused by New.
+	// has been idle; a host never contacted gets one request first.
+	// Zero: 1. Negative: refused by New.
 	Burst int
 	// Floor is the lowest rate halvings reach, in requests per minute. It
 	// never exceeds a host's configured rate; a ceiling below it wins.
 	// Zero: 1. Negative, NaN or infinite: refused by New.
 	Floor float64
-	// RecoverAfter is the length, in OK outcomes, of the phases of the
-	// recovery after a throttle: the climb back to the target rate, half
-	// the first plateau there, and the first step of probing above it.
+	// RecoverAfter is the length, in OK outcomes, of the climb back to the
+	// rate a quota or a removed ceiling left (concave, fast at first), and
+	// of the first step of a probe above a learnt ceiling.
 	// Zero: 10. Negative: refused by New.
 	RecoverAfter int
-	// RecoverStep is how much faster than the target rate the probe is
+	// RecoverStep is how much faster than the settled rate a probe is
 	// after its first RecoverAfter OKs, in requests per minute; it grows
 	// with the cube of the OKs since (2, 3 RecoverAfter: 8, 27 times).
-	// Zero: a tenth of the target rate. Negative, NaN or infinite: refused
-	// by New.
+	// Zero: a tenth of the settled rate. Negative, NaN or infinite:
+	// refused by New.
 	RecoverStep float64
 	// MaxPause caps the pause a Retry-After may impose. Zero: 1h.
 	// Negative: refused by New.

@@ -14,10 +14,22 @@ type entry struct {
 	ceiling     float64   // 0: none
 	pausedUntil time.Time // zero: never paused
 	epoch       uint64    // pauses started or grown
-	// The recovery: from base toward target (0: none), oks OKs in, with a
-	// plateau of plateau OKs (0: not yet set).
+	// The recovery: from base toward target (0: none), oks OKs in (since
+	// the latest throttle or quota); the probe above target began probeN
+	// OKs in (0: not probing), and may begin at probeAt.
 	target, base float64
-	oks, plateau int
+	oks, probeN  int
+	probeAt      time.Time
+	// The learnt ceiling: the lowest rate refused lately (0: none), the
+	// probe's backoff (doubling with every probe refused), the latest
+	// pause (doubling while the host refuses every attempt after one).
+	learnt    float64
+	backoff   time.Duration
+	lastPause time.Duration
+	// The run of OKs answered since the latest pause ended: the first
+	// one's time, and how many.
+	runStart time.Time
+	runOKs   int
 	// The spacing of OK answers: the last one's time, and an average of
 	// the gaps (microseconds) over gaps samples.
 	lastOK time.Time
@@ -37,7 +49,7 @@ const maxOKs = 1 << 30
 func (s *Set) newEntry(host string, now time.Time) *entry {
 	pm := s.configured(host)
 	return &entry{
-		lim:        newBucket(pm, s.cfg.Burst, now),
+		lim:        newBucket(pm, s.cfg.Burst, now, 1),
 		perMinute:  pm,
 		configured: pm,
 		since:      now,
@@ -58,6 +70,15 @@ func (e *entry) top() float64 {
 		return min(e.configured, e.ceiling)
 	}
 	return e.configured
+}
+
+// settled is the highest rate short of a probe: top, and below the learnt
+// ceiling by margin.
+func (e *entry) settled() float64 {
+	if e.learnt > 0 {
+		return min(e.top(), e.learnt*(1-margin))
+	}
+	return e.top()
 }
 
 func (e *entry) setRate(perMinute float64, now time.Time) {
@@ -88,17 +109,20 @@ func (e *entry) accepted() float64 {
 	return 60e6 / e.gap
 }
 
-// cubic is the recovery's rate n OKs after a throttle cut the rate to
-// base, aiming at target: a concave climb over k OKs, a plateau over p
-// more, then a convex probe, step faster k OKs later.
-func cubic(base, target, step float64, n, k, p int) float64 {
-	switch {
-	case n < k:
-		x := 1 - float64(n)/float64(k)
-		return target - (target-base)*(x*x*x)
-	case n < k+p:
+// climb is the recovery's rate n OKs after a throttle or quota set the
+// rate to base, aiming at target: a concave climb over k OKs, like TCP
+// CUBIC's window, then target.
+func climb(base, target float64, n, k int) float64 {
+	if n >= k {
 		return target
 	}
-	x := float64(n-k-p) / float64(k)
+	x := 1 - float64(n)/float64(k)
+	return target - (target-base)*(x*x*x)
+}
+
+// probe is the rate n OKs into a probe above target: step faster after k
+// OKs, growing with the cube of their number.
+func probe(target, step float64, n, k int) float64 {
+	x := float64(n) / float64(k)
 	return target + step*(x*x*x)
 }

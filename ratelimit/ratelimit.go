@@ -4,43 +4,51 @@
 // host key (see package hostkey), filled at the host's current rate in requests per
 // minute, and adapts that rate to what the host says:
 //
-//   - Throttled (a 429, or any Retry-After) starts a pause episode: the rate
-//     is halved (never below Floor) — or, when the host was seen to accept
-//     clearly less than the rate (at most 0.9 of it, see below), set to
-//     that accepted rate at once — and the host is paused until now +
-//     RetryAfter (capped at MaxPause; one interval at the new rate when
-//     the host gave no RetryAfter). The throttle drains the bucket, and
-//     from then on the host gets no bursts (its bucket holds one token):
-//     when the pause ends (and no sooner than one interval of the new
-//     rate after the throttle), the attempts waiting for it go out one
-//     interval apart at the new rate, never together. A Throttled
-//     outcome that arrives while the host is already paused (another
-//     attempt answered by the same episode) extends the pause, draining the
-//     bucket again, but does not halve again.
+//   - A host never contacted gets one request at first, not a burst: its
+//     bucket starts with one token and fills to Burst while it is idle.
+//   - Throttled (a 429, or any Retry-After) starts a pause episode, and
+//     teaches the Set that the host's sustained limit is below the rate r
+//     it was sent at, whatever the spacing of earlier OKs suggested (a
+//     limiter's burst allowance hides an excess for a while). The learnt
+//     ceiling drops to r, and the rate settles below the limit the
+//     throttle shows: a limiter with a burst of one request that let n
+//     OKs through since the last pause ended, over a time d, and refuses
+//     now allows fewer than n-1 requests in d; the rate is set to that
+//     ((n-1)/d, at most r, at least r/2), and 3 % below. Fewer than 3 OKs
+//     since the last pause ended say only that r was far too fast: the
+//     rate halves. Refused again within 15 % below the
+//     learnt ceiling (a limiter counting over a window lets many requests
+//     through before it refuses, whatever their rate), the rate is cut by
+//     10 % and the 3 %. It never goes below Floor.
+//   - The host is paused until now + RetryAfter (capped at MaxPause; one
+//     interval at the new rate when the host gave no RetryAfter). When
+//     the host answered no OK since the previous pause ended, it is still
+//     shut (a limiter counting over a window, refused requests too): the
+//     pause is four times the previous one, at least, and the rate drops
+//     to a quarter. The
+//     throttle drains the bucket, and from then on the host gets no bursts
+//     (its bucket holds one token): when the pause ends (and no sooner
+//     than one interval of the new rate after the throttle), the attempts
+//     waiting for it go out one interval apart at the new rate, never
+//     together. A Throttled outcome that arrives while the host is already
+//     paused (another attempt answered by the same episode) extends the
+//     pause, draining the bucket again, but teaches nothing new.
 //   - Every pause that starts or grows bumps the host's epoch (Status.Epoch,
 //     Reservation.Epoch): a reservation taken in an earlier epoch was
 //     computed before the latest throttle, and its holder must reserve
 //     again rather than send at the time it was given.
-//   - OK outcomes drive the recovery, shaped like TCP CUBIC's window over
-//     the count of OKs since the throttle: a concave climb from the cut
-//     rate back to the target rate in RecoverAfter OKs (fast at first,
-//     flattening as it nears the target), a plateau at the target, then
-//     a convex probe above it, RecoverStep faster after RecoverAfter
-//     further OKs and growing with the cube of their number. The plateau
-//     lasts 2×RecoverAfter OKs, and twice as long again after each
-//     throttle that a probe brought about: the better the host's limit is
-//     known, the more rarely it is probed. The target is the last rate the
-//     host accepted: the rate of OK answers measured from their spacing
-//     (an average over the recent ones, gaps across a pause left out),
-//     else the rate at which the throttle came. The accepted rate is
-//     measured afresh after each throttle; while the rate climbs, answers
-//     spaced clearly closer than the rate now sent at (answers to requests
-//     sent before the cut) raise it at once to their rate, up to the
-//     target.
+//   - The rate stays where the throttle settled it (Status.Target): it
+//     does not climb back into the limit. A backoff after the throttle (2
+//     minutes, doubling after every probe the host refused, up to 8) the
+//     rate probes above it, slowly at first: RecoverStep faster after
+//     RecoverAfter OKs, growing with the cube of their number, up to the
+//     configured rate, so that a raised limit is found within minutes
+//     while a fixed one is probed ever more rarely. A throttle during the
+//     probe sends the rate back to where the probe started.
 //   - An OK answer whose rate-limit fields leave a quota below the current
 //     rate (classify.Result.Quota: remaining requests over the time to the
-//     reset) sets the rate to that quota at once, and the recovery starts
-//     from there.
+//     reset) sets the rate to that quota at once; it stays there until
+//     the probe's backoff has passed.
 //   - The rate never exceeds the host's configured rate nor its ceiling
 //     (SetCeiling, robots.txt Crawl-delay).
 //   - Transient, Refused, Permanent and Canceled outcomes leave the rate
@@ -95,8 +103,8 @@ type Status struct {
 	PausedUntil time.Time
 	// Epoch counts the pauses that started or grew (see Reservation).
 	Epoch uint64
-	// Target is the rate the recovery after the latest throttle aims at
-	// (the last rate the host accepted); 0 before any throttle.
+	// Target is the rate the latest throttle (or quota) settled the host
+	// at, below the limit it showed; 0 before any.
 	Target float64
 	// Accepted is the rate at which the host answered OK lately, from the
 	// spacing of its OK answers; 0 until a few were seen.

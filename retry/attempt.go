@@ -49,6 +49,9 @@ type call struct {
 
 	key string // the caller's key for the request (keyFrom); "" for none
 
+	budget *budget // the Transport's retry budget; nil for none
+	host   string  // the request's host in the budget
+
 	getBody  func() (io.ReadCloser, error) // the caller's GetBody; nil without a body
 	url      *url.URL                      // the caller's URL when it has userinfo, else nil
 	left     int32                         // retries left
@@ -114,8 +117,8 @@ func prepareRetry(r *http.Request) error {
 // checkRetry decides for the call. It retries when the request may
 // be retried, retries are left, classify.Of says the attempt is retryable
 // (a pending Result, read with classify.OnSettle, is not),
-// the wait fits under MaxDelay and before the deadline, and the body can
-// be replayed. Before saying yes it drains and closes the response. It
+// the wait fits under MaxDelay and before the deadline, the host's retry
+// budget has room, and the body can be replayed. Before saying yes it drains and closes the response. It
 // never returns an error, so the engine returns the real response or error.
 func (c *call) checkRetry(ctx context.Context, resp *http.Response, err error) (bool, error) {
 	if c.left <= 0 || ctx.Err() != nil {
@@ -146,6 +149,9 @@ func (c *call) checkRetry(ctx context.Context, resp *http.Response, err error) (
 	if dl, ok := ctx.Deadline(); ok && time.Now().Add(wait).After(dl) {
 		return false, nil
 	}
+	if c.budget != nil && !sharedFailure(err) && !c.budget.take(c.host) {
+		return false, nil // over the host's retry budget: hand back the answer
+	}
 	if c.getBody != nil {
 		b, gerr := c.getBody()
 		if gerr != nil || b == nil {
@@ -159,6 +165,15 @@ func (c *call) checkRetry(ctx context.Context, resp *http.Response, err error) (
 	c.left--
 	c.wait = wait
 	return true, nil
+}
+
+// sharedFailure reports whether err is the failure of an attempt whose
+// connection failed under several attempts at once (the streams of one
+// HTTP/2 connection) after the first of them: that failure was counted
+// with the first, and its retry spends no budget.
+func sharedFailure(err error) bool {
+	var s interface{ SharedFailure() bool }
+	return err != nil && errors.As(err, &s) && s.SharedFailure()
 }
 
 // discard drains (up to drainLimit, and only if the body is not known to

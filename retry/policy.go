@@ -1,6 +1,7 @@
 package retry
 
 import (
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"time"
@@ -61,6 +62,15 @@ type Policy struct {
 	// same opt-in net/http honours). Default false.
 	RetryNonIdempotent bool
 
+	// Budget is the share of a host's recent requests (over about the
+	// last 10 s) that retries may add: with a host failing, each request
+	// is not retried MaxRetries times, and a retry over the budget is not
+	// made — the last answer is returned. Whatever the share, 3 retries
+	// in 10 s are allowed. 0 means 0.2; a negative value means no budget.
+	// Hosts are told apart by their URL host (the chain's host key when
+	// under egresskit's chain).
+	Budget float64
+
 	// Rand returns a uniformly distributed pseudo-random number in [0, n)
 	// for n > 0; it draws the jitter and must be safe for concurrent use.
 	// Tests inject a deterministic one. Nil means math/rand/v2's Int64N.
@@ -72,17 +82,19 @@ const (
 	defaultMaxRetries = 3
 	defaultBaseDelay  = 500 * time.Millisecond
 	defaultMaxDelay   = 30 * time.Second
+	defaultBudget     = 0.2
 )
 
 // DefaultPolicy returns the zero Policy's meaning with every default
 // filled in, for printing: 3 retries, a 500ms base delay, a 30s cap, no
-// timeouts, idempotent requests only. A Transport needs it no more than
+// timeouts, idempotent requests only, a retry budget of 20 % per host. A Transport needs it no more than
 // the zero Policy.
 func DefaultPolicy() Policy {
 	return Policy{
 		MaxRetries: defaultMaxRetries,
 		BaseDelay:  defaultBaseDelay,
 		MaxDelay:   defaultMaxDelay,
+		Budget:     defaultBudget,
 	}
 }
 
@@ -93,6 +105,8 @@ func (p Policy) check() error {
 		return configerr.Field("MaxDelay", "is %v, negative: a server-chosen wait is always capped (0 means %v)", p.MaxDelay, defaultMaxDelay)
 	case p.BaseDelay > 0 && p.MaxDelay > 0 && p.BaseDelay > p.MaxDelay:
 		return configerr.Field("BaseDelay", "is %v, above MaxDelay %v", p.BaseDelay, p.MaxDelay)
+	case p.Budget != p.Budget || p.Budget > math.MaxFloat64:
+		return configerr.Field("Budget", "is %v, not a finite number (0 means %v; negative: no budget)", p.Budget, defaultBudget)
 	case p.BaseDelay > 0 && p.MaxDelay == 0 && p.BaseDelay > defaultMaxDelay:
 		return configerr.Field("BaseDelay", "is %v, above the default MaxDelay %v", p.BaseDelay, defaultMaxDelay)
 	}
@@ -116,6 +130,9 @@ func (p Policy) normalized() Policy {
 	}
 	if p.MaxDelay <= 0 {
 		p.MaxDelay = defaultMaxDelay
+	}
+	if p.Budget == 0 {
+		p.Budget = defaultBudget
 	}
 	p.AttemptTimeout = max(p.AttemptTimeout, 0)
 	p.Deadline = max(p.Deadline, 0)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
 	"strings"
@@ -557,7 +558,7 @@ func TestBackoffGrowsAndIsCapped(t *testing.T) {
 			last = time.Now()
 			return script.RoundTrip(r)
 		})
-		p := retry.Policy{MaxRetries: 6, BaseDelay: time.Second, MaxDelay: 10 * time.Second, Rand: fullJitter}
+		p := retry.Policy{MaxRetries: 6, BaseDelay: time.Second, MaxDelay: 10 * time.Second, Rand: fullJitter, Budget: -1}
 		resp, err := mustRetry(spy, p).RoundTrip(newRequest(t, t.Context(), "GET", "http://h.test/", nil))
 		if err != nil {
 			t.Fatalf("RoundTrip = %v", err)
@@ -707,6 +708,8 @@ func TestNewRefusesInvalidPolicy(t *testing.T) {
 		{"negative MaxDelay", retry.Policy{MaxDelay: -1}, "MaxDelay"},
 		{"BaseDelay above MaxDelay", retry.Policy{BaseDelay: 2 * time.Second, MaxDelay: time.Second}, "BaseDelay"},
 		{"BaseDelay above the default MaxDelay", retry.Policy{BaseDelay: time.Minute}, "BaseDelay"},
+		{"Budget NaN", retry.Policy{Budget: math.NaN()}, "Budget"},
+		{"Budget infinite", retry.Policy{Budget: math.Inf(1)}, "Budget"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			tr, err := retry.New(nil, tt.policy)

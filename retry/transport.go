@@ -53,6 +53,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/egresskit/egresskit/classify"
 	"github.com/egresskit/egresskit/internal/firstsend"
@@ -90,6 +91,7 @@ type Transport struct {
 	direct firstsend.Sender // next, when it takes first attempts without an attempt context; else nil
 	hc     *http.Client     // the engine's client; its Transport is first
 	engine *retryablehttp.Client
+	budget *budget // nil when Policy.Budget is negative
 }
 
 var _ http.RoundTripper = (*Transport)(nil)
@@ -106,6 +108,9 @@ func New(next http.RoundTripper, p Policy) (*Transport, error) {
 		next = http.DefaultTransport
 	}
 	t := &Transport{next: next, p: p.normalized()}
+	if t.p.Budget > 0 {
+		t.budget = newBudget(t.p.Budget, time.Now)
+	}
 	t.first = &attemptSender{next: next, timeout: t.p.AttemptTimeout}
 	t.direct, _ = next.(firstsend.Sender)
 	t.hc = &http.Client{
@@ -181,6 +186,13 @@ func (t *Transport) roundTrip(req *http.Request, key string) (*http.Response, er
 	// context of its own (see sendDirect); it moves to the heap with the
 	// attempts' request otherwise.
 	first := call{p: &t.p, key: key}
+	if t.budget != nil {
+		first.budget, first.host = t.budget, key
+		if key == "" {
+			first.host = req.URL.Host
+		}
+		t.budget.request(first.host)
+	}
 	hasBody := req.Body != nil && req.Body != http.NoBody
 	if hasBody {
 		first.getBody = req.GetBody

@@ -23,9 +23,9 @@ func ExampleScenarios() {
 	// HaltLogQueueAndHistory
 	// RefusedHaltsWhateverAdmission
 	// ThrottledHalvesAndPauses
-	// RecoveryToConfigured
-	// RecoveryToCeiling
-	// RecoveryToAcceptedRate
+	// ThrottleSettles
+	// SettleUnderCeiling
+	// LearntCeiling
 	// ReleaseAfterPause
 	// LongerRetryAfterNeverSooner
 	// ThrottledOpensOnlyAtFloor
@@ -33,6 +33,8 @@ func ExampleScenarios() {
 	// QuotaSetsRate
 	// SetCeiling
 	// ThrottleStorm
+	// StillShutWaitsLonger
+	// FirstContactOneToken
 	// DeadlineTakesNothing
 	// DeadlineReleasesProbe
 	// LeakedProbeLeaseEnds

@@ -36,16 +36,18 @@ func Scenarios() []Scenario {
 		{"HaltLogQueueAndHistory", hoststate.Config{}, haltLogQueueAndHistory},
 		{"RefusedHaltsWhateverAdmission", hoststate.Config{}, refusedHaltsWhateverAdmission},
 		{"ThrottledHalvesAndPauses", hoststate.Config{Limit: ratelimit.Config{PerMinute: 40}}, throttledHalvesAndPauses},
-		{"RecoveryToConfigured", hoststate.Config{}, recoveryToConfigured},
-		{"RecoveryToCeiling", hoststate.Config{}, recoveryToCeiling},
-		{"RecoveryToAcceptedRate", hoststate.Config{Limit: ratelimit.Config{PerMinute: 120}}, recoveryToAccepted},
+		{"ThrottleSettles", hoststate.Config{}, throttleSettles},
+		{"SettleUnderCeiling", hoststate.Config{}, settleUnderCeiling},
+		{"LearntCeiling", hoststate.Config{Limit: ratelimit.Config{PerMinute: 120}}, learntCeiling},
 		{"ReleaseAfterPause", hoststate.Config{Limit: ratelimit.Config{PerMinute: 600, Burst: 5}}, releaseAfterPause},
 		{"LongerRetryAfterNeverSooner", hoststate.Config{Limit: ratelimit.Config{PerMinute: 600}}, longerRetryAfter},
-		{"ThrottledOpensOnlyAtFloor", hoststate.Config{Limit: ratelimit.Config{Floor: 15}}, throttledOpensOnlyAtFloor},
+		{"ThrottledOpensOnlyAtFloor", hoststate.Config{Limit: ratelimit.Config{Floor: 15, MaxPause: time.Minute}}, throttledOpensOnlyAtFloor},
 		{"SlowHost", hoststate.Config{}, slowHost},
 		{"QuotaSetsRate", hoststate.Config{}, quotaSetsRate},
 		{"SetCeiling", hoststate.Config{}, setCeiling},
 		{"ThrottleStorm", hoststate.Config{}, throttleStorm},
+		{"StillShutWaitsLonger", hoststate.Config{Limit: ratelimit.Config{PerMinute: 120}}, stillShutWaitsLonger},
+		{"FirstContactOneToken", hoststate.Config{Limit: ratelimit.Config{PerMinute: 600, Burst: 5}}, firstContactOneToken},
 		{"DeadlineTakesNothing", hoststate.Config{}, deadlineTakesNothing},
 		{"DeadlineReleasesProbe", hoststate.Config{
 			Breaker: breaker.Config{FailureThreshold: 1, OpenTimeout: time.Minute},
@@ -257,13 +259,6 @@ func throttledHalvesAndPauses(t *testing.T, env Env) {
 // nearRate reports whether two rates agree to 1e-9 relative.
 func nearRate(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(math.Abs(a), math.Abs(b)) }
 
-// climb is the recovery's concave climb from base to target, n of 10 OKs
-// in.
-func climb(base, target float64, n int) float64 {
-	x := 1 - float64(n)/10
-	return target - (target-base)*x*x*x
-}
-
 // recoveryOKs sends OKs and checks the rate after each listed count of
 // OKs since the throttle.
 func recoveryOKs(t *testing.T, env Env, want map[int]float64) {
@@ -279,53 +274,83 @@ func recoveryOKs(t *testing.T, env Env, want map[int]float64) {
 	}
 }
 
-// recoveryToConfigured: from 30/min after a 429, the rate climbs back to
-// 60 in 10 OKs, fast at first (concave, like TCP CUBIC's window), and
-// stays there.
-func recoveryToConfigured(t *testing.T, env Env) {
+// throttleSettles: a 429 at 60/min with no OK before it (the rate says
+// nothing of how far above the host's limit it was) halves the rate to 30,
+// and the rate stays there: no climb back into the limit, 40 OKs (80 s)
+// later, before the probe's 2-minute backoff has passed.
+func throttleSettles(t *testing.T, env Env) {
 	send(t, env, host, classify.Throttled)
 	if got := state(t, env, host).PerMinute; got != 30 {
 		t.Fatalf("after 429: rate %v, want 30", got)
 	}
-	recoveryOKs(t, env, map[int]float64{1: climb(30, 60, 1), 2: climb(30, 60, 2), 5: climb(30, 60, 5), 10: 60, 40: 60})
+	recoveryOKs(t, env, map[int]float64{1: 30, 10: 30, 40: 30})
 }
 
-// recoveryToCeiling: under a 45/min ceiling, a 429 halves to 22.5 and
-// recovery stops at 45.
-func recoveryToCeiling(t *testing.T, env Env) {
+// settleUnderCeiling: under a 45/min ceiling, a 429 halves to 22.5, and
+// the rate stays there.
+func settleUnderCeiling(t *testing.T, env Env) {
 	if err := env.Store.SetCeiling(context.Background(), host, 45); err != nil {
 		t.Fatal(err)
 	}
 	send(t, env, host, classify.Throttled)
-	recoveryOKs(t, env, map[int]float64{5: climb(22.5, 45, 5), 10: 45, 50: 45})
+	recoveryOKs(t, env, map[int]float64{5: 22.5, 10: 22.5, 40: 22.5})
 }
 
-// recoveryToAccepted: a host configured at 120/min answered OK 1.5s apart
-// (40/min) before its 429: the rate drops to 40 at once rather than
-// halving to 60, holds there for 30 OKs (no climb: 10, the first plateau:
-// 20), then probes above it (44 after 40 OKs, 72 after 50) up to the
-// configured rate.
-func recoveryToAccepted(t *testing.T, env Env) {
-	for i := range 4 {
-		if i > 0 {
-			env.Advance(1500 * time.Millisecond)
+// learntCeiling: a host configured at 120/min answers 21 OKs, then a 429:
+// its limit is below 120: it allowed fewer than 20 requests in the 21
+// intervals from the first OK to the refused request (a limiter with a
+// burst of one lets n through when it allows n-1), 114.3/min; the rate
+// settles 3 % below that, at 110.86. A second 429 after 41 more OKs at the
+// same level (within 15 % below the learnt ceiling) ratchets it down by
+// 10 % and 3 %. Two minutes after the
+// throttle the rate probes above (the first OK past the backoff starts
+// it; 10 OKs later it is 10 % faster); a 429 during the probe sends it
+// back to where the probe started, and the next probe waits twice as long.
+func learntCeiling(t *testing.T, env Env) {
+	ok := func(n int) {
+		for range n {
+			send(t, env, host, classify.OK)
 		}
-		send(t, env, host, classify.OK)
 	}
+	wantRate := func(what string, want float64) {
+		t.Helper()
+		if got := state(t, env, host).PerMinute; math.Abs(got-want) > 1e-6*want {
+			t.Errorf("%s: rate %v, want %v", what, got, want)
+		}
+	}
+	ok(21)
 	send(t, env, host, classify.Throttled)
-	if got := state(t, env, host).PerMinute; !nearRate(got, 40) {
-		t.Fatalf("after 429: rate %v, want the accepted 40", got)
-	}
-	recoveryOKs(t, env, map[int]float64{5: 40, 29: 40, 40: 44, 50: 72, 60: 120, 70: 120})
+	r1 := 120.0 * 20 / 21 * 0.97
+	wantRate("429 after 21 OKs at 120/min", r1)
+	ok(41)
+	send(t, env, host, classify.Throttled)
+	r2 := r1 * 0.9 * 0.97
+	wantRate("429 after 41 OKs at the settled rate", r2)
+	env.Advance(2 * time.Minute)
+	ok(1)
+	wantRate("first OK past the backoff", r2)
+	ok(10)
+	wantRate("10 OKs into the probe", r2*1.1)
+	send(t, env, host, classify.Throttled)
+	wantRate("429 during the probe", r2)
+	env.Advance(3 * time.Minute)
+	ok(20)
+	wantRate("3 minutes later (backoff 4)", r2)
+	env.Advance(time.Minute)
+	ok(11)
+	wantRate("4 minutes later", r2*1.1)
 }
 
-// releaseAfterPause: at 600/min with a burst of 5, eight attempts are
+// releaseAfterPause: at 600/min with a burst of 5, on a host first
+// contacted a second ago (its bucket has filled since), eight attempts are
 // admitted (five at once, three 100ms apart); the first is answered 429
 // with Retry-After 2s. The seven others were admitted before the pause:
 // their epoch is stale, and re-admitted they go out from the pause's end
 // one interval of the halved rate (200ms) apart — never two in one 100ms
 // window.
 func releaseAfterPause(t *testing.T, env Env) {
+	send(t, env, host, classify.OK)
+	env.Advance(time.Second)
 	start := env.Now()
 	var adms []hoststate.Admission
 	for i := range 8 {
@@ -384,8 +409,10 @@ func longerRetryAfter(t *testing.T, env Env) {
 }
 
 // throttledOpensOnlyAtFloor: with a floor of 15/min, a host answering only
-// 429s halves from 60 to 30 to 15 without a failure counted; at the floor
-// every further 429 counts, and the 8th there opens the breaker.
+// 429s slows from 60 to 30 to 15 without a failure counted; at the floor
+// every further 429 counts, and the 8th there opens the breaker. (Pauses
+// are capped at a minute, so that the host, still shut at every attempt,
+// is never idle long enough for its breaker to be forgotten.)
 func throttledOpensOnlyAtFloor(t *testing.T, env Env) {
 	for i, want := range []float64{30, 15} {
 		eff := send(t, env, host, classify.Throttled)
@@ -409,8 +436,9 @@ func throttledOpensOnlyAtFloor(t *testing.T, env Env) {
 
 // quotaSetsRate: at 60/min, an OK whose rate-limit fields leave 20
 // requests a minute (classify.Result.Quota) sets the rate to 20 at once;
-// it holds there for 30 OKs, then probes above it (22 after 40); a quota
-// above the rate changes nothing.
+// it holds there until the probe's 2-minute backoff has passed, then
+// probes above it (22 after 10 OKs more); a quota above the rate changes
+// nothing.
 func quotaSetsRate(t *testing.T, env Env) {
 	a := admit(t, env, host)
 	record(t, env, host, a, classify.Result{Outcome: classify.OK, Status: 200, Quota: 20})
@@ -421,7 +449,9 @@ func quotaSetsRate(t *testing.T, env Env) {
 		t.Errorf("next admission: wait %v, want 3s", a.Wait)
 	}
 	env.Advance(3 * time.Second)
-	recoveryOKs(t, env, map[int]float64{29: 20, 40: 22})
+	recoveryOKs(t, env, map[int]float64{29: 20})
+	env.Advance(2 * time.Minute)
+	recoveryOKs(t, env, map[int]float64{1: 20, 11: 22})
 	a = admit(t, env, host)
 	env.Advance(a.Wait)
 	record(t, env, host, a, classify.Result{Outcome: classify.OK, Status: 200, Quota: 1000})
@@ -484,9 +514,12 @@ func setCeiling(t *testing.T, env Env) {
 }
 
 // throttleStorm: a host answering 429 (no Retry-After) to everything
-// receives 5 requests in 60s, at 0, 2, 6, 14 and 30s, as its rate halves
-// from 60/min to 1.875/min; the 6th would be at 62s. Pacing can still slow
-// down: no failure is counted.
+// receives 4 requests in 60s, at 0, 2, 10 and 42s: the first 429 halves
+// the rate to 30/min and pauses one interval (2s); every later one finds
+// the host still shut (no OK since the pause ended), pauses four times as
+// long and quarters the rate, to 7.5, 1.875, then the floor (1/min). The
+// 5th would be at 170s. Pacing could still slow down at each: no failure
+// is counted.
 func throttleStorm(t *testing.T, env Env) {
 	start := env.Now()
 	var sent []time.Duration
@@ -499,7 +532,7 @@ func throttleStorm(t *testing.T, env Env) {
 		sent = append(sent, env.Now().Sub(start))
 		record(t, env, host, a, classify.Result{Outcome: classify.Throttled, Status: 429})
 	}
-	want := []time.Duration{0, 2 * time.Second, 6 * time.Second, 14 * time.Second, 30 * time.Second}
+	want := []time.Duration{0, 2 * time.Second, 10 * time.Second, 42 * time.Second}
 	if len(sent) != len(want) {
 		t.Fatalf("requests sent at %v in the first minute, want %v", sent, want)
 	}
@@ -508,8 +541,8 @@ func throttleStorm(t *testing.T, env Env) {
 			t.Errorf("request %d sent at %v, want %v", i+1, sent[i], want[i])
 		}
 	}
-	if st := state(t, env, host); st.PerMinute != 1.875 || st.Breaker != breaker.Closed || st.ConsecutiveFailures != 0 {
-		t.Errorf("after the storm: rate %v, breaker %v with %d failures; want 1.875, closed with 0", st.PerMinute, st.Breaker, st.ConsecutiveFailures)
+	if st := state(t, env, host); st.PerMinute != 1 || st.Breaker != breaker.Closed || st.ConsecutiveFailures != 0 {
+		t.Errorf("after the storm: rate %v, breaker %v with %d failures; want 1, closed with 0", st.PerMinute, st.Breaker, st.ConsecutiveFailures)
 	}
 }
 
@@ -614,5 +647,56 @@ func evictionKeeps(t *testing.T, env Env) {
 	}
 	if a := admit(t, env, paused); !nearD(a.Wait, pausedUntil.Sub(env.Now())) {
 		t.Errorf("Admit(paused host) after eviction: wait %v, want %v", a.Wait, pausedUntil.Sub(env.Now()))
+	}
+}
+
+// stillShutWaitsLonger: at 120/min, 21 OKs, then a 429 with Retry-After
+// 2s: the rate settles at 110.86 and the host pauses for 2s. The first
+// attempt after the pause is answered 429 again (Retry-After 2s) with no
+// OK between: the host is still shut — a limiter counting over a window,
+// refused requests too — so the pause is four times as long, 8s, and the
+// rate drops to a quarter.
+// After an OK, the next 429 is a new episode: a pause of its Retry-After.
+func stillShutWaitsLonger(t *testing.T, env Env) {
+	throttle := func() {
+		t.Helper()
+		a := admit(t, env, host)
+		env.Advance(a.Wait)
+		record(t, env, host, a, classify.Result{Outcome: classify.Throttled, Status: 429, RetryAfter: 2 * time.Second})
+	}
+	for range 21 {
+		send(t, env, host, classify.OK)
+	}
+	throttle()
+	r1 := 120.0 * 20 / 21 * 0.97
+	if st := state(t, env, host); math.Abs(st.PerMinute-r1) > 1e-6 || !near(st.PausedUntil, env.Now().Add(2*time.Second)) {
+		t.Errorf("first 429: rate %v, paused until %v; want %v, %v", st.PerMinute, st.PausedUntil, r1, env.Now().Add(2*time.Second))
+	}
+	throttle()
+	if st := state(t, env, host); math.Abs(st.PerMinute-r1/4) > 1e-6 || !near(st.PausedUntil, env.Now().Add(8*time.Second)) {
+		t.Errorf("429 right after the pause: rate %v, paused until %v; want %v, %v", st.PerMinute, st.PausedUntil, r1/4, env.Now().Add(8*time.Second))
+	}
+	send(t, env, host, classify.OK)
+	throttle()
+	if st := state(t, env, host); !near(st.PausedUntil, env.Now().Add(2*time.Second)) {
+		t.Errorf("429 after an OK: paused until %v, want %v", st.PausedUntil, env.Now().Add(2*time.Second))
+	}
+}
+
+// firstContactOneToken: a host never contacted gets one request, not a
+// burst: at 600/min with a burst of 5, the second admission waits 100ms.
+// Its bucket fills while it is idle: a second later, five go at once.
+func firstContactOneToken(t *testing.T, env Env) {
+	for i, want := range []time.Duration{0, 100 * time.Millisecond, 200 * time.Millisecond} {
+		if a := admit(t, env, host); !nearD(a.Wait, want) {
+			t.Errorf("admission %d to a new host: wait %v, want %v", i+1, a.Wait, want)
+		}
+	}
+	env.Advance(time.Second + 200*time.Millisecond)
+	for i := range 6 {
+		want := time.Duration(max(i-4, 0)) * 100 * time.Millisecond
+		if a := admit(t, env, host); !nearD(a.Wait, want) {
+			t.Errorf("admission %d after idle: wait %v, want %v", i+1, a.Wait, want)
+		}
 	}
 }

@@ -17,6 +17,11 @@ type NginxLimit struct {
 	// Burst is limit_req's burst: how many excess requests nginx delays
 	// (in its default, non-nodelay mode) rather than refuses.
 	Burst int
+	// NoDelay refuses the excess beyond Burst at once instead of
+	// queueing it (limit_req's nodelay, its common production form): the
+	// burst is let through without delay, and the next request beyond the
+	// rate is answered 429.
+	NoDelay bool
 	// RetryAfter, when positive, is the Retry-After header (in seconds) of
 	// every 429.
 	RetryAfter int
@@ -39,7 +44,7 @@ type Nginx struct {
 // loopback port: one process in the foreground (daemon off, master_process
 // off) with its configuration, logs, pid and temporary paths in a
 // directory of its own, serving one page for every path through
-// `limit_req zone=... burst=N` with `limit_req_status 429` and, when
+// `limit_req zone=... burst=N [nodelay]` with `limit_req_status 429` and, when
 // lim.RetryAfter is set, `Retry-After` on every 429 (add_header ... always).
 // It is killed when the test ends; the test is skipped when nginx is
 // missing, unless EGRESSKIT_REQUIRE_PROGRAMS is set.
@@ -61,6 +66,9 @@ func RateLimitedNginx(t testing.TB, lim NginxLimit) *Nginx {
 	burst := ""
 	if lim.Burst > 0 {
 		burst = " burst=" + strconv.Itoa(lim.Burst)
+	}
+	if lim.NoDelay {
+		burst += " nodelay"
 	}
 	retryAfter := ""
 	if lim.RetryAfter > 0 {

@@ -56,6 +56,53 @@ func TestLookupMissing(t *testing.T) {
 	}
 }
 
+// TestRateLimitedNginxNoDelay checks limit_req's refusing form: at 1 r/s
+// with burst=1 nodelay, two requests back to back pass at once, the third
+// is refused.
+func TestRateLimitedNginxNoDelay(t *testing.T) {
+	n := testprog.RateLimitedNginx(t, testprog.NginxLimit{PerSecond: 1, Burst: 1, NoDelay: true, RetryAfter: 2})
+	for i, want := range []int{200, 200, 429} {
+		start := time.Now()
+		resp, err := http.Get(n.URL + "/p/" + strconv.Itoa(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("request %d: %d, want %d", i+1, resp.StatusCode, want)
+		}
+		if d := time.Since(start); d > 500*time.Millisecond {
+			t.Errorf("request %d took %v: nodelay must not queue it", i+1, d)
+		}
+	}
+}
+
+// TestRateLimitedHAProxy checks the HAProxy the convergence tests rely on:
+// 3 requests per 10 s pass, the 4th is a 429 with Retry-After: 2, and so
+// is a 5th at once.
+func TestRateLimitedHAProxy(t *testing.T) {
+	h := testprog.RateLimitedHAProxy(t, testprog.HAProxyLimit{Requests: 3, Period: 10, RetryAfter: 2})
+	get := func(i int) (int, string) {
+		t.Helper()
+		resp, err := http.Get(h.URL + "/p/" + strconv.Itoa(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, resp.Header.Get("Retry-After")
+	}
+	for i, want := range []int{200, 200, 200, 429} {
+		if status, ra := get(i); status != want || (status == 429) != (ra == "2") {
+			t.Errorf("request %d: %d with Retry-After %q, want %d (Retry-After 2 on a 429) (haproxy %s)", i+1, status, ra, want, h.Version)
+		}
+	}
+	if status, _ := get(4); status != 429 {
+		t.Errorf("request 5 at once: %d, want 429", status)
+	}
+}
+
 // TestRateLimitedNginx checks the rate-limited nginx the convergence tests
 // rely on: at 1 r/s without burst, the first of three requests sent back
 // to back is a 200 without Retry-After, the other two are 429s with

@@ -83,8 +83,8 @@ end
 -- writes only the fields that changed.
 local NAMES = {'bs', 'bg', 'bq', 'bx', 'bk', 'bf', 'bo', 'bu', 'bp',
   'lr', 'lc', 'lx', 'lp', 'lt', 'lf', 'la', 'lk', 'lw', 'lu', 'n0', 'n1', 'n2', 'n3', 'n4', 'n5',
-  'le', 'lg', 'lb', 'lo', 'lq', 'lm', 'lh'}
-local KINDS = 'iiiiiiiiirrzitiiiiiiiiiiiizzidii'
+  'le', 'lg', 'lb', 'lo', 'lq', 'lm', 'll', 'lpa', 'lbo', 'lpn', 'lps', 'lrs', 'lrn'}
+local KINDS = 'iiiiiiiiirrzitiiiiiiiiiiiizzidizididii'
 local f = {}
 do
   local raw = redis.pcall('HMGET', S, unpack(NAMES))
@@ -156,14 +156,19 @@ end
 -- paused-until p, tokens t (valid when tf is 1, else the bucket is full)
 -- as of time a (the latest time given to the bucket), epoch e (pauses
 -- started or grown), the recovery from base bs toward target g (0: none)
--- k OKs in with a plateau of h OKs (0: not yet set), the last OK's time o
--- and the average gap q between OKs over m gaps, outcome counts n since w, last use u. The fields of the
--- recovery and the spacing start at 0 when a hash written before them
--- lacks them.
+-- k OKs in, the probe begun pn OKs in (0: not probing) and allowed from
+-- time pa, the learnt ceiling ll (0: none), the probe's backoff bo, the
+-- latest pause ps, the run of rn OKs since the latest pause ended begun at
+-- rs, the last OK's time o and the average gap q between
+-- OKs over m gaps, outcome counts n since w, last use u. The fields of
+-- the recovery, the ceiling and the spacing start at 0 when a hash
+-- written before them lacks them.
 local l = nil
 if f.lu ~= nil then
   l = {r = f.lr, c = f.lc, x = f.lx, p = f.lp, t = f.lt, tf = f.lf, a = f.la, k = f.lk, w = f.lw, u = f.lu,
-       e = f.le or 0, g = f.lg or 0, bs = f.lb or 0, o = f.lo or 0, q = f.lq or 0, m = f.lm or 0, h = f.lh or 0,
+       e = f.le or 0, g = f.lg or 0, bs = f.lb or 0, o = f.lo or 0, q = f.lq or 0, m = f.lm or 0,
+       ll = f.ll or 0, pa = f.lpa or 0, bo = f.lbo or 0, pn = f.lpn or 0, ps = f.lps or 0,
+       rs = f.lrs or 0, rn = f.lrn or 0,
        n = {f.n0, f.n1, f.n2, f.n3, f.n4, f.n5}}
   need(l, {'r', 'c', 'x', 'p', 't', 'tf', 'a', 'k', 'w', 'u'})
   need(l.n, {1, 2, 3, 4, 5, 6})
@@ -173,15 +178,32 @@ if f.lu ~= nil then
   end
 end
 
+-- newLimiter is a host never contacted: one token, not a burst (the
+-- bucket fills to Burst while the host is idle).
 local function newLimiter()
-  return {r = CONF, c = CONF, x = 0, p = 0, t = 0, tf = 0, a = now, k = 0, w = now, u = now,
-    e = 0, g = 0, bs = 0, o = 0, q = 0, m = 0, h = 0, n = {0, 0, 0, 0, 0, 0}}
+  return {r = CONF, c = CONF, x = 0, p = 0, t = 1, tf = 1, a = now, k = 0, w = now, u = now,
+    e = 0, g = 0, bs = 0, o = 0, q = 0, m = 0, ll = 0, pa = 0, bo = 0, pn = 0, ps = 0, rs = 0, rn = 0,
+    n = {0, 0, 0, 0, 0, 0}}
 end
 
 -- top is the rate the host may recover to.
 local function top()
   if l.x > 0 then return math.min(l.c, l.x) end
   return l.c
+end
+
+-- MARGIN is kept below the limit a refusal showed; MAXOVER is the
+-- largest cut an overshoot estimate may ask for; a refusal within
+-- NEARBELOW below the learnt ceiling cuts by NEARCUT; the probe's backoff
+-- starts at FIRSTBACKOFF and doubles up to MAXBACKOFF.
+local MARGIN, MAXOVER, NEARBELOW, NEARCUT = 0.03, 0.5, 0.15, 0.1
+local FIRSTBACKOFF, MAXBACKOFF = 120000000, 480000000
+
+-- settled is the highest rate short of a probe: top, and below the
+-- learnt ceiling by MARGIN.
+local function settled()
+  if l.ll > 0 then return math.min(top(), l.ll * (1 - MARGIN)) end
+  return top()
 end
 
 -- clock returns t, or the latest time given to the bucket if later.
@@ -236,17 +258,18 @@ local function accepted()
   return 60000000 / l.q
 end
 
--- cubic is the recovery's rate n OKs after a throttle cut the rate to
--- base, aiming at target: a concave climb over k OKs, a plateau over p
--- more, then a convex probe, step faster k OKs later.
-local function cubic(base, target, step, n, k, p)
-  if n < k then
-    local x = 1 - n / k
-    return target - (target - base) * (x * x * x)
-  elseif n < k + p then
-    return target
-  end
-  local x = (n - k - p) / k
+-- climb is the recovery's rate n OKs after a throttle or quota set the
+-- rate to base, aiming at target: a concave climb over k OKs, then target.
+local function climb(base, target, n, k)
+  if n >= k then return target end
+  local x = 1 - n / k
+  return target - (target - base) * (x * x * x)
+end
+
+-- probe is the rate n OKs into a probe above target: step faster after k
+-- OKs, growing with the cube of their number.
+local function probe(target, step, n, k)
+  local x = n / k
   return target + step * (x * x * x)
 end
 
@@ -271,7 +294,9 @@ local function save()
     put('lr', l.r); put('lc', l.c); put('lx', l.x); put('lp', l.p); put('lt', l.t)
     put('lf', l.tf); put('la', l.a); put('lk', l.k); put('lw', l.w); put('lu', l.u)
     put('n0', l.n[1]); put('n1', l.n[2]); put('n2', l.n[3]); put('n3', l.n[4]); put('n4', l.n[5]); put('n5', l.n[6])
-    put('le', l.e); put('lg', l.g); put('lb', l.bs); put('lo', l.o); put('lq', l.q); put('lm', l.m); put('lh', l.h)
+    put('le', l.e); put('lg', l.g); put('lb', l.bs); put('lo', l.o); put('lq', l.q); put('lm', l.m)
+    put('ll', l.ll); put('lpa', l.pa); put('lbo', l.bo); put('lpn', l.pn); put('lps', l.ps)
+    put('lrs', l.rs); put('lrn', l.rn)
   end
   if b == nil and l == nil then return end
   if n > 0 then redis.call('HSET', S, unpack(a)) end

@@ -6,9 +6,10 @@
 -- FailureThreshold, or at once when half-open; anything else, a throttle
 -- above the floor and a refusal included, is neutral and frees a probe
 -- slot); Refused halts the host, and is the halt's evidence rather than a
--- breaker failure, so that a resumed host is sendable at once; the limiter adapts (Throttled cuts the rate,
--- pauses and drains; OKs recover, CUBIC-like, toward the last accepted
--- rate).
+-- breaker failure, so that a resumed host is sendable at once; the
+-- limiter adapts (Throttled learns the ceiling, settles below it, pauses
+-- and drains; OKs probe above it once the backoff has passed), as package
+-- ratelimit does.
 --
 -- ARGV[15] the outcome (classify.Outcome)
 -- ARGV[16] Retry-After
@@ -78,54 +79,83 @@ if OUTCOME == OK then
     l.m = math.min(l.m + 1, MAXOKS)
   end
   l.o = now
+  l.k = math.min(l.k + 1, MAXOKS)
+  if now >= l.p then
+    if l.rs < l.p or l.rs == 0 then l.rs, l.rn = now, 0 end
+    l.rn = math.min(l.rn + 1, MAXOKS)
+  end
   if QUOTA > 0 and QUOTA < l.r then
     -- The host says how fast it will go on accepting: slow to that at
-    -- once, and recover from there.
+    -- once, and stay there until the probe's backoff has passed.
     local q = math.max(QUOTA, 1 / 1440)
-    l.g, l.bs, l.k = q, q, 0
+    l.g, l.bs, l.k, l.pn = q, q, 0, 0
+    l.pa = math.max(l.pa, now + FIRSTBACKOFF)
     setRate(q)
   elseif l.g > 0 then
-    -- Climbing, and the host answered clearly faster than the rate now
-    -- sent at: jump to that rate, up to the target.
-    if l.k < RAFTER and l.m > 0 then
-      local a = accepted()
-      if a > 1.1 * l.r and a <= 2 * l.g then l.bs = math.max(l.bs, math.min(a, l.g)) end
+    local w = climb(l.bs, l.g, l.k, RAFTER)
+    if (l.k >= RAFTER or l.bs >= l.g) and now >= l.pa then
+      -- The backoff has passed: probe above the target, slowly at first.
+      if l.pn == 0 then l.pn = l.k end
+      local step = RSTEP
+      if step == 0 then step = l.g / 10 end
+      w = math.max(w, probe(l.g, step, l.k - l.pn, RAFTER))
+    else
+      w = math.min(w, settled())
     end
-    l.k = math.min(l.k + 1, MAXOKS)
-    local step = RSTEP
-    if step == 0 then step = l.g / 10 end
-    local h = l.h
-    if h == 0 then h = 2 * RAFTER end -- no throttle yet
-    local w = math.min(cubic(l.bs, l.g, step, l.k, RAFTER, h), top())
+    w = math.min(w, top())
     if w ~= l.r then setRate(w) end
   end
 elseif OUTCOME == THROTTLED then
   local fl = math.min(FLOOR, l.c)
+  local pause = math.max(RETRYAFTER, 0)
   if now >= l.p then
-    if l.o < l.p then l.o = 0 end -- no OK since the last pause ended
-    -- A new episode cuts the rate: halved, or to the rate the host was
-    -- seen to accept when that is at most 0.9 of it; the recovery aims at
-    -- the accepted rate. The plateau doubles when a probe brought the
-    -- throttle.
-    if l.h == 0 then
-      l.h = 2 * RAFTER
-    elseif l.g > 0 and l.k >= RAFTER + l.h then
-      l.h = math.min(2 * l.h, MAXOKS / 4)
+    if l.e > 0 and l.o < l.p then
+      -- No OK since the last pause ended: the host is still shut (a
+      -- limiter counting over a window, refused requests too). Wait four
+      -- times as long as last time, and settle at a quarter of the rate.
+      l.o = 0
+      pause = math.max(pause, 4 * l.ps)
+      l.g = math.min(math.max(l.g / 4, fl), top())
+      l.bs = math.min(l.bs, l.g)
+      setRate(l.bs)
+    else
+      -- The host's limit is below r: the learnt ceiling drops to r (moves
+      -- to r when a probe brought the throttle, whose backoff doubles),
+      -- and the rate settles MARGIN below the limit the run of OKs since
+      -- the latest pause ended shows; few OKs: it halves; refused again just below the learnt ceiling: a
+      -- fixed cut. A refused probe goes back to where it started.
+      local r = l.r
+      local near = l.pn == 0 and r <= l.ll and r >= l.ll * (1 - NEARBELOW)
+      if l.pn > 0 then
+        l.bo = math.min(2 * l.bo, MAXBACKOFF)
+        l.ll = r
+      elseif l.ll == 0 then
+        l.ll = r
+      else
+        l.ll = math.min(l.ll, r)
+      end
+      if l.bo == 0 then l.bo = FIRSTBACKOFF end
+      local target = r / 2
+      local d = now - l.rs
+      if near then
+        target = r * (1 - NEARCUT) * (1 - MARGIN)
+      elseif l.rn >= 3 and l.rs > l.p and d > 0 then
+        -- A limiter with a burst of one request that let rn through
+        -- since rs, and refuses now, allows fewer than rn-1 in that time.
+        local est = (l.rn - 1) * 60000000 / d
+        target = math.min(math.max(est, r * (1 - MAXOVER)), r) * (1 - MARGIN)
+      end
+      if l.pn > 0 then target = math.min(r, l.g) end
+      target = math.min(math.max(target, fl), top())
+      l.g, l.bs, l.k, l.pn = target, target, 0, 0
+      l.pa = now + l.bo
+      l.m = 0 -- from now on, the rate accepted since this throttle
+      setRate(target)
     end
-    local r = l.r
-    local target, nxt = r, r / 2
-    local a = accepted()
-    if a > 0 and a < r then
-      target = a
-      if a <= 0.9 * r then nxt = a end
-    end
-    nxt = math.min(math.max(nxt, fl), top())
-    l.g, l.bs, l.k = math.min(math.max(target, nxt), top()), nxt, 0
-    l.m = 0 -- from now on, the rate accepted since this throttle
-    setRate(nxt)
+    if pause <= 0 then pause = math.min(60000000 / l.r, MAXPAUSE) end
+    l.ps = math.floor(math.min(pause, MAXPAUSE))
   end
   local iv = math.min(60000000 / l.r, MAXPAUSE)
-  local pause = RETRYAFTER
   if pause <= 0 then pause = iv end
   local untilT = now + math.floor(math.min(pause, MAXPAUSE))
   if untilT > l.p then

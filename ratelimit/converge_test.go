@@ -1,0 +1,201 @@
+package ratelimit_test
+
+import (
+	"container/heap"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/egresskit/egresskit/classify"
+	"github.com/egresskit/egresskit/ratelimit"
+)
+
+// A limiter model answers one request at t: true for 200, false for 429.
+// The models imitate the real limiters that the root package's
+// TestConvergesOn* tests run (nginx's limit_req, HAProxy's stick table);
+// these simulations only explore the algorithm on a fake clock, quickly.
+type limiter interface{ allow(t time.Duration) bool }
+
+// leaky is nginx's limit_req (ngx_http_limit_req_module's arithmetic):
+// an excess, drained at rate a second and raised by one by every request
+// (the first one from a new client leaves it at zero); a request that
+// would raise it above burst is refused and changes nothing.
+type leaky struct {
+	rate, burst float64
+	excess      float64
+	last        time.Duration
+	seen        bool
+}
+
+func (l *leaky) allow(t time.Duration) bool {
+	e := 0.0
+	if l.seen {
+		e = max(l.excess-l.rate*(t-l.last).Seconds()+1, 0)
+	}
+	if e > l.burst+1e-9 {
+		return false
+	}
+	l.excess, l.last, l.seen = e, t, true
+	return true
+}
+
+// window is HAProxy's http_req_rate over a period: the current period's
+// count plus the previous one's weighted by what is left of the period,
+// every request counted, refused ones too.
+type window struct {
+	period time.Duration
+	limit  int
+	start  time.Duration // of the current period
+	curr   float64
+	prev   float64
+}
+
+func (w *window) allow(t time.Duration) bool {
+	for t >= w.start+w.period {
+		if t >= w.start+2*w.period {
+			w.prev, w.curr = 0, 0
+			w.start = t - (t-w.start)%w.period
+			break
+		}
+		w.prev, w.curr = w.curr, 0
+		w.start += w.period
+	}
+	w.curr++
+	rate := w.curr + w.prev*float64(w.period-(t-w.start))/float64(w.period)
+	return rate <= float64(w.limit)
+}
+
+var simTrace = false
+
+type simEvent struct {
+	at     time.Duration
+	worker int
+	send   bool // else: reserve
+	res    ratelimit.Reservation
+}
+
+type simQueue []simEvent
+
+func (q simQueue) Len() int           { return len(q) }
+func (q simQueue) Less(i, j int) bool { return q[i].at < q[j].at }
+func (q simQueue) Swap(i, j int)      { q[i], q[j] = q[j], q[i] }
+func (q *simQueue) Push(x any)        { *q = append(*q, x.(simEvent)) }
+func (q *simQueue) Pop() any {
+	old := *q
+	e := old[len(old)-1]
+	*q = old[:len(old)-1]
+	return e
+}
+
+type simResult struct {
+	urls, attempts, refused int
+	elapsed                 time.Duration
+}
+
+func (r simResult) ratio(perSecond float64) float64 {
+	return float64(r.urls) / r.elapsed.Seconds() / perSecond
+}
+func (r simResult) share() float64 { return float64(r.refused) / float64(r.attempts) }
+
+// simulate crawls urls pages of one host with workers workers through s
+// (on clock c) against lim, answering after latency, every 429 with
+// retryAfter. A worker whose reservation's epoch is stale when its slot
+// comes reserves again, as the chain does.
+func simulate(s *ratelimit.Set, c *clock, lim limiter, urls, workers int, latency, retryAfter time.Duration, rng *rand.Rand) simResult {
+	start := c.Now()
+	q := &simQueue{}
+	next := 0
+	for w := range workers {
+		heap.Push(q, simEvent{worker: w})
+	}
+	var r simResult
+	pending := make([]bool, workers) // the worker holds a URL to retry
+	for q.Len() > 0 {
+		ev := heap.Pop(q).(simEvent)
+		now := start.Add(ev.at)
+		if now.After(c.Now()) {
+			c.t = now
+		}
+		if !ev.send {
+			if !pending[ev.worker] {
+				if next == urls {
+					continue
+				}
+				next++
+				pending[ev.worker] = true
+			}
+			res, err := s.Reserve(context.Background(), host)
+			if err != nil {
+				panic(err)
+			}
+			// A timer fires late by up to half a millisecond, a loaded
+			// machine's goroutine runs up to 20ms late now and then.
+			late := time.Duration(rng.Int64N(int64(500 * time.Microsecond)))
+			if rng.IntN(20) == 0 {
+				late += time.Duration(rng.Int64N(int64(20 * time.Millisecond)))
+			}
+			heap.Push(q, simEvent{at: ev.at + res.Wait + late, worker: ev.worker, send: true, res: res})
+			continue
+		}
+		if s.Status(host).Epoch != ev.res.Epoch {
+			s.Observe(host, classify.Result{Outcome: classify.Canceled})
+			heap.Push(q, simEvent{at: ev.at, worker: ev.worker})
+			continue
+		}
+		r.attempts++
+		ok := lim.allow(ev.at)
+		c.t = start.Add(ev.at + latency)
+		if ok {
+			s.Observe(host, classify.Result{Outcome: classify.OK})
+			pending[ev.worker] = false
+			r.urls++
+			r.elapsed = ev.at + latency
+		} else {
+			r.refused++
+			if simTrace {
+				fmt.Printf("429 at %v rate %.1f\n", ev.at, s.Status(host).PerMinute)
+			}
+			s.Observe(host, classify.Result{Outcome: classify.Throttled, Status: 429, RetryAfter: retryAfter})
+		}
+		heap.Push(q, simEvent{at: ev.at + latency, worker: ev.worker})
+	}
+	return r
+}
+
+// TestConvergesSimulated runs the crawl — 8 workers starting too
+// fast (600/min, bursts of 5), two minutes' worth of URLs at the allowed
+// rate — against models of the common limiters, on a fake clock: every
+// cell must stay at or below 2 % refused and reach 0.9× the allowed rate.
+func TestConvergesSimulated(t *testing.T) {
+	type cell struct {
+		name       string
+		lim        func() limiter
+		perSecond  float64
+		retryAfter time.Duration
+		// maxShare and minRatio are the bar: the 2 % and 0.9×,
+		// except where noted.
+		maxShare, minRatio float64
+	}
+	var cells []cell
+	for _, ps := range []float64{2, 10} {
+		cells = append(cells,
+			cell{fmt.Sprintf("nginx-nodelay-%v", ps), func() limiter { return &leaky{rate: ps, burst: 1} }, ps, 2 * time.Second, 0.02, 0.9},
+			cell{fmt.Sprintf("haproxy-window-%v", ps), func() limiter { return &window{period: 10 * time.Second, limit: int(10 * ps)} }, ps, 2 * time.Second, 0.02, 0.9},
+		)
+	}
+	for _, cl := range cells {
+		t.Run(cl.name, func(t *testing.T) {
+			c := newClock()
+			s := newSet(c, ratelimit.Config{PerMinute: 600, Burst: 5})
+			urls := int(120 * cl.perSecond)
+			r := simulate(s, c, cl.lim(), urls, 8, time.Millisecond, cl.retryAfter, rand.New(rand.NewPCG(1, 2)))
+			t.Logf("%d URLs in %v, %d attempts, %d refused (%.1f%%), %.2f× the allowed rate; final %+v",
+				r.urls, r.elapsed.Round(time.Millisecond), r.attempts, r.refused, 100*r.share(), r.ratio(cl.perSecond), s.Status(host))
+			if r.share() > cl.maxShare || r.ratio(cl.perSecond) < cl.minRatio {
+				t.Errorf("%.1f%% refused, %.2f× the allowed rate; want at most %.0f%%, at least %.2f×", 100*r.share(), r.ratio(cl.perSecond), 100*cl.maxShare, cl.minRatio)
+			}
+		})
+	}
+}
