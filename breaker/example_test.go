@@ -1,64 +1,45 @@
 package breaker_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
 	"github.com/egresskit/egresskit/breaker"
 	"github.com/egresskit/egresskit/classify"
+	"github.com/egresskit/egresskit/hoststate"
+	"github.com/egresskit/egresskit/ratelimit"
 )
 
+// A store whose breakers open after 3 consecutive host failures: the
+// fourth attempt is refused with ErrOpen, without being sent.
 func Example() {
-	s, err := breaker.New(breaker.Config{
-		FailureThreshold: 3,
-		OnStateChange: func(c breaker.StateChange) {
-			fmt.Printf("%s: %v -> %v\n", c.Host, c.From, c.To)
+	store, err := hoststate.NewMemory(hoststate.Config{
+		Breaker: breaker.Config{
+			FailureThreshold: 3,
+			OnStateChange: func(c breaker.StateChange) {
+				fmt.Printf("%s: %v -> %v\n", c.Host, c.From, c.To)
+			},
 		},
+		Limit: ratelimit.Config{PerMinute: 6e6, Burst: 10}, // pacing that never binds here
 	})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
+	ctx := context.Background()
 	for range 3 {
-		t, err := s.Allow("example.com")
+		adm, err := store.Admit(ctx, "example.com")
 		if err != nil {
-			panic(err)
+			fmt.Println(err)
+			return
 		}
-		// ... send the attempt, classify it ...
-		s.Done("example.com", t, classify.Result{Outcome: classify.Transient, Status: 503})
+		// ... wait adm.Wait, send the attempt: 503 ...
+		store.Record(ctx, "example.com", adm, classify.Result{Outcome: classify.Transient, Status: 503})
 	}
-	_, err = s.Allow("example.com")
+	_, err = store.Admit(ctx, "example.com")
 	fmt.Println(errors.Is(err, breaker.ErrOpen))
-	fmt.Printf("%+v\n", s.Counts())
 	// Output:
 	// example.com: closed -> open
 	// true
-	// {Closed:0 HalfOpen:0 Open:1 Halted:0}
-}
-
-func ExampleSet_Done_refused() {
-	s, err := breaker.New(breaker.Config{})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	t1, _ := s.Allow("example.com")
-	t2, _ := s.Allow("example.com")
-
-	// Both attempts are answered 403 naming the crawler: Refused.
-	refused := classify.Result{Outcome: classify.Refused, Status: 403}
-	fmt.Println("first halts:", s.Done("example.com", t1, refused).Halted)
-	fmt.Println("second halts:", s.Done("example.com", t2, refused).Halted)
-
-	_, err = s.Allow("example.com")
-	fmt.Println(errors.Is(err, breaker.ErrHalted))
-
-	s.Resume("example.com") // the operator's decision
-	_, err = s.Allow("example.com")
-	fmt.Println(err)
-	// Output:
-	// first halts: true
-	// second halts: false
-	// true
-	// <nil>
 }

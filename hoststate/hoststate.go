@@ -12,6 +12,7 @@ import (
 
 	"github.com/egresskit/egresskit/breaker"
 	"github.com/egresskit/egresskit/classify"
+	"github.com/egresskit/egresskit/internal/circuits"
 	"github.com/egresskit/egresskit/ratelimit"
 )
 
@@ -107,7 +108,7 @@ type Admission struct {
 	At time.Time
 
 	// ticket is the in-memory breaker's admission (Memory only).
-	ticket breaker.Ticket
+	ticket circuits.Ticket
 }
 
 // Effect reports what Record changed.

@@ -8,7 +8,9 @@ import (
 	"github.com/egresskit/egresskit/breaker"
 	"github.com/egresskit/egresskit/classify"
 	"github.com/egresskit/egresskit/hostkey"
+	"github.com/egresskit/egresskit/internal/circuits"
 	"github.com/egresskit/egresskit/internal/configerr"
+	"github.com/egresskit/egresskit/internal/pacing"
 	"github.com/egresskit/egresskit/ratelimit"
 )
 
@@ -30,14 +32,14 @@ func DefaultConfig() Config {
 	return Config{Breaker: breaker.DefaultConfig(), Limit: ratelimit.DefaultConfig()}
 }
 
-// Memory is the in-process Store: a breaker.Set, a ratelimit.Set and the
-// halt records (HaltLog, of up to 4,096 hosts). It is
+// Memory is the in-process Store: a circuit breaker (package breaker) and
+// a pacing budget (package ratelimit) per host, and the halt records (HaltLog, of up to 4,096 hosts). It is
 // safe for concurrent use and starts no goroutine; idle hosts are evicted
 // lazily as the sets are used, or at once with Evict. Its breakers read
 // time.Now (test with testing/synctest); a Limit.Now clock, if set, paces.
 type Memory struct {
-	breakers *breaker.Set
-	limits   *ratelimit.Set
+	breakers *circuits.Set
+	limits   *pacing.Set
 	// oneClock is set when pacing reads time.Now too (no Limit.Now):
 	// Admit and Record then read the clock once for both sets.
 	oneClock bool
@@ -50,11 +52,11 @@ var _ Store = (*Memory)(nil)
 // wrapping egresskit.ErrInvalidConfig that names the field cfg cannot
 // honour (Breaker.OpenTimeout, Limit.PerMinute, ...).
 func NewMemory(cfg Config) (*Memory, error) {
-	b, err := breaker.New(cfg.Breaker)
+	b, err := circuits.New(cfg.Breaker)
 	if err != nil {
 		return nil, configerr.In("Breaker", err)
 	}
-	l, err := ratelimit.New(cfg.Limit)
+	l, err := pacing.New(cfg.Limit)
 	if err != nil {
 		return nil, configerr.In("Limit", err)
 	}
@@ -75,7 +77,7 @@ func (m *Memory) Admit(ctx context.Context, host string) (Admission, error) {
 	if err != nil {
 		return Admission{}, err
 	}
-	var res ratelimit.Reservation
+	var res pacing.Reservation
 	if m.oneClock {
 		res, err = m.limits.ReserveAt(ctx, host, now)
 	} else {
@@ -128,7 +130,7 @@ func (m *Memory) Resume(_ context.Context, host string) error {
 	return nil
 }
 
-// SetCeiling caps host's rate; see ratelimit.Set.SetCeiling. It fails only
+// SetCeiling caps host's rate (see Store). It fails only
 // for a NaN rate (ratelimit.ErrInvalidRate).
 func (m *Memory) SetCeiling(_ context.Context, host string, perMinute float64) error {
 	return m.limits.SetCeiling(host, perMinute)
@@ -158,8 +160,9 @@ func (m *Memory) Status(_ context.Context, host string) (Status, error) {
 // halted, for a gauge.
 func (m *Memory) Counts() breaker.Counts { return m.breakers.Counts() }
 
-// Evict forgets idle hosts now (see breaker.Set.Evict and
-// ratelimit.Set.Evict) and returns how many host states it dropped.
+// Evict forgets the hosts idle for longer than their IdleTTL now, instead
+// of as their shards are next used, and returns how many host states it
+// dropped.
 func (m *Memory) Evict() int { return m.breakers.Evict() + m.limits.Evict() }
 
 // Len returns how many host states the store holds (breaker and pacing

@@ -1,4 +1,4 @@
-package ratelimit
+package pacing
 
 import "time"
 

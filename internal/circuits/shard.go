@@ -1,8 +1,9 @@
-package breaker
+package circuits
 
 import (
 	"time"
 
+	"github.com/egresskit/egresskit/breaker"
 	"github.com/egresskit/egresskit/internal/hostmap"
 	"github.com/sony/gobreaker/v2"
 )
@@ -13,8 +14,8 @@ type shard = hostmap.Shard[entry, shardState]
 
 // shardState is what a shard keeps beside its entries.
 type shardState struct {
-	gen     uint64        // last generation handed out in this shard
-	pending []StateChange // changes not yet delivered
+	gen     uint64                // last generation handed out in this shard
+	pending []breaker.StateChange // changes not yet delivered
 }
 
 // newHosts returns the Set's host map: an idle host is evicted unless it is
@@ -24,7 +25,7 @@ func newHosts(idleTTL time.Duration) *hostmap.Map[entry, shardState] {
 		IdleTTL: idleTTL,
 		Used:    func(e *entry) time.Time { return e.used },
 		Keep: func(e *entry, now time.Time) bool {
-			return !e.halted.IsZero() || e.state == Open && now.Before(e.openUntil)
+			return !e.halted.IsZero() || e.state == breaker.Open && now.Before(e.openUntil)
 		},
 	})
 }
@@ -44,7 +45,7 @@ func (s *Set) entry(sh *shard, host string, now time.Time) *entry {
 
 // take appends the pending changes of sh to dst and clears them. sh must be
 // locked.
-func take(sh *shard, dst []StateChange) []StateChange {
+func take(sh *shard, dst []breaker.StateChange) []breaker.StateChange {
 	p := &sh.Local.pending
 	if len(*p) == 0 {
 		return dst

@@ -1,4 +1,4 @@
-package ratelimit_test
+package pacing_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/egresskit/egresskit/classify"
+	"github.com/egresskit/egresskit/internal/pacing"
 	"github.com/egresskit/egresskit/ratelimit"
 )
 
@@ -15,7 +16,7 @@ import (
 // the current rate changes nothing: the rate stays where the throttle
 // settled it.
 func TestQuota(t *testing.T) {
-	okQuota := func(s *ratelimit.Set, q float64) {
+	okQuota := func(s *pacing.Set, q float64) {
 		s.Observe(host, classify.Result{Outcome: classify.OK, Quota: q})
 	}
 	for _, tt := range []struct {

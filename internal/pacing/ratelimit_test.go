@@ -1,4 +1,4 @@
-package ratelimit_test
+package pacing_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/egresskit/egresskit/classify"
+	"github.com/egresskit/egresskit/internal/pacing"
 	"github.com/egresskit/egresskit/ratelimit"
 	"go.uber.org/goleak"
 )
@@ -25,12 +26,12 @@ type clock struct{ t time.Time }
 func newClock() *clock                   { return &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)} }
 func (c *clock) Now() time.Time          { return c.t }
 func (c *clock) Advance(d time.Duration) { c.t = c.t.Add(d) }
-func newSet(c *clock, cfg ratelimit.Config) *ratelimit.Set {
+func newSet(c *clock, cfg ratelimit.Config) *pacing.Set {
 	cfg.Now = c.Now
 	return mustLimit(cfg)
 }
 
-func reserve(t *testing.T, s *ratelimit.Set, host string) time.Duration {
+func reserve(t *testing.T, s *pacing.Set, host string) time.Duration {
 	t.Helper()
 	r, err := s.Reserve(context.Background(), host)
 	if err != nil {
@@ -39,7 +40,7 @@ func reserve(t *testing.T, s *ratelimit.Set, host string) time.Duration {
 	return r.Wait
 }
 
-func observe(s *ratelimit.Set, host string, o classify.Outcome, retryAfter time.Duration) {
+func observe(s *pacing.Set, host string, o classify.Outcome, retryAfter time.Duration) {
 	s.Observe(host, classify.Result{Outcome: o, RetryAfter: retryAfter})
 }
 
@@ -126,7 +127,7 @@ func TestThrottleTable(t *testing.T) {
 }
 
 // okRun observes n OK outcomes, waiting out each Reserve.
-func okRun(t *testing.T, c *clock, s *ratelimit.Set, n int) {
+func okRun(t *testing.T, c *clock, s *pacing.Set, n int) {
 	t.Helper()
 	for range n {
 		c.Advance(reserve(t, s, host))

@@ -1,4 +1,4 @@
-package ratelimit
+package pacing
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/egresskit/egresskit/classify"
+	"github.com/egresskit/egresskit/ratelimit"
 )
 
 // Observe adapts host's pacing to the outcome of an attempt. It reports
@@ -17,7 +18,7 @@ func (s *Set) Observe(host string, r classify.Result) (floored bool) {
 }
 
 // ObserveAt is Observe with the time already read: now must come from the
-// Set's clock (Config.Now), as for ReserveAt.
+// Set's clock (ratelimit.Config.Now), as for ReserveAt.
 func (s *Set) ObserveAt(host string, r classify.Result, now time.Time) (floored bool) {
 	sh := s.hosts.Shard(host)
 	sh.Lock()
@@ -199,11 +200,11 @@ func (s *Set) cut(e *entry, now time.Time, floor float64) {
 // Crawl-delay): a faster current rate drops to it at once, and recovery
 // stops at it. A perMinute <= 0 or +Inf removes the cap; a rate below the
 // configured one then recovers toward it as after a throttle. Rates below
-// one a day count as one a day. It returns an error wrapping ErrInvalidRate
+// one a day count as one a day. It returns an error wrapping ratelimit.ErrInvalidRate
 // for NaN.
 func (s *Set) SetCeiling(host string, perMinute float64) error {
 	if math.IsNaN(perMinute) {
-		return fmt.Errorf("%w: ceiling is NaN", ErrInvalidRate)
+		return fmt.Errorf("%w: ceiling is NaN", ratelimit.ErrInvalidRate)
 	}
 	now := s.cfg.Now()
 	sh := s.hosts.Shard(host)

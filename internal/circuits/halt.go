@@ -1,9 +1,9 @@
-package breaker
+package circuits
 
 import "time"
 
 // Halt halts host by hand, as a Refused outcome given to Done does: Allow
-// refuses it with *HaltError until Resume. It reports whether this call
+// refuses it with *breaker.HaltError until Resume. It reports whether this call
 // halted the host (false when it was already halted). A halted host is
 // never evicted.
 func (s *Set) Halt(host string) bool {

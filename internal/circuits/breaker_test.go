@@ -1,4 +1,4 @@
-package breaker_test
+package circuits_test
 
 import (
 	"errors"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/egresskit/egresskit/breaker"
 	"github.com/egresskit/egresskit/classify"
+	"github.com/egresskit/egresskit/internal/circuits"
 	"go.uber.org/goleak"
 )
 
@@ -23,7 +24,7 @@ func result(o classify.Outcome) classify.Result { return classify.Result{Outcome
 
 // attempt admits one attempt to host and records o; it fails the test when
 // the attempt is refused.
-func attempt(t *testing.T, s *breaker.Set, host string, o classify.Outcome) breaker.Effect {
+func attempt(t *testing.T, s *circuits.Set, host string, o classify.Outcome) circuits.Effect {
 	t.Helper()
 	tk, err := s.Allow(host)
 	if err != nil {
@@ -91,7 +92,7 @@ func TestOpenRefuses(t *testing.T) {
 		s := mustBreaker(breaker.Config{})
 		for i := range 8 {
 			eff := attempt(t, s, host, classify.Transient)
-			want := breaker.Effect{From: breaker.Closed, To: breaker.Closed}
+			want := circuits.Effect{From: breaker.Closed, To: breaker.Closed}
 			if i == 7 {
 				want.To = breaker.Open
 			}
@@ -231,10 +232,10 @@ func TestStaleTicket(t *testing.T) {
 		old, _ := s.Allow(host) // in flight while the circuit opens
 		attempt(t, s, host, classify.Transient)
 		attempt(t, s, host, classify.Transient)
-		if eff := s.Done(host, old, result(classify.OK)); eff != (breaker.Effect{From: breaker.Open, To: breaker.Open}) {
+		if eff := s.Done(host, old, result(classify.OK)); eff != (circuits.Effect{From: breaker.Open, To: breaker.Open}) {
 			t.Errorf("Done(old ticket, OK) = %+v, want open→open (ignored)", eff)
 		}
-		if eff := s.Done(host, breaker.Ticket{}, result(classify.OK)); eff.To != breaker.Open {
+		if eff := s.Done(host, circuits.Ticket{}, result(classify.OK)); eff.To != breaker.Open {
 			t.Errorf("Done(zero ticket, OK) = %+v, want unchanged", eff)
 		}
 		time.Sleep(301 * time.Second)
@@ -252,13 +253,13 @@ func TestStaleTicket(t *testing.T) {
 
 func TestDoneUnknownHost(t *testing.T) {
 	s := mustBreaker(breaker.Config{})
-	if eff := s.Done("never.example", breaker.Ticket{Generation: 1}, result(classify.Transient)); eff != (breaker.Effect{}) {
+	if eff := s.Done("never.example", circuits.Ticket{Generation: 1}, result(classify.Transient)); eff != (circuits.Effect{}) {
 		t.Errorf("Done(unknown) = %+v, want closed→closed", eff)
 	}
 	if n := s.Len(); n != 0 {
 		t.Errorf("Len() = %d after Done on an unknown host, want 0", n)
 	}
-	if st := s.Status("never.example"); st != (breaker.Status{Host: "never.example"}) {
+	if st := s.Status("never.example"); st != (circuits.Status{Host: "never.example"}) {
 		t.Errorf("Status(unknown) = %+v, want closed", st)
 	}
 }
@@ -311,7 +312,7 @@ func TestRefusedHalts(t *testing.T) {
 		t1, _ := s.Allow(host)
 		t2, _ := s.Allow(host)
 		halted := time.Now()
-		want := breaker.Effect{From: breaker.Closed, To: breaker.Closed, Halted: true}
+		want := circuits.Effect{From: breaker.Closed, To: breaker.Closed, Halted: true}
 		if eff := s.Done(host, t1, result(classify.Refused)); eff != want {
 			t.Errorf("first Refused: Done = %+v, want %+v", eff, want)
 		}
@@ -327,7 +328,7 @@ func TestRefusedHalts(t *testing.T) {
 			t.Errorf("after two Refused: %d failures, %v; want 0, closed", st.ConsecutiveFailures, st.State)
 		}
 		// A Refused outcome halts even a host whose state was evicted.
-		if eff := s.Done("gone.example", breaker.Ticket{}, result(classify.Refused)); !eff.Halted {
+		if eff := s.Done("gone.example", circuits.Ticket{}, result(classify.Refused)); !eff.Halted {
 			t.Errorf("Refused on an unknown host: Done = %+v, want Halted", eff)
 		}
 		if _, err := s.Allow("gone.example"); !errors.Is(err, breaker.ErrHalted) {
@@ -339,7 +340,7 @@ func TestRefusedHalts(t *testing.T) {
 func TestOnStateChange(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var got []string
-		var s *breaker.Set
+		var s *circuits.Set
 		s = mustBreaker(breaker.Config{
 			FailureThreshold: 2,
 			OnStateChange: func(c breaker.StateChange) {

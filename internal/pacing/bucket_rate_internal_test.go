@@ -1,4 +1,4 @@
-package ratelimit
+package pacing
 
 import (
 	"math/rand/v2"

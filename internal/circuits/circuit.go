@@ -1,10 +1,11 @@
-package breaker
+package circuits
 
 import (
 	"errors"
 	"slices"
 	"time"
 
+	"github.com/egresskit/egresskit/breaker"
 	"github.com/egresskit/egresskit/classify"
 	"github.com/sony/gobreaker/v2"
 )
@@ -14,7 +15,7 @@ import (
 // interval), created with the host's entry and dropped with it, and what
 // the chain needs beside it. gobreaker keeps the state machine and the
 // counts; the circuit keeps a copy of the state and the open-until time
-// (for OpenError and eviction, both written by the state-change hook),
+// (for breaker.OpenError and eviction, both written by the state-change hook),
 // the generation of the Set's tickets, and the half-open probes in flight
 // with their admission times, for the probe lease.
 //
@@ -24,8 +25,8 @@ import (
 // calls back into cb.
 type circuit struct {
 	cb        *gobreaker.TwoStepCircuitBreaker[struct{}]
-	gen       uint64 // the generation: a shard-wide counter, never 0
-	state     State  // cb's state, as of its last change
+	gen       uint64        // the generation: a shard-wide counter, never 0
+	state     breaker.State // cb's state, as of its last change
 	openUntil time.Time
 	probes    *probes // the half-open probes in flight; nil when none
 }
@@ -65,7 +66,7 @@ func (s *Set) settings() gobreaker.Settings {
 }
 
 // allow admits one attempt to e's circuit or refuses it with an
-// *OpenError. A half-open circuit whose probe slots are all taken first
+// *breaker.OpenError. A half-open circuit whose probe slots are all taken first
 // frees the slots of probes admitted at least OpenTimeout ago (their
 // outcome is counted neutral, and ignored when it comes). sh must be
 // locked.
@@ -77,12 +78,12 @@ func (s *Set) allow(host string, e *entry, now time.Time) (Ticket, error) {
 	switch err {
 	case nil:
 	case gobreaker.ErrOpenState:
-		return Ticket{}, &OpenError{Host: host, Until: e.openUntil}
+		return Ticket{}, &breaker.OpenError{Host: host, Until: e.openUntil}
 	default: // ErrTooManyRequests
-		return Ticket{}, &OpenError{Host: host}
+		return Ticket{}, &breaker.OpenError{Host: host}
 	}
 	t := Ticket{Generation: e.gen, done: done}
-	if e.state == HalfOpen {
+	if e.state == breaker.HalfOpen {
 		if e.probes == nil {
 			e.probes = &probes{}
 		}
@@ -144,7 +145,7 @@ func (s *Set) done(e *entry, t Ticket, r classify.Result) {
 // lapse turns e's open circuit half-open once its open period has passed:
 // gobreaker notices it when asked for the state. sh must be locked.
 func (s *Set) lapse(e *entry) {
-	if e.state == Open {
+	if e.state == breaker.Open {
 		e.cb.State()
 	}
 }
@@ -161,12 +162,12 @@ func (s *Set) changed(host string, from, to gobreaker.State) {
 	}
 	now := time.Now()
 	sh.Local.gen++
-	e.gen, e.state, e.probes = sh.Local.gen, State(to), nil
+	e.gen, e.state, e.probes = sh.Local.gen, breaker.State(to), nil
 	e.openUntil = time.Time{}
-	if e.state == Open {
+	if e.state == breaker.Open {
 		e.openUntil = now.Add(s.cfg.OpenTimeout)
 	}
 	if s.cfg.OnStateChange != nil {
-		sh.Local.pending = append(sh.Local.pending, StateChange{Host: host, From: State(from), To: State(to), At: now})
+		sh.Local.pending = append(sh.Local.pending, breaker.StateChange{Host: host, From: breaker.State(from), To: breaker.State(to), At: now})
 	}
 }

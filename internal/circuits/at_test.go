@@ -1,4 +1,4 @@
-package breaker_test
+package circuits_test
 
 import (
 	"testing"

@@ -1,4 +1,4 @@
-package breaker_test
+package circuits_test
 
 import (
 	"errors"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/egresskit/egresskit/breaker"
 	"github.com/egresskit/egresskit/classify"
+	"github.com/egresskit/egresskit/internal/circuits"
 	"github.com/sony/gobreaker/v2"
 )
 
@@ -49,7 +50,7 @@ func TestSameAsGobreaker(t *testing.T) {
 			settings.OnStateChange = func(string, gobreaker.State, gobreaker.State) { period++ }
 			gb := gobreaker.NewTwoStepCircuitBreaker[struct{}](settings)
 			type admitted struct {
-				t        breaker.Ticket
+				t        circuits.Ticket
 				done     func(error)
 				probe    bool
 				period   int

@@ -1,4 +1,4 @@
-package ratelimit_test
+package pacing_test
 
 import (
 	"container/heap"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/egresskit/egresskit/classify"
+	"github.com/egresskit/egresskit/internal/pacing"
 	"github.com/egresskit/egresskit/ratelimit"
 )
 
@@ -73,7 +74,7 @@ type simEvent struct {
 	at     time.Duration
 	worker int
 	send   bool // else: reserve
-	res    ratelimit.Reservation
+	res    pacing.Reservation
 }
 
 type simQueue []simEvent
@@ -103,7 +104,7 @@ func (r simResult) share() float64 { return float64(r.refused) / float64(r.attem
 // (on clock c) against lim, answering after latency, every 429 with
 // retryAfter. A worker whose reservation's epoch is stale when its slot
 // comes reserves again, as the chain does.
-func simulate(s *ratelimit.Set, c *clock, lim limiter, urls, workers int, latency, retryAfter time.Duration, rng *rand.Rand) simResult {
+func simulate(s *pacing.Set, c *clock, lim limiter, urls, workers int, latency, retryAfter time.Duration, rng *rand.Rand) simResult {
 	start := c.Now()
 	q := &simQueue{}
 	next := 0

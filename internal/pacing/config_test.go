@@ -1,4 +1,4 @@
-package ratelimit_test
+package pacing_test
 
 import (
 	"errors"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/egresskit/egresskit"
+	"github.com/egresskit/egresskit/internal/pacing"
 	"github.com/egresskit/egresskit/ratelimit"
 )
 
@@ -32,13 +33,13 @@ func TestNewRefusesInvalidConfig(t *testing.T) {
 		{`Overrides["a.example"]`, ratelimit.Config{Overrides: map[string]float64{"a.example": 0}}},
 		{`Overrides["b.example"]`, ratelimit.Config{Overrides: map[string]float64{"a.example": 5, "b.example": math.NaN()}}},
 	} {
-		s, err := ratelimit.New(tc.cfg)
+		s, err := pacing.New(tc.cfg)
 		if !errors.Is(err, egresskit.ErrInvalidConfig) || !strings.Contains(err.Error(), " "+tc.field+" ") || s != nil {
 			t.Errorf("New(%+v) = %v, %v; want ErrInvalidConfig naming %s", tc.cfg, s, err, tc.field)
 		}
 	}
 	for _, cfg := range []ratelimit.Config{{}, {PerMinute: 1e-9, Burst: 1, IdleTTL: -1, Overrides: map[string]float64{"a.example": 30}}} {
-		if _, err := ratelimit.New(cfg); err != nil {
+		if _, err := pacing.New(cfg); err != nil {
 			t.Errorf("New(%+v) = %v, want nil", cfg, err)
 		}
 	}

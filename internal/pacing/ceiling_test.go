@@ -1,4 +1,4 @@
-package ratelimit_test
+package pacing_test
 
 import (
 	"testing"

@@ -1,4 +1,4 @@
-package breaker_test
+package circuits_test
 
 import (
 	"errors"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/egresskit/egresskit"
 	"github.com/egresskit/egresskit/breaker"
+	"github.com/egresskit/egresskit/internal/circuits"
 )
 
 // TestNewRefusesInvalidConfig: a negative setting that cannot be off is
@@ -22,13 +23,13 @@ func TestNewRefusesInvalidConfig(t *testing.T) {
 		{"OpenTimeout", breaker.Config{OpenTimeout: -time.Second}},
 		{"HalfOpenProbes", breaker.Config{HalfOpenProbes: -2}},
 	} {
-		s, err := breaker.New(tc.cfg)
+		s, err := circuits.New(tc.cfg)
 		if !errors.Is(err, egresskit.ErrInvalidConfig) || !strings.Contains(err.Error(), " "+tc.field+" ") || s != nil {
 			t.Errorf("New(%+v) = %v, %v; want ErrInvalidConfig naming %s", tc.cfg, s, err, tc.field)
 		}
 	}
 	for _, cfg := range []breaker.Config{{}, {IdleTTL: -1}, {FailureThreshold: 1, OpenTimeout: time.Millisecond, HalfOpenProbes: 3}} {
-		if _, err := breaker.New(cfg); err != nil {
+		if _, err := circuits.New(cfg); err != nil {
 			t.Errorf("New(%+v) = %v, want nil", cfg, err)
 		}
 	}
