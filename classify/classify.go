@@ -77,7 +77,7 @@ import (
 //     a 403 or 503 whose rate-limit fields say the quota is spent:
 //     Throttled; a 403 whose body head says "secondary rate limit"
 //     (GitHub's, which carries no header): Throttled, waiting
-//     SecondaryRateLimitWait unless a field states a wait;
+//     secondaryRateLimitWait unless a field states a wait;
 //   - 408, 425, 500, 502, 503, 504 and other 5xx: Transient;
 //   - other 4xx: Permanent; any other status: Transient.
 //
@@ -274,7 +274,7 @@ func (c *Classifier) decide(ctx context.Context, resp *http.Response, head []byt
 		r.Outcome, r.Reason = Throttled, "secondary rate limit"
 		d, src := parseWait(resp.Header, c.now, true)
 		if src == waitNone {
-			d = SecondaryRateLimitWait
+			d = secondaryRateLimitWait
 		}
 		r.RetryAfter = d
 	default:

@@ -52,7 +52,7 @@ type Result struct {
 	RetryAfter time.Duration
 	// Quota is the rate, in requests a minute, that a successful
 	// response's rate-limit fields leave until their reset (remaining ÷
-	// seconds to reset; see ParseQuota); 0 when they state none. Pacing
+	// seconds to reset; see parseQuota); 0 when they state none. Pacing
 	// slows to it at once when it is below the current rate.
 	Quota float64
 	// Markers names the challenge markers that matched, e.g.

@@ -5,14 +5,14 @@ import (
 	"time"
 )
 
-// MaxRetryAfter is the longest wait ParseRetryAfter reports. A longer one
+// maxRetryAfter is the longest wait ParseRetryAfter reports. A longer one
 // (Retry-After: 99999999999, a date centuries ahead) is reported as
-// MaxRetryAfter, never ignored: a server that asks for a longer wait must
+// maxRetryAfter, never ignored: a server that asks for a longer wait must
 // never be contacted sooner than one that asks for a shorter one. The layers
 // above cap what they honour: retry hands the response back instead of
 // waiting past its MaxDelay, and ratelimit pauses the host for at most its
 // MaxPause.
-const MaxRetryAfter = 365 * 24 * time.Hour
+const maxRetryAfter = 365 * 24 * time.Hour
 
 // epochThreshold tells a Unix time from a delay in the reset fields:
 // values above it (2001-09-09) are absolute epoch seconds.
@@ -44,7 +44,7 @@ const (
 // three forms http.ParseTime accepts (IMF-fixdate, RFC 850, asctime). A
 // date in the past means 0. Delay-seconds may carry a fraction ("2.0", as
 // some APIs send), rounded up to the next whole second. A wait longer than
-// MaxRetryAfter, however long, is reported as MaxRetryAfter. Only values
+// maxRetryAfter, however long, is reported as maxRetryAfter. Only values
 // that do not parse (negative, signed, garbage, an empty fraction) are
 // ignored.
 //
@@ -139,7 +139,7 @@ func parseReset(v string, now func() time.Time) (time.Duration, bool) {
 	}
 	switch {
 	case n > maxNumber:
-		return MaxRetryAfter, true
+		return maxRetryAfter, true
 	case n > epochMillisThreshold:
 		return until(time.UnixMilli(int64(n)), now())
 	case n > epochThreshold:
@@ -335,27 +335,27 @@ func leadingUint(s string) (int, bool) {
 }
 
 // seconds converts a delay in seconds to a Duration, at most
-// MaxRetryAfter; it rejects only negative values.
+// maxRetryAfter; it rejects only negative values.
 func seconds(n int) (time.Duration, bool) {
 	if n < 0 {
 		return 0, false
 	}
-	if n > int(MaxRetryAfter/time.Second) {
-		return MaxRetryAfter, true
+	if n > int(maxRetryAfter/time.Second) {
+		return maxRetryAfter, true
 	}
 	return time.Duration(n) * time.Second, true
 }
 
-// until returns t - now, 0 for a past t, at most MaxRetryAfter.
+// until returns t - now, 0 for a past t, at most maxRetryAfter.
 func until(t, now time.Time) (time.Duration, bool) {
 	d := t.Sub(now)
 	if d <= 0 {
 		return 0, true
 	}
-	return min(d, MaxRetryAfter), true
+	return min(d, maxRetryAfter), true
 }
 
-// ParseQuota returns the rate, in requests a minute, that a response's
+// parseQuota returns the rate, in requests a minute, that a response's
 // rate-limit fields leave until their reset: remaining requests divided by
 // the time to the reset (at least a second), from the IETF RateLimit field
 // (the tightest of its policies), RateLimit-Remaining with RateLimit-Reset,
@@ -363,13 +363,7 @@ func until(t, now time.Time) (time.Duration, bool) {
 // with X-Rate-Limit-Reset, whichever comes first (resets are delays or Unix
 // times, as for ParseRetryAfter). It returns 0 when no field states both a
 // remaining count above 0 and a reset: a spent quota is a wait, which
-// ParseRetryAfter reports.
-func ParseQuota(h http.Header, now time.Time) float64 {
-	return parseQuota(h, func() time.Time { return now })
-}
-
-// parseQuota implements ParseQuota; now is called only for Unix-time
-// resets.
+// ParseRetryAfter reports. now is called only for Unix-time resets.
 func parseQuota(h http.Header, now func() time.Time) float64 {
 	if vs := h[hRateLimit]; len(vs) > 0 {
 		if q := rateLimitQuota(vs); q > 0 {
@@ -420,12 +414,12 @@ func rateLimitQuota(vs []string) float64 {
 // secondaryRateLimit is the phrase of GitHub's secondary rate limit: a 403
 // whose JSON body says "You have exceeded a secondary rate limit", with no
 // rate-limit header. The classifier reads such a 403 as Throttled, with a
-// wait of SecondaryRateLimitWait unless a header states one.
+// wait of secondaryRateLimitWait unless a header states one.
 const secondaryRateLimit = "secondary rate limit"
 
-// SecondaryRateLimitWait is the wait of a secondary rate limit that states
+// secondaryRateLimitWait is the wait of a secondary rate limit that states
 // none: GitHub asks clients to wait at least a minute.
-const SecondaryRateLimitWait = time.Minute
+const secondaryRateLimitWait = time.Minute
 
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 
