@@ -101,6 +101,7 @@ import (
 	"github.com/egresskit/egresskit/egress"
 	"github.com/egresskit/egresskit/hostkey"
 	"github.com/egresskit/egresskit/hoststate"
+	"github.com/egresskit/egresskit/internal/blocks"
 	"github.com/egresskit/egresskit/internal/configerr"
 	"github.com/egresskit/egresskit/internal/firstsend"
 	"github.com/egresskit/egresskit/retry"
@@ -282,7 +283,7 @@ type Transport struct {
 	ceilings  ceilingCache
 	holds     holds             // halts the store could not take
 	connFails connFails         // connections whose failure was counted
-	watch     *blockwatch.Watch // nil when Config.BlockWatch.Disabled
+	watch     *blocks.Watch     // nil when Config.BlockWatch.Disabled
 	send      http.RoundTripper // Egress or Base: what finally sends
 	base      http.RoundTripper // Base, or http.DefaultTransport
 	crawl     *rate.Limiter     // Config.CrawlRate; nil without a cap
@@ -308,7 +309,7 @@ func New(cfg Config) (*Transport, error) {
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	t.watch = blockwatch.New(cfg.BlockWatch)
+	t.watch = blocks.New(cfg.BlockWatch)
 	t.state = cfg.Store
 	if t.state == nil {
 		t.state, _ = hoststate.NewMemory(hoststate.Config{}) // the zero Config is valid

@@ -1,4 +1,4 @@
-package blockwatch_test
+package blocks_test
 
 import (
 	"net/url"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/egresskit/egresskit/blockwatch"
 	"github.com/egresskit/egresskit/classify"
+	"github.com/egresskit/egresskit/internal/blocks"
 )
 
 // BenchmarkObserve is the block detector's cost per answer of a host with a
@@ -17,7 +18,7 @@ func BenchmarkObserve(b *testing.B) {
 		every int // one answer in every is a 403
 	}{{"ok", 0}, {"403-in-10", 10}} {
 		b.Run(bc.name, func(b *testing.B) {
-			w := blockwatch.New(blockwatch.Config{})
+			w := blocks.New(blockwatch.Config{})
 			ok := classify.Result{Outcome: classify.OK, Status: 200}
 			refused := classify.Result{Outcome: classify.Permanent, Status: 403}
 			urls := [...]*url.URL{page(1), page(2), page(3), page(4)}

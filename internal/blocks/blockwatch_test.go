@@ -1,4 +1,4 @@
-package blockwatch_test
+package blocks_test
 
 import (
 	"fmt"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/egresskit/egresskit/blockwatch"
 	"github.com/egresskit/egresskit/classify"
+	"github.com/egresskit/egresskit/internal/blocks"
 )
 
 var t0 = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
@@ -97,7 +98,7 @@ func TestRules(t *testing.T) {
 		{"a success breaks the run", broken},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			w := blockwatch.New(blockwatch.Config{})
+			w := blocks.New(blockwatch.Config{})
 			for i, s := range tc.steps {
 				ev := w.Observe("example.com", page(s.url), res(s.status), t0.Add(time.Duration(i)*time.Second))
 				switch {
@@ -114,7 +115,7 @@ func TestRules(t *testing.T) {
 }
 
 func TestEvidence(t *testing.T) {
-	w := blockwatch.New(blockwatch.Config{})
+	w := blocks.New(blockwatch.Config{})
 	var ev *blockwatch.Evidence
 	for i := range 10 {
 		st := 403
@@ -142,7 +143,7 @@ func TestEvidence(t *testing.T) {
 }
 
 func TestIgnored(t *testing.T) {
-	w := blockwatch.New(blockwatch.Config{Run: 2})
+	w := blocks.New(blockwatch.Config{Run: 2})
 	for i, r := range []classify.Result{
 		{Outcome: classify.Canceled, Status: 403},
 		{Outcome: classify.Refused, Status: 403, Reason: "challenge marker"},
@@ -157,17 +158,17 @@ func TestIgnored(t *testing.T) {
 }
 
 func TestConfig(t *testing.T) {
-	if w := blockwatch.New(blockwatch.Config{Disabled: true}); w != nil {
+	if w := blocks.New(blockwatch.Config{Disabled: true}); w != nil {
 		t.Error("Disabled returned a Watch")
 	}
-	var nilWatch *blockwatch.Watch
+	var nilWatch *blocks.Watch
 	if ev := nilWatch.Observe("h", page(1), res(403), t0); ev != nil || nilWatch.Len() != 0 {
 		t.Error("nil Watch flagged")
 	}
 	nilWatch.Forget("h")
 
 	// Custom statuses and run length.
-	w := blockwatch.New(blockwatch.Config{Run: 3, Statuses: []int{451}})
+	w := blocks.New(blockwatch.Config{Run: 3, Statuses: []int{451}})
 	for i := range 3 {
 		if ev := w.Observe("h", page(i), res(403), t0); ev != nil {
 			t.Fatal("403 counted though only 451 is refusal-like")
@@ -184,7 +185,7 @@ func TestConfig(t *testing.T) {
 	// A negative or NaN Share means the default: a quarter of refusals
 	// among successes is no block.
 	for _, share := range []float64{-1, math.NaN()} {
-		w := blockwatch.New(blockwatch.Config{Share: share})
+		w := blocks.New(blockwatch.Config{Share: share})
 		for i := range 40 {
 			st := 200
 			if i%4 == 0 {
@@ -197,7 +198,7 @@ func TestConfig(t *testing.T) {
 	}
 
 	// Share above 1 switches the shift rule off.
-	w = blockwatch.New(blockwatch.Config{Share: 2})
+	w = blocks.New(blockwatch.Config{Share: 2})
 	for i := range 100 {
 		st := 403
 		if i%5 == 4 {
@@ -210,7 +211,7 @@ func TestConfig(t *testing.T) {
 }
 
 func TestBoundedAndForget(t *testing.T) {
-	w := blockwatch.New(blockwatch.Config{MaxHosts: 2})
+	w := blocks.New(blockwatch.Config{MaxHosts: 2})
 	for _, h := range []string{"a", "b", "c"} {
 		w.Observe(h, page(1), res(403), t0)
 	}
@@ -230,7 +231,7 @@ func TestBoundedAndForget(t *testing.T) {
 }
 
 func Example() {
-	w := blockwatch.New(blockwatch.Config{})
+	w := blocks.New(blockwatch.Config{})
 	for i := range 10 {
 		u := &url.URL{Path: fmt.Sprintf("/product/%d", i)}
 		if ev := w.Observe("shop.example", u, classify.Result{Outcome: classify.Permanent, Status: 403}, time.Now()); ev != nil {
@@ -243,7 +244,7 @@ func Example() {
 // Observe runs on every attempt: once a host's record exists, neither a
 // success nor a refusal that flags nothing allocates.
 func TestObserveAllocs(t *testing.T) {
-	w := blockwatch.New(blockwatch.Config{})
+	w := blocks.New(blockwatch.Config{})
 	u := &url.URL{Path: "/private", RawQuery: "a=1"}
 	for i := range 40 {
 		w.Observe("h", page(i%3), res(403), t0) // fill the window: the shift rule counts distinct URLs

@@ -1,17 +1,18 @@
-package blockwatch
+package blocks
 
 import (
 	"net/url"
 	"testing"
 	"time"
 
+	"github.com/egresskit/egresskit/blockwatch"
 	"github.com/egresskit/egresskit/classify"
 )
 
 // A host that refuses the same few URLs forever never makes a run of
-// distinct URLs; its record must still stay the size of Config.Run.
+// distinct URLs; its record must still stay the size of blockwatch.Config.Run.
 func TestRunRecordBounded(t *testing.T) {
-	w := New(Config{Run: 4, Window: 8, Share: 2})
+	w := New(blockwatch.Config{Run: 4, Window: 8, Share: 2})
 	refused := classify.Result{Outcome: classify.Permanent, Status: 403}
 	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	for i := range 10000 {
