@@ -6,15 +6,16 @@
 # order alternating), then prints every run and the medians and ratios.
 # The machine's load moves absolute figures; compare the ratios.
 #
-# Usage: ./run-redisload.sh [BASE]   (BASE: a commit, default the merge
-# base with main). Environment: ROUNDS (default 5), and the flags of
-# cmd/redisload in REDISLOAD_FLAGS.
+# Usage: ./run-redisload.sh [BASE]   (BASE: a commit, default fa4dde2, the
+# last one that recorded every attempt in a script of its own).
+# Environment: ROUNDS (default 5), and the flags of cmd/redisload in
+# REDISLOAD_FLAGS.
 set -euo pipefail
 
 cd "$(dirname "$0")"
 GO=${GO:-go}
 ROUNDS=${ROUNDS:-5}
-base=${1:-$(git merge-base HEAD main)}
+base=${1:-fa4dde2}
 work=$(mktemp -d)
 pid=
 cleanup() {
@@ -27,8 +28,10 @@ echo "== building $(git rev-parse --short HEAD) (new) and $(git rev-parse --shor
 mkdir -p "$work/old"
 git -C "$(git rev-parse --show-toplevel)" archive "$base" | tar -x -C "$work/old"
 mkdir -p "$work/old/bench/cmd"
-rm -rf "$work/old/bench/cmd/redisload"
+rm -rf "$work/old/bench/cmd/redisload" "$work/old/bench/internal/redisinfo"
 cp -r cmd/redisload "$work/old/bench/cmd/redisload"
+mkdir -p "$work/old/bench/internal"
+cp -r internal/redisinfo "$work/old/bench/internal/redisinfo"
 (cd "$work/old/bench" && $GO build -o "$work/redisload-old" ./cmd/redisload)
 $GO build -o "$work/redisload-new" ./cmd/redisload
 

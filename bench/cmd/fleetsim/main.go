@@ -40,6 +40,7 @@ import (
 	"time"
 
 	"github.com/egresskit/egresskit"
+	"github.com/egresskit/egresskit/bench/internal/redisinfo"
 	"github.com/egresskit/egresskit/hoststate"
 	"github.com/egresskit/egresskit/internal/redistest"
 	"github.com/egresskit/egresskit/redisstore"
@@ -118,7 +119,7 @@ func run(procs, gor, hosts int, dur, delay time.Duration) error {
 	}
 	before := make([]map[string]float64, len(admins))
 	for i, a := range admins {
-		if before[i], err = info(ctx, a); err != nil {
+		if before[i], err = redisinfo.Read(ctx, a); err != nil {
 			return err
 		}
 	}
@@ -191,7 +192,7 @@ func run(procs, gor, hosts int, dur, delay time.Duration) error {
 	ms := make([]master, len(admins))
 	var calls, cpu float64
 	for i, a := range admins {
-		after, err := info(ctx, a)
+		after, err := redisinfo.Read(ctx, a)
 		if err != nil {
 			return err
 		}
@@ -256,38 +257,6 @@ func redisVersion(ctx context.Context, c *redis.Client) string {
 		}
 	}
 	return "?"
-}
-
-// info reads INFO commandstats and INFO cpu into numbers:
-// "CMD.calls", "CMD.usec" and the cpu fields.
-func info(ctx context.Context, c *redis.Client) (map[string]float64, error) {
-	m := map[string]float64{}
-	for _, section := range []string{"commandstats", "cpu"} {
-		s, err := c.Info(ctx, section).Result()
-		if err != nil {
-			return nil, err
-		}
-		for line := range strings.SplitSeq(s, "\r\n") {
-			k, v, ok := strings.Cut(line, ":")
-			if !ok {
-				continue
-			}
-			if cmd, ok := strings.CutPrefix(k, "cmdstat_"); ok {
-				for f := range strings.SplitSeq(v, ",") {
-					fk, fv, _ := strings.Cut(f, "=")
-					if fk == "calls" || fk == "usec" {
-						x, _ := strconv.ParseFloat(fv, 64)
-						m[cmd+"."+fk] = x
-					}
-				}
-				continue
-			}
-			if x, err := strconv.ParseFloat(v, 64); err == nil {
-				m[k] = x
-			}
-		}
-	}
-	return m, nil
 }
 
 // timed is a hoststate.Store whose Admit is timed.

@@ -27,13 +27,12 @@ import (
 	"net/http/httptest"
 	"os"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/egresskit/egresskit"
+	"github.com/egresskit/egresskit/bench/internal/redisinfo"
 	"github.com/egresskit/egresskit/hoststate"
 	"github.com/egresskit/egresskit/ratelimit"
 	"github.com/egresskit/egresskit/redisstore"
@@ -142,7 +141,7 @@ func run(addr string, requests, workers, hosts, chains int) error {
 	}
 	lat.reset()
 
-	before, err := info(ctx, admin)
+	before, err := redisinfo.Read(ctx, admin)
 	if err != nil {
 		return err
 	}
@@ -171,7 +170,7 @@ func run(addr string, requests, workers, hosts, chains int) error {
 		return err
 	}
 	wall := time.Since(start)
-	after, err := info(ctx, admin)
+	after, err := redisinfo.Read(ctx, admin)
 	if err != nil {
 		return err
 	}
@@ -202,38 +201,6 @@ func flush(ctx context.Context, stores []*redisstore.Store) error {
 		}
 	}
 	return nil
-}
-
-// info reads INFO commandstats and INFO cpu into numbers:
-// "CMD.calls", "CMD.usec" and the cpu fields.
-func info(ctx context.Context, c *redis.Client) (map[string]float64, error) {
-	m := map[string]float64{}
-	for _, section := range []string{"commandstats", "cpu"} {
-		s, err := c.Info(ctx, section).Result()
-		if err != nil {
-			return nil, err
-		}
-		for line := range strings.SplitSeq(s, "\r\n") {
-			k, v, ok := strings.Cut(line, ":")
-			if !ok {
-				continue
-			}
-			if cmd, ok := strings.CutPrefix(k, "cmdstat_"); ok {
-				for f := range strings.SplitSeq(v, ",") {
-					fk, fv, _ := strings.Cut(f, "=")
-					if fk == "calls" || fk == "usec" {
-						x, _ := strconv.ParseFloat(fv, 64)
-						m[cmd+"."+fk] = x
-					}
-				}
-				continue
-			}
-			if x, err := strconv.ParseFloat(v, 64); err == nil {
-				m[k] = x
-			}
-		}
-	}
-	return m, nil
 }
 
 // latencies is a go-redis hook that records the duration of every
