@@ -90,13 +90,14 @@ func (t Thresholds) withDefaults() Thresholds {
 	return t
 }
 
-// Counts are numbers of results per outcome. Every result is counted once:
+// Outcomes are numbers of results per outcome (as ratelimit.Outcomes, with
+// Deadline). Every result is counted once:
 // a result cut short by the deadline under Deadline, not Canceled.
-type Counts struct {
+type Outcomes struct {
 	OK, Transient, Throttled, Refused, Permanent, Canceled, Deadline int
 }
 
-func (c *Counts) add(r TargetResult) {
+func (c *Outcomes) add(r TargetResult) {
 	switch {
 	case r.Deadline:
 		c.Deadline++
@@ -147,7 +148,7 @@ type Breakdown struct {
 	// Total is the number of results; Succeeded of them succeeded.
 	Total, Succeeded int
 	// Outcomes counts the results per outcome.
-	Outcomes Counts
+	Outcomes Outcomes
 	// RateLimited and Blocked are as in Diagnosis.
 	RateLimited, Blocked int
 	// MaxRetryAfter is the longest Retry-After seen.
@@ -173,7 +174,7 @@ type Diagnosis struct {
 	// Latency summarises the response latencies.
 	Latency Latency
 	// Outcomes counts results per outcome.
-	Outcomes Counts
+	Outcomes Outcomes
 
 	// RateLimited counts results with status 429 or outcome Throttled
 	// (a 503 with Retry-After is Throttled); rate_limited_count in JSON.

@@ -144,7 +144,7 @@ func TestDiagnoseEdges(t *testing.T) {
 			t.Errorf("got samples %d timeouts %d blocked %d connfail %d, want 0 10 0 0",
 				d.Latency.Samples, d.Timeouts, d.Blocked, d.ConnectionFailures)
 		}
-		if d.Outcomes != (probe.Counts{Transient: 10}) {
+		if d.Outcomes != (probe.Outcomes{Transient: 10}) {
 			t.Errorf("Outcomes = %+v, want 10 transient", d.Outcomes)
 		}
 		if d.Backoff.AttemptTimeout != 0 {
@@ -155,7 +155,7 @@ func TestDiagnoseEdges(t *testing.T) {
 		rs := concat(repeat(3, cutByDeadline(probe.StageTLS)), repeat(2, cutByDeadline(probe.StageQueued)))
 		d := probe.Diagnose(rs, probe.Thresholds{})
 		// The 3 cut in flight hung (timeouts); none is a block.
-		if d.Outcomes != (probe.Counts{Deadline: 5}) || d.NotStarted != 2 || d.Blocked != 0 || d.Timeouts != 3 || d.Measured != 5 {
+		if d.Outcomes != (probe.Outcomes{Deadline: 5}) || d.NotStarted != 2 || d.Blocked != 0 || d.Timeouts != 3 || d.Measured != 5 {
 			t.Errorf("got %+v notStarted %d blocked %d timeouts %d measured %d", d.Outcomes, d.NotStarted, d.Blocked, d.Timeouts, d.Measured)
 		}
 	})
@@ -197,7 +197,7 @@ func TestDiagnoseCounts(t *testing.T) {
 		{"MaxRetryAfter", d.MaxRetryAfter, 30 * time.Second},
 		{"Backoff.Initial", d.Backoff.Initial, 30 * time.Second},
 		{"Backoff.Max", d.Backoff.Max, time.Minute},
-		{"Outcomes", d.Outcomes, probe.Counts{OK: 10, Throttled: 4, Refused: 4, Permanent: 4, Transient: 13, Deadline: 7}},
+		{"Outcomes", d.Outcomes, probe.Outcomes{OK: 10, Throttled: 4, Refused: 4, Permanent: 4, Transient: 13, Deadline: 7}},
 		{"HaltHosts", d.Recommendation.HaltHosts, []string{"a.example"}},
 		{"HostPerMinute", d.Recommendation.HostPerMinute, map[string]float64{"a.example": 2}},
 	}

@@ -187,7 +187,7 @@ func checkFleet(tb testing.TB, f fleet, rep *probe.Report) {
 	}
 
 	d := rep.Diagnosis
-	wantCounts := probe.Counts{OK: 750, Throttled: 50, Refused: 50, Deadline: 150}
+	wantCounts := probe.Outcomes{OK: 750, Throttled: 50, Refused: 50, Deadline: 150}
 	if d.Outcomes != wantCounts {
 		tb.Errorf("Outcomes = %+v, want %+v", d.Outcomes, wantCounts)
 	}

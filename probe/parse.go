@@ -70,7 +70,7 @@ func lines(r io.Reader, fn func(line int, fields []string) error) error {
 //
 // Errors name the 1-based line: a *TargetError wrapping ErrTooLong,
 // ErrSyntax, ErrMalformedURL, ErrUnsupportedScheme, ErrMissingHost or
-// ErrBadPort; a *ProxyError for a malformed proxy URL in the EGRESS field;
+// ErrBadPort; a *InvalidProxyError for a malformed proxy URL in the EGRESS field;
 // ErrNoTargets when there is no target at all; ErrTooManyProbes past
 // MaxProbes lines.
 func ParseTargets(r io.Reader) ([]Target, error) {
@@ -90,7 +90,7 @@ func ParseTargets(r io.Reader) ([]Target, error) {
 			t.Egress = f[1]
 			if isProxyURL(t.Egress) {
 				if _, err := parseProxyURL(t.Egress); err != nil {
-					return &ProxyError{Line: n, Err: err}
+					return &InvalidProxyError{Line: n, Err: err}
 				}
 			}
 		}
@@ -131,7 +131,7 @@ func showURL(s string) string {
 // lines starting with '#' are skipped. An endpoint without an ID is named by its URL without
 // credentials. The URLs are validated as package egress validates them.
 //
-// Errors name the 1-based line: a *ProxyError wrapping ErrTooLong,
+// Errors name the 1-based line: a *InvalidProxyError wrapping ErrTooLong,
 // ErrSyntax (too many fields, a duplicate ID), ErrMalformedURL,
 // ErrUnsupportedScheme, ErrMissingHost or ErrBadPort; ErrNoProxies when
 // there is none.
@@ -147,7 +147,7 @@ func ParseProxies(r io.Reader) ([]egress.Endpoint, error) {
 				break
 			}
 			if k == "" {
-				return &ProxyError{Line: n, Err: fmt.Errorf("%w: label %q without a key", ErrSyntax, f[len(f)-1])}
+				return &InvalidProxyError{Line: n, Err: fmt.Errorf("%w: label %q without a key", ErrSyntax, f[len(f)-1])}
 			}
 			if labels == nil {
 				labels = map[string]string{}
@@ -161,11 +161,11 @@ func ParseProxies(r io.Reader) ([]egress.Endpoint, error) {
 		case 2:
 			id, raw = f[0], f[1]
 		default:
-			return &ProxyError{Line: n, Err: fmt.Errorf("%w: %d fields (want [ID] PROXY-URL [key=value ...])", ErrSyntax, len(f))}
+			return &InvalidProxyError{Line: n, Err: fmt.Errorf("%w: %d fields (want [ID] PROXY-URL [key=value ...])", ErrSyntax, len(f))}
 		}
 		e, err := newExit(id, raw)
 		if err != nil {
-			return &ProxyError{ID: id, Line: n, Err: err}
+			return &InvalidProxyError{ID: id, Line: n, Err: err}
 		}
 		if id == "" {
 			id = e.shown
@@ -174,7 +174,7 @@ func ParseProxies(r io.Reader) ([]egress.Endpoint, error) {
 			}
 		}
 		if seen[id] {
-			return &ProxyError{ID: id, Line: n, Err: fmt.Errorf("%w: duplicate ID", ErrSyntax)}
+			return &InvalidProxyError{ID: id, Line: n, Err: fmt.Errorf("%w: duplicate ID", ErrSyntax)}
 		}
 		if len(eps) == MaxProbes {
 			return fmt.Errorf("%w: more than %d proxies", ErrTooManyProbes, MaxProbes)
@@ -185,7 +185,7 @@ func ParseProxies(r io.Reader) ([]egress.Endpoint, error) {
 	})
 	var le *lineError
 	if errors.As(err, &le) {
-		return nil, &ProxyError{Line: le.line, Err: le.err}
+		return nil, &InvalidProxyError{Line: le.line, Err: le.err}
 	}
 	if err != nil {
 		return nil, err

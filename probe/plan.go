@@ -57,17 +57,17 @@ func newPlan(targets []Target, s settings) (*plan, error) {
 	}
 	for _, ep := range s.Proxies {
 		if ep.ID == "" {
-			return nil, &ProxyError{Err: fmt.Errorf("%w: empty endpoint ID", ErrSyntax)}
+			return nil, &InvalidProxyError{Err: fmt.Errorf("%w: empty endpoint ID", ErrSyntax)}
 		}
 		if byID[ep.ID] != nil {
-			return nil, &ProxyError{ID: ep.ID, Err: fmt.Errorf("%w: duplicate endpoint ID", ErrSyntax)}
+			return nil, &InvalidProxyError{ID: ep.ID, Err: fmt.Errorf("%w: duplicate endpoint ID", ErrSyntax)}
 		}
 		e, err := newExit(ep.ID, ep.Proxy)
 		if err != nil {
-			return nil, &ProxyError{ID: ep.ID, Err: err}
+			return nil, &InvalidProxyError{ID: ep.ID, Err: err}
 		}
 		if ep.ID == direct && e.proxy != nil {
-			return nil, &ProxyError{ID: ep.ID, Err: fmt.Errorf("%w: ID %q is reserved for no proxy", ErrSyntax, direct)}
+			return nil, &InvalidProxyError{ID: ep.ID, Err: fmt.Errorf("%w: ID %q is reserved for no proxy", ErrSyntax, direct)}
 		}
 		e.labels = ep.Labels
 		p.scrub.add(e.proxy)
@@ -97,7 +97,7 @@ func newPlan(targets []Target, s settings) (*plan, error) {
 		}
 		e, err := newExit("", eg)
 		if err != nil {
-			return nil, &ProxyError{Err: fmt.Errorf("target %d: %w", i, err)}
+			return nil, &InvalidProxyError{Err: fmt.Errorf("target %d: %w", i, err)}
 		}
 		// An ad-hoc proxy is named by its redacted URL, made unique.
 		e.id = e.shown

@@ -167,7 +167,7 @@ func nonNilMap(m map[string]float64) map[string]float64 {
 	return m
 }
 
-func (c Counts) wire() wireCounts {
+func (c Outcomes) wire() wireCounts {
 	return wireCounts(c)
 }
 

@@ -42,7 +42,7 @@ var ErrCanceled = errors.New("probe: run cancelled")
 // ended when it returns.
 //
 // Run returns an error before sending any request when the input is
-// invalid: ErrNoTargets, ErrTooManyProbes, a *TargetError, a *ProxyError,
+// invalid: ErrNoTargets, ErrTooManyProbes, a *TargetError, a *InvalidProxyError,
 // an error wrapping egresskit.ErrInvalidConfig that names the Options
 // field, or an *egress.ConfigError. When ctx
 // is cancelled (rather than reaching its deadline) Run returns the partial
@@ -192,7 +192,7 @@ func newRunner(ctx context.Context, s settings, p *plan, deadline time.Time) (*r
 		rt, ok := pool.Transport(e.id)
 		if !ok { // every exit is an endpoint of the pool
 			pool.Close()
-			return nil, &ProxyError{ID: e.id, Err: egress.ErrUnknownEndpoint}
+			return nil, &InvalidProxyError{ID: e.id, Err: egress.ErrUnknownEndpoint}
 		}
 		if s.transport != nil {
 			rt = s.transport

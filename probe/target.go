@@ -22,8 +22,8 @@ const (
 	MaxProbes = 100_000
 )
 
-// Input errors. They come wrapped in a *TargetError or *ProxyError that
-// says which input was at fault; match them with errors.Is.
+// Input errors. They come wrapped in a *TargetError or *InvalidProxyError
+// that says which input was at fault; match them with errors.Is.
 var (
 	// ErrNoTargets: the target list is empty.
 	ErrNoTargets = errors.New("probe: no targets")
@@ -97,9 +97,10 @@ func (e *TargetError) Error() string {
 // Unwrap returns Err.
 func (e *TargetError) Unwrap() error { return e.Err }
 
-// ProxyError reports an invalid proxy. It names the proxy by its endpoint
-// ID or line, never by its credentials.
-type ProxyError struct {
+// InvalidProxyError reports an invalid proxy in the input (a bad URL, a
+// duplicate ID), not a proxy that failed (egress.ProxyError). It names the
+// proxy by its endpoint ID or line, never by its credentials.
+type InvalidProxyError struct {
 	// ID is the endpoint ID, or "" when the proxy was given as a URL.
 	ID string
 	// Line is the 1-based line of the input for ParseProxies, else 0.
@@ -110,7 +111,7 @@ type ProxyError struct {
 }
 
 // Error describes the fault without the proxy's credentials.
-func (e *ProxyError) Error() string {
+func (e *InvalidProxyError) Error() string {
 	var b strings.Builder
 	b.WriteString("probe: proxy")
 	if e.Line > 0 {
@@ -125,7 +126,7 @@ func (e *ProxyError) Error() string {
 }
 
 // Unwrap returns Err.
-func (e *ProxyError) Unwrap() error { return e.Err }
+func (e *InvalidProxyError) Unwrap() error { return e.Err }
 
 // parseTargetURL validates an absolute http(s) URL and returns it with its
 // host key (package hostkey, by host: the key the chain keeps per-host

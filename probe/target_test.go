@@ -53,7 +53,7 @@ func TestParseTargets(t *testing.T) {
 				return
 			}
 			var te *probe.TargetError
-			var pe *probe.ProxyError
+			var pe *probe.InvalidProxyError
 			switch {
 			case errors.As(err, &te):
 				if te.Line != tt.wantLine {
@@ -61,7 +61,7 @@ func TestParseTargets(t *testing.T) {
 				}
 			case errors.As(err, &pe):
 				if pe.Line != tt.wantLine {
-					t.Errorf("ProxyError.Line = %d, want %d", pe.Line, tt.wantLine)
+					t.Errorf("InvalidProxyError.Line = %d, want %d", pe.Line, tt.wantLine)
 				}
 			default:
 				t.Errorf("error %v names no line", err)
@@ -104,7 +104,7 @@ func TestParseProxies(t *testing.T) {
 		{"", probe.ErrNoProxies, 0},
 	} {
 		_, err := probe.ParseProxies(strings.NewReader(bad.in))
-		var pe *probe.ProxyError
+		var pe *probe.InvalidProxyError
 		if !errors.Is(err, bad.want) {
 			t.Errorf("ParseProxies(%q) error = %v, want %v", bad.in, err, bad.want)
 		} else if bad.line > 0 && (!errors.As(err, &pe) || pe.Line != bad.line) {

@@ -156,8 +156,8 @@ func testMasterKilled(t *testing.T, cluster *redistest.Cluster) {
 				if _, err := seen.Admit(ctx, halted[killed]); !errors.Is(err, breaker.ErrHalted) {
 					t.Errorf("FailOpen, remembered halt of the killed master: Admit = %v, want ErrHalted", err)
 				}
-				if w := warn.last(); w.Kind != redisstore.Degraded || len(w.Servers) != 1 || w.Servers[0] != killed.Addr {
-					t.Errorf("FailOpen: last warning %+v, want Degraded naming %s", w, killed.Addr)
+				if w := warn.last(); w.Kind != redisstore.Outage || len(w.Servers) != 1 || w.Servers[0] != killed.Addr {
+					t.Errorf("FailOpen: last warning %+v, want Outage naming %s", w, killed.Addr)
 				}
 			}
 			// The other masters' hosts stay on Redis, also for the worker

@@ -108,7 +108,7 @@
 // attempts (not sent); FailOpen runs those hosts alone on local state
 // until their master answers again (the halts the Store remembers stay
 // refused; halts other workers make on those hosts meanwhile are not
-// seen), with a Degraded and then a Recovered Warning naming the master.
+// seen), with a Outage and then a Recovered Warning naming the master.
 // When the master comes back empty, the halts of its slots are written
 // back as after any restart.
 //

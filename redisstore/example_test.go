@@ -39,7 +39,7 @@ func ExampleNew() {
 	fmt.Println("admitted:", err == nil, "wait:", a.Wait)
 	// Output:
 	// warning: unchecked during config
-	// warning: degraded during admit
+	// warning: outage during admit
 	// admitted: true wait: 0s
 }
 

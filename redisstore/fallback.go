@@ -16,15 +16,15 @@ type WarningKind uint8
 
 // The warnings of a Store.
 const (
-	// Degraded: Redis is unreachable or slow; the Store now runs on local,
+	// Outage: Redis is unreachable or slow; the Store now runs on local,
 	// in-process state. Under both policies, with Op "halt": a Refused
 	// result could not be written to Redis; the Store keeps the halt of
 	// the host named in Hosts, enforces it, and writes it to Redis when
 	// it answers.
-	Degraded WarningKind = iota + 1
+	Outage WarningKind = iota + 1
 	// Recovered: Redis answers again; the halts known locally were written
 	// to it and the local state was dropped. Under both policies: halts
-	// kept after a failed record (Degraded, Op "halt") were written.
+	// kept after a failed record (Outage, Op "halt") were written.
 	Recovered
 	// Restored: Redis lost data, and the halts this Store remembers were
 	// written back; Hosts lists the ones Redis had lost. The loss is
@@ -43,11 +43,11 @@ const (
 	Unchecked
 )
 
-// String returns "degraded", "recovered", "restored" or "unchecked".
+// String returns "outage", "recovered", "restored" or "unchecked".
 func (k WarningKind) String() string {
 	switch k {
-	case Degraded:
-		return "degraded"
+	case Outage:
+		return "outage"
 	case Recovered:
 		return "recovered"
 	case Restored:
@@ -68,18 +68,18 @@ type Warning struct {
 	// Op is the operation that noticed ("admit", "record", "watch",
 	// "config", "info", ...).
 	Op string
-	// Err is the client's error (Degraded, Unchecked; Restored when the
+	// Err is the client's error (Outage, Unchecked; Restored when the
 	// write-back was cut short).
 	Err error
 	// Halts is the number of hosts the re-sync halted in Redis (Recovered,
 	// Restored); hosts Redis had halted already are not counted.
 	Halts int
 	// Hosts are those hosts (Restored), or the host whose halt is kept
-	// locally (Degraded with Op "halt").
+	// locally (Outage with Op "halt").
 	Hosts []string
 	// Servers are, for Restored, the addresses of the servers whose
 	// run_id changed or that evicted keys (empty when an admission
-	// noticed the loss); for Degraded and Recovered on a Redis Cluster,
+	// noticed the loss); for Outage and Recovered on a Redis Cluster,
 	// the master whose outage began or ended (empty: the whole client).
 	Servers []string
 	// Time is when the change happened, on the local clock.
@@ -176,7 +176,7 @@ func (s *Store) degrade(ctx context.Context, op string, err error, k keys) *host
 		s.mu.Unlock()
 	}
 	if !had {
-		w := Warning{Kind: Degraded, Op: op, Err: err, Time: now}
+		w := Warning{Kind: Outage, Op: op, Err: err, Time: now}
 		if node != "" {
 			w.Servers = []string{node}
 		}
@@ -261,7 +261,7 @@ func (s *Store) pushPending(ctx context.Context, node string) (int, error) {
 // before the next operation that reaches it (see exec), and remembered,
 // so that Admit refuses the host meanwhile and the halt is written back
 // should Redis lose it. It returns Halted unless a halt of host was known
-// or pending already (the host is escalated once), and sends a Degraded
+// or pending already (the host is escalated once), and sends a Outage
 // Warning with Op "halt".
 func (s *Store) keepHalt(host string, cause error) hoststate.Effect {
 	since := s.localNow()
@@ -284,7 +284,7 @@ func (s *Store) keepHalt(host string, cause error) hoststate.Effect {
 	if errors.As(cause, &re) {
 		cause = re.error
 	}
-	s.warn(Warning{Kind: Degraded, Op: "halt", Err: cause, Hosts: []string{host}, Time: since})
+	s.warn(Warning{Kind: Outage, Op: "halt", Err: cause, Hosts: []string{host}, Time: since})
 	return hoststate.Effect{Halted: true}
 }
 

@@ -68,7 +68,7 @@ func ok(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }
 
 // TestFailOpenSurvivesRedisCrash kills the test's own redis-server in the
 // middle of a crawl. Under FailOpen the crawl goes on, on local state, with
-// one Degraded warning; halts seen before the crash and made during it are
+// one Outage warning; halts seen before the crash and made during it are
 // enforced locally; after a restart (an empty Redis, as after a crash
 // without persistence) the next try writes both halts back and the shared
 // state is Redis's again.
@@ -102,11 +102,11 @@ func TestFailOpenSurvivesRedisCrash(t *testing.T) {
 			t.Fatalf("request %d after the crash: %d, %v; want 200 from local state", i+1, status, err)
 		}
 	}
-	if got := warn.kinds(); !sameKinds(got, []redisstore.WarningKind{redisstore.Degraded}) {
-		t.Fatalf("warnings = %v, want one Degraded", got)
+	if got := warn.kinds(); !sameKinds(got, []redisstore.WarningKind{redisstore.Outage}) {
+		t.Fatalf("warnings = %v, want one Outage", got)
 	}
 	if werr := warn.last().Err; werr == nil {
-		t.Error("Degraded warning without the client's error")
+		t.Error("Outage warning without the client's error")
 	}
 	if _, err := w.get(ctx, before.URL); !errors.Is(err, breaker.ErrHalted) {
 		t.Errorf("host halted in Redis before the crash: err = %v, want ErrHalted from local state", err)
@@ -127,14 +127,14 @@ func TestFailOpenSurvivesRedisCrash(t *testing.T) {
 	// Until RetryInterval has passed, the State stays local.
 	w.get(ctx, site.URL)
 	if got := warn.kinds(); len(got) != 1 {
-		t.Fatalf("warnings before RetryInterval = %v, want only Degraded", got)
+		t.Fatalf("warnings before RetryInterval = %v, want only Outage", got)
 	}
 	clk.Advance(time.Minute)
 	if status, err := w.get(ctx, site.URL); status != 200 {
 		t.Fatalf("after the restart: %d, %v", status, err)
 	}
-	if got := warn.kinds(); !sameKinds(got, []redisstore.WarningKind{redisstore.Degraded, redisstore.Recovered}) {
-		t.Fatalf("warnings = %v, want Degraded then Recovered", got)
+	if got := warn.kinds(); !sameKinds(got, []redisstore.WarningKind{redisstore.Outage, redisstore.Recovered}) {
+		t.Fatalf("warnings = %v, want Outage then Recovered", got)
 	}
 	if r := warn.last(); r.Halts != 2 {
 		t.Errorf("Recovered.Halts = %d, want 2 halts written back", r.Halts)
@@ -185,19 +185,19 @@ func TestFailOpenHungRedis(t *testing.T) {
 			t.Fatalf("Admit with Redis hung = %v, want local admission", err)
 		}
 	}
-	if got := warn.kinds(); !sameKinds(got, []redisstore.WarningKind{redisstore.Degraded}) {
-		t.Fatalf("warnings = %v, want one Degraded", got)
+	if got := warn.kinds(); !sameKinds(got, []redisstore.WarningKind{redisstore.Outage}) {
+		t.Fatalf("warnings = %v, want one Outage", got)
 	}
 	if werr := warn.last().Err; !isTimeout(werr) {
-		t.Errorf("Degraded error = %v, want a timeout", werr)
+		t.Errorf("Outage error = %v, want a timeout", werr)
 	}
 	srv.Resume()
 	clk.Advance(time.Second)
 	if _, err := st.Admit(ctx, "a.example"); err != nil {
 		t.Fatal(err)
 	}
-	if got := warn.kinds(); !sameKinds(got, []redisstore.WarningKind{redisstore.Degraded, redisstore.Recovered}) {
-		t.Errorf("warnings = %v, want Degraded then Recovered", got)
+	if got := warn.kinds(); !sameKinds(got, []redisstore.WarningKind{redisstore.Outage, redisstore.Recovered}) {
+		t.Errorf("warnings = %v, want Outage then Recovered", got)
 	}
 }
 

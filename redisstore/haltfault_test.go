@@ -226,9 +226,9 @@ func refusalWhileRedisFails(t *testing.T, policy redisstore.ErrorPolicy, f redis
 	}
 	var degraded bool
 	for _, k := range warn.kinds() {
-		degraded = degraded || k == redisstore.Degraded
+		degraded = degraded || k == redisstore.Outage
 	}
 	if !degraded {
-		t.Errorf("warnings = %v, want a Degraded one", warn.kinds())
+		t.Errorf("warnings = %v, want a Outage one", warn.kinds())
 	}
 }

@@ -302,7 +302,7 @@ func (s *Store) Admit(ctx context.Context, host string) (hoststate.Admission, er
 // script error), the Store keeps the halt — Admit refuses the host from
 // then on — and writes it to Redis before the next operation that reaches
 // Redis (and in Watch); the Effect reports Halted (when no halt of the
-// host was known), the error is returned as well, and a Degraded Warning
+// host was known), the error is returned as well, and a Outage Warning
 // with Op "halt" names the host. A Recovered Warning follows once the
 // halt is in Redis.
 func (s *Store) Record(ctx context.Context, host string, a hoststate.Admission, r classify.Result) (hoststate.Effect, error) {

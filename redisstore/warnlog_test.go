@@ -77,7 +77,7 @@ func TestWarningsNeverSilent(t *testing.T) {
 		}
 	}
 	n, text := l.lines()
-	if n != 1 || !strings.Contains(text, "level=WARN") || !strings.Contains(text, "redisstore: degraded") ||
+	if n != 1 || !strings.Contains(text, "level=WARN") || !strings.Contains(text, "redisstore: outage") ||
 		!strings.Contains(text, "connection refused") {
 		t.Fatalf("20 requests with Redis down logged %d lines, want one warning naming the refused connection:\n%s", n, text)
 	}

@@ -152,7 +152,7 @@ func readProxies(cfg *config) ([]egress.Endpoint, error) {
 // no credentials.
 func describe(source string, err error) error {
 	var te *probe.TargetError
-	var pe *probe.ProxyError
+	var pe *probe.InvalidProxyError
 	switch {
 	case errors.As(err, &te) && te.Line > 0:
 		where := source

@@ -204,7 +204,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 // input before sending anything).
 func isInputError(err error) bool {
 	var te *probe.TargetError
-	var pe *probe.ProxyError
+	var pe *probe.InvalidProxyError
 	var ce *egress.ConfigError
 	return errors.As(err, &te) || errors.As(err, &pe) || errors.As(err, &ce) ||
 		errors.Is(err, probe.ErrNoTargets) || errors.Is(err, probe.ErrTooManyProbes) ||

@@ -88,13 +88,7 @@ func start(listen string) (*crawler, error) {
 		Watch:        watch,
 		BreakerState: c.hostState,
 		PacingRate:   c.pacingRate,
-		Endpoints: func() []egressprom.Endpoint {
-			var eps []egressprom.Endpoint
-			for _, e := range c.pool.Endpoints() {
-				eps = append(eps, egressprom.Endpoint{ID: e.ID, Score: e.Score, Quarantined: e.Quarantined})
-			}
-			return eps
-		},
+		Endpoints:    c.pool.Endpoints,
 	})
 	reg := prom.NewRegistry()
 	if err := reg.Register(collector); err != nil {

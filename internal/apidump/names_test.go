@@ -35,11 +35,8 @@ var reused = map[string]string{
 	"ErrNilRequest":        "a nil request given to a RoundTrip, in classify and retry",
 	"ErrUnsupportedScheme": "a URL scheme the package cannot send (retry) or check (probe)",
 	"ErrInvalidHost":       "a host that cannot be keyed: hostkey's, and redisstore's for a key that cannot hold it",
-	"ProxyError":           "a proxy that failed: egress's when sending, probe's when checking",
-	"Endpoint":             "an egress endpoint (a proxy): egress.Endpoint, and the exporter's label setting for it",
+	"Outcomes":             "numbers of results per outcome class: ratelimit's recent outcomes of a host, probe's of a run (with Deadline)",
 	"Of":                   "classify.Of reads the Result of a response, hostkey.Of the key of a URL: both read a value of their package off what the caller holds",
-	"Degraded":             "probe's DEGRADED verdict and redisstore's degraded-mode warning",
-	"Counts":               "breaker's failure counts and probe's per-class counts",
 	"Parse":                "robots.Parse reads a robots.txt file, hostkey.Parse the key of a host as a person types it: both turn text into their package's value",
 }
 

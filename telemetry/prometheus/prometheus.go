@@ -22,6 +22,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/egresskit/egresskit/egress"
 	"github.com/egresskit/egresskit/telemetry"
 	prom "github.com/prometheus/client_golang/prometheus"
 )
@@ -36,28 +37,6 @@ const (
 
 // States lists the breaker states every state metric exports, in order.
 var states = [...]string{StateClosed, StateHalfOpen, StateOpen, StateHalted}
-
-// Endpoint is the state of one egress endpoint, as Config.Endpoints
-// reports it.
-type Endpoint struct {
-	// ID names the endpoint; it becomes the "endpoint" label.
-	ID string
-	// Score is the endpoint's current health score.
-	Score float64
-	// Quarantined is true while the endpoint is out of rotation.
-	Quarantined bool
-}
-
-// DNS are the counters of an egress pool's DNS cache, as
-// egress.Pool.DNSStats reports them.
-type DNS struct {
-	// Hits, Misses and Stale count resolutions answered from the cache,
-	// after a query, and past the TTL because the servers failed.
-	Hits, Misses, Stale uint64
-	// Queries counts the DNS queries sent; Failures the lookups that
-	// failed with no stale answer.
-	Queries, Failures uint64
-}
 
 // DefaultBuckets are the classic latency buckets, in seconds.
 func DefaultBuckets() []float64 {
@@ -97,14 +76,15 @@ type Config struct {
 	// every scrape for each watched host. Nil omits
 	// egresskit_host_pacing_rate_per_minute.
 	PacingRate func(host string) float64
-	// Endpoints returns the egress endpoints; it is called on every
-	// scrape. Nil omits the egress endpoint metrics.
-	Endpoints func() []Endpoint
+	// Endpoints returns the egress endpoints' status, e.g.
+	// egress.Pool.Endpoints; it is called on every scrape. Nil omits the
+	// egress endpoint metrics.
+	Endpoints func() []egress.EndpointStatus
 	// DNS returns the egress pool's DNS cache counters, e.g. from
 	// egress.Pool.DNSStats; it is called on every scrape. Nil omits
 	// egresskit_dns_resolutions_total, egresskit_dns_queries_total and
 	// egresskit_dns_failures_total.
-	DNS func() DNS
+	DNS func() egress.DNSStats
 }
 
 // Collector counts telemetry events and exports them, with breaker and

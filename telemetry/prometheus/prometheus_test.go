@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/egresskit/egresskit/classify"
+	"github.com/egresskit/egresskit/egress"
 	"github.com/egresskit/egresskit/telemetry"
 	egressprom "github.com/egresskit/egresskit/telemetry/prometheus"
 	prom "github.com/prometheus/client_golang/prometheus"
@@ -27,10 +28,12 @@ func fullConfig() egressprom.Config {
 		Watch:        []string{"a.example", "b.example", "a.example"},
 		BreakerState: func(h string) string { return map[string]string{"a.example": "open"}[h] },
 		PacingRate:   func(h string) float64 { return map[string]float64{"a.example": 30, "b.example": 60}[h] },
-		Endpoints: func() []egressprom.Endpoint {
-			return []egressprom.Endpoint{{ID: "p1", Score: 0.9}, {ID: "p2", Score: 0.1, Quarantined: true}}
+		Endpoints: func() []egress.EndpointStatus {
+			return []egress.EndpointStatus{{ID: "p1", Score: 0.9}, {ID: "p2", Score: 0.1, Quarantined: true}}
 		},
-		DNS: func() egressprom.DNS { return egressprom.DNS{Hits: 998, Misses: 2, Stale: 1, Queries: 3, Failures: 0} },
+		DNS: func() egress.DNSStats {
+			return egress.DNSStats{Hits: 998, Misses: 2, Stale: 1, Queries: 3, Failures: 0}
+		},
 	}
 }
 
@@ -213,7 +216,7 @@ func TestNoHostCardinalityByDefault(t *testing.T) {
 func TestPanickingCallbackIsRecovered(t *testing.T) {
 	c := egressprom.New(egressprom.Config{
 		BreakerCounts: func() map[string]int { panic("store down") },
-		Endpoints:     func() []egressprom.Endpoint { return []egressprom.Endpoint{{ID: "p1", Score: 1}} },
+		Endpoints:     func() []egress.EndpointStatus { return []egress.EndpointStatus{{ID: "p1", Score: 1}} },
 	})
 	if n := testutil.CollectAndCount(c, "egresskit_egress_endpoint_score"); n != 1 {
 		t.Errorf("endpoint series = %d, want 1", n)

@@ -248,14 +248,8 @@ func TestCrawlLeaksNoSecret(t *testing.T) {
 			return map[string]int{"closed": n.Closed, "half-open": n.HalfOpen, "open": n.Open, "halted": n.Halted}
 		},
 		Watch: []string{hostKey(refusedSrv.URL), hostKey(okSrv.URL)},
-		Endpoints: func() []egressprom.Endpoint {
-			var eps []egressprom.Endpoint
-			for _, p := range []*egress.Pool{good, bad} {
-				for _, e := range p.Endpoints() {
-					eps = append(eps, egressprom.Endpoint{ID: e.ID, Score: e.Score, Quarantined: e.Quarantined})
-				}
-			}
-			return eps
+		Endpoints: func() []egress.EndpointStatus {
+			return append(good.Endpoints(), bad.Endpoints()...)
 		},
 	})
 	reg := prom.NewPedanticRegistry()
