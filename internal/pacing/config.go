@@ -5,7 +5,6 @@ import (
 	"maps"
 	"math"
 	"slices"
-	"time"
 
 	"github.com/egresskit/egresskit/internal/configerr"
 	"github.com/egresskit/egresskit/ratelimit"
@@ -47,34 +46,35 @@ func check(c ratelimit.Config) error {
 }
 
 func withDefaults(c ratelimit.Config) ratelimit.Config {
+	d := ratelimit.DefaultConfig()
 	if !positive(c.PerMinute) {
-		c.PerMinute = 60
+		c.PerMinute = d.PerMinute
 	}
 	c.PerMinute = max(c.PerMinute, minPerMinute)
 	if c.Burst <= 0 {
-		c.Burst = 1
+		c.Burst = d.Burst
 	}
 	if !positive(c.Floor) {
-		c.Floor = 1
+		c.Floor = d.Floor
 	}
 	c.Floor = max(c.Floor, minPerMinute)
 	if c.RecoverAfter <= 0 {
-		c.RecoverAfter = 10
+		c.RecoverAfter = d.RecoverAfter
 	}
 	if !positive(c.RecoverStep) {
 		c.RecoverStep = 0
 	}
 	if c.MaxPause <= 0 {
-		c.MaxPause = time.Hour
+		c.MaxPause = d.MaxPause
 	}
 	if c.Window <= 0 {
-		c.Window = 5 * time.Minute
+		c.Window = d.Window
 	}
 	if c.IdleTTL == 0 {
-		c.IdleTTL = 10 * time.Minute
+		c.IdleTTL = d.IdleTTL
 	}
 	if c.Now == nil {
-		c.Now = time.Now
+		c.Now = d.Now
 	}
 	overrides := make(map[string]float64, len(c.Overrides))
 	for host, pm := range c.Overrides {
