@@ -3,6 +3,7 @@ package redisstore_test
 import (
 	"context"
 	"errors"
+	"github.com/egresskit/egresskit"
 	"strings"
 	"testing"
 	"time"
@@ -45,7 +46,7 @@ func TestForeignValues(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			// RecordDelay off: the OK must reach Redis to meet the key.
 			st := mustState(t, redistest.Addr(t), redisstore.Config{Prefix: redistest.Prefix(t), Timeout: testTimeout, RecordDelay: -1})
-			stateKey, haltKey, err := st.Keys(host)
+			stateKey, haltKey, err := redisstore.KeysOf(st, host)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -120,7 +121,7 @@ func TestUnknownFieldsIgnored(t *testing.T) {
 	ctx := context.Background()
 	client := redistest.Client(t)
 	st := mustState(t, redistest.Addr(t), redisstore.Config{Prefix: redistest.Prefix(t), Timeout: testTimeout})
-	stateKey, _, _ := st.Keys("a.example")
+	stateKey, _, _ := redisstore.KeysOf(st, "a.example")
 	if err := client.HSet(ctx, stateKey, "future", "x").Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +139,7 @@ func TestBadPrefix(t *testing.T) {
 	for _, prefix := range []string{"has space", "a{b", "a}b", "{tag}", "tab\there", "nl\n", "nul\x00", "\xff\xfe", "nbsp\u00a0", strings.Repeat("p", 129)} {
 		_, err := redisstore.New(client, redisstore.Config{Prefix: prefix})
 		var pe *redisstore.PrefixError
-		if !errors.Is(err, redisstore.ErrInvalidPrefix) || !errors.As(err, &pe) || pe.Prefix != prefix {
+		if !errors.Is(err, egresskit.ErrInvalidConfig) || !errors.As(err, &pe) || pe.Prefix != prefix {
 			t.Errorf("New(Prefix %q) = %v, want *PrefixError", prefix, err)
 		}
 	}
@@ -204,7 +205,7 @@ func TestKeysHashTag(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, host := range []string{"example.com", "example.com:8080", "[2001:db8::1]:443", "127.0.0.1:6379", "xn--bcher-kva.example", "a:b:c"} {
-		state, halt, err := st.Keys(host)
+		state, halt, err := redisstore.KeysOf(st, host)
 		if err != nil {
 			t.Fatalf("Keys(%q) = %v", host, err)
 		}

@@ -111,7 +111,7 @@ func testMasterKilled(t *testing.T, cluster *redistest.Cluster) {
 			free := map[*redistest.Server]string{}
 			for i := 0; len(halted) < 3 || len(free) < 3; i++ {
 				host := fmt.Sprintf("h%d.example", i)
-				state, _, _ := seen.Keys(host)
+				state, _, _ := redisstore.KeysOf(seen, host)
 				m, err := cluster.Master(ctx, state)
 				if err != nil {
 					t.Fatal(err)

@@ -21,9 +21,8 @@ const (
 	// (hoststate.Memory) with a Warning, and goes back to Redis when it
 	// answers again: see Store for what happens then.
 	FailOpen ErrorPolicy = iota
-	// FailClosed fails the operation with an *UnavailableError
-	// (errors.Is ErrUnavailable); Admit failing means the attempt is not
-	// sent.
+	// FailClosed fails the operation with an error wrapping
+	// ErrUnavailable; Admit failing means the attempt is not sent.
 	FailClosed
 )
 
@@ -125,7 +124,7 @@ type Config struct {
 	// Redis still remembers them: New reads the file back, compacts it,
 	// and writes its halts back to Redis unless they were resumed since.
 	// One file per Store; several processes must not share one. New
-	// returns a *JournalError when the file cannot be read or holds a
+	// returns an error wrapping ErrJournal when the file cannot be read or holds a
 	// line it did not write (a last line cut short by a crash is
 	// ignored); a later failed write sends an Unchecked Warning. Default
 	// (""): no journal.
@@ -182,7 +181,7 @@ type settings struct {
 func newSettings(cfg Config) settings {
 	s := settings{cfg: cfg}
 	if s.cfg.Prefix == "" {
-		s.cfg.Prefix = DefaultPrefix
+		s.cfg.Prefix = defaultPrefix
 	}
 	if s.cfg.Timeout <= 0 {
 		s.cfg.Timeout = defaultTimeout

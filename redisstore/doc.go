@@ -57,7 +57,7 @@
 // halted.
 // The host is the hash tag, so each script touches one Redis Cluster slot;
 // host keys may contain ':' and '.', but not braces (rejected with
-// *HostError). The state hash expires when the host has been idle for the
+// ErrInvalidHost). The state hash expires when the host has been idle for the
 // longer of the breaker's and the limiter's IdleTTL, and not before an
 // open circuit's open period or a Retry-After pause has ended; while the
 // host is halted it does not expire. The halt and resume keys have no
@@ -133,7 +133,7 @@
 // (MinIdleConns) or allow for it.
 //
 // A key holding something this package did not write — another type, or
-// fields that do not parse — is reported as *CorruptError and left alone;
+// fields that do not parse — is reported as ErrCorrupt and left alone;
 // an operator deletes or fixes it. A Refused outcome sets the halt before
 // the state hash is read, so a corrupt hash never loses a halt.
 //

@@ -67,7 +67,7 @@ func (s *Store) check(ctx context.Context, op string) {
 			changed = append(changed, addr)
 		}
 		if evicts(id.policy) && !evicts(old.policy) && !s.set.cfg.AllowEviction {
-			evicting = append(evicting, &EvictionError{Addr: addr, Policy: id.policy})
+			evicting = append(evicting, &evictionError{Addr: addr, Policy: id.policy})
 		}
 		s.runs[addr] = id
 	}
@@ -331,7 +331,7 @@ func (s *Store) inspect() error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	var mu sync.Mutex // guards evicting
-	var evicting *EvictionError
+	var evicting *evictionError
 	err := s.eachServer(ctx, func(ctx context.Context, c redis.Cmdable, addr string) error {
 		m, err := c.ConfigGet(ctx, "maxmemory-policy").Result()
 		if err != nil {
@@ -339,7 +339,7 @@ func (s *Store) inspect() error {
 		}
 		if p := m["maxmemory-policy"]; evicts(p) {
 			mu.Lock()
-			evicting = &EvictionError{Addr: addr, Policy: p}
+			evicting = &evictionError{Addr: addr, Policy: p}
 			mu.Unlock()
 		}
 		return nil
@@ -392,7 +392,7 @@ func (s *Store) cause(err error, start time.Time) error {
 
 // dialHook notes every new connection of the client: the next operation
 // checks whether Redis restarted or failed over. It also keeps the last
-// failed dial, for the cause of an UnavailableError or a Warning.
+// failed dial, for the cause of an unavailableError or a Warning.
 type dialHook struct{ s *Store }
 
 func (h dialHook) DialHook(next redis.DialHook) redis.DialHook {

@@ -189,7 +189,7 @@ func TestResumeStandsAfterRestart(t *testing.T) {
 	const lost = "lost.example"
 	adm, _ = a.Admit(ctx, lost)
 	a.Record(ctx, lost, adm, classify.Result{Outcome: classify.Refused})
-	_, haltKey, _ := a.Keys(lost)
+	_, haltKey, _ := redisstore.KeysOf(a, lost)
 	if err := client.Del(ctx, haltKey).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -423,7 +423,7 @@ func TestEvictedHaltRestored(t *testing.T) {
 	if status, err := a.get(ctx, site.URL); status != 403 {
 		t.Fatalf("refusing host: %d, %v; want 403", status, err)
 	}
-	_, haltKey, _ := a.state.Keys(site.host())
+	_, haltKey, _ := redisstore.KeysOf(a.state, site.host())
 
 	// Memory pressure: fill Redis past maxmemory until the halt is evicted.
 	used, err := admin.Info(ctx, "memory").Result()

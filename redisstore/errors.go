@@ -6,11 +6,14 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/egresskit/egresskit/internal/configerr"
 	"github.com/redis/go-redis/v9"
 )
 
-// Sentinel errors; match them with errors.Is. The errors the package
-// returns are the struct types below, which wrap these.
+// Sentinel errors, for a crawler author or an operator to match with
+// errors.Is: each names what to act on. The errors the package returns
+// wrap one of them and carry the details (the operation, the key, the
+// server's message, the client's error) in their text.
 var (
 	// ErrUnavailable: Redis could not be reached or did not answer within
 	// Config.Timeout, and the policy is FailClosed (or the operation,
@@ -23,8 +26,6 @@ var (
 	// ErrScript: a script failed on the server for a reason other than the
 	// ones above (a server without scripting, or a bug).
 	ErrScript = errors.New("redisstore: script failed")
-	// ErrInvalidPrefix: Config.Prefix cannot be used in keys.
-	ErrInvalidPrefix = errors.New("redisstore: invalid prefix")
 	// ErrInvalidHost: a host key cannot be used in a key.
 	ErrInvalidHost = errors.New("redisstore: invalid host")
 	// ErrClientTimeouts: the client does not bound its socket I/O by the
@@ -35,9 +36,9 @@ var (
 	ErrEvicting = errors.New("redisstore: redis evicts keys without a TTL")
 )
 
-// EvictionError reports a Redis server whose maxmemory-policy may evict a
+// evictionError reports a Redis server whose maxmemory-policy may evict a
 // halt. errors.Is(err, ErrEvicting) is true.
-type EvictionError struct {
+type evictionError struct {
 	// Addr is the server's address.
 	Addr string
 	// ErrorPolicy is its maxmemory-policy, e.g. "allkeys-lru".
@@ -46,21 +47,21 @@ type EvictionError struct {
 
 // Error returns "redisstore: redis ADDR has maxmemory-policy POLICY,
 // which may evict halts; ...".
-func (e *EvictionError) Error() string {
+func (e *evictionError) Error() string {
 	return "redisstore: redis " + e.Addr + " has maxmemory-policy " + e.Policy +
 		", which may evict halts; use noeviction or a volatile-* policy (or Config.AllowEviction)"
 }
 
 // Unwrap returns ErrEvicting.
-func (e *EvictionError) Unwrap() error { return ErrEvicting }
+func (e *evictionError) Unwrap() error { return ErrEvicting }
 
-// UnavailableError reports an operation that could not reach Redis.
+// unavailableError reports an operation that could not reach Redis.
 // errors.Is(err, ErrUnavailable) is true, and so is errors.As of its
 // cause's types (a *net.OpError for "connection refused"), except a
 // context error: a Redis timeout is not the caller's
 // context.DeadlineExceeded. When a call ran out of time while the client
 // kept failing to connect, Cause is the failed dial's error.
-type UnavailableError struct {
+type unavailableError struct {
 	// Op is the operation: "admit", "record", "resume", "ceiling",
 	// "state" or "halt".
 	Op string
@@ -69,7 +70,7 @@ type UnavailableError struct {
 }
 
 // Error returns "redisstore: redis unavailable (OP): CAUSE".
-func (e *UnavailableError) Error() string {
+func (e *unavailableError) Error() string {
 	if e.Cause == nil {
 		return "redisstore: redis unavailable (" + e.Op + ")"
 	}
@@ -78,16 +79,16 @@ func (e *UnavailableError) Error() string {
 
 // Unwrap returns ErrUnavailable and Cause, unless Cause is a context
 // error (or nil).
-func (e *UnavailableError) Unwrap() []error {
+func (e *unavailableError) Unwrap() []error {
 	if e.Cause == nil || errors.Is(e.Cause, context.DeadlineExceeded) || errors.Is(e.Cause, context.Canceled) {
 		return []error{ErrUnavailable}
 	}
 	return []error{ErrUnavailable, e.Cause}
 }
 
-// CorruptError reports a key holding a value this package did not write.
+// corruptError reports a key holding a value this package did not write.
 // errors.Is(err, ErrCorrupt) is true.
-type CorruptError struct {
+type corruptError struct {
 	// Key is the Redis key.
 	Key string
 	// Reason is "wrongtype" (another type of value), "value" (a halt that
@@ -97,50 +98,51 @@ type CorruptError struct {
 }
 
 // Error returns "redisstore: corrupt state in redis: key KEY: REASON".
-func (e *CorruptError) Error() string {
+func (e *corruptError) Error() string {
 	return "redisstore: corrupt state in redis: key " + strconv.Quote(e.Key) + ": " + e.Reason
 }
 
 // Unwrap returns ErrCorrupt.
-func (e *CorruptError) Unwrap() error { return ErrCorrupt }
+func (e *corruptError) Unwrap() error { return ErrCorrupt }
 
-// ScriptError reports a script that failed on the server.
+// scriptError reports a script that failed on the server.
 // errors.Is(err, ErrScript) is true.
-type ScriptError struct {
-	// Op is the operation, as in UnavailableError.
+type scriptError struct {
+	// Op is the operation, as in unavailableError.
 	Op string
 	// Msg is the server's error message.
 	Msg string
 }
 
 // Error returns "redisstore: script failed (OP): MSG".
-func (e *ScriptError) Error() string {
+func (e *scriptError) Error() string {
 	return "redisstore: script failed (" + e.Op + "): " + e.Msg
 }
 
 // Unwrap returns ErrScript.
-func (e *ScriptError) Unwrap() error { return ErrScript }
+func (e *scriptError) Unwrap() error { return ErrScript }
 
-// PrefixError reports an unusable Config.Prefix.
-// errors.Is(err, ErrInvalidPrefix) is true.
-type PrefixError struct {
+// prefixError reports an unusable Config.Prefix or SessionConfig.Prefix:
+// a configuration New and NewSessionStore refuse, so
+// errors.Is(err, egresskit.ErrInvalidConfig) is true.
+type prefixError struct {
 	// Prefix is the prefix refused.
 	Prefix string
 	// Reason says what is wrong, e.g. "contains a brace".
 	Reason string
 }
 
-// Error returns "redisstore: invalid prefix "P": REASON".
-func (e *PrefixError) Error() string {
-	return "redisstore: invalid prefix " + strconv.Quote(e.Prefix) + ": " + e.Reason
+// Error returns "egresskit: invalid config: Prefix "P" REASON".
+func (e *prefixError) Error() string {
+	return configerr.ErrInvalid.Error() + ": Prefix " + strconv.Quote(e.Prefix) + " " + e.Reason
 }
 
-// Unwrap returns ErrInvalidPrefix.
-func (e *PrefixError) Unwrap() error { return ErrInvalidPrefix }
+// Unwrap returns egresskit.ErrInvalidConfig.
+func (e *prefixError) Unwrap() error { return configerr.ErrInvalid }
 
-// HostError reports a host key that cannot be part of a Redis key.
+// hostError reports a host key that cannot be part of a Redis key.
 // errors.Is(err, ErrInvalidHost) is true.
-type HostError struct {
+type hostError struct {
 	// Host is the host key refused.
 	Host string
 	// Reason says what is wrong, e.g. "contains a brace".
@@ -148,18 +150,18 @@ type HostError struct {
 }
 
 // Error returns "redisstore: invalid host "H": REASON".
-func (e *HostError) Error() string {
+func (e *hostError) Error() string {
 	return "redisstore: invalid host " + strconv.Quote(e.Host) + ": " + e.Reason
 }
 
 // Unwrap returns ErrInvalidHost.
-func (e *HostError) Unwrap() error { return ErrInvalidHost }
+func (e *hostError) Unwrap() error { return ErrInvalidHost }
 
 // corruptPrefix starts the error replies of the scripts' corrupt().
 const corruptPrefix = "EGRESSKIT_CORRUPT "
 
-// redisError sorts an error of a script run into *CorruptError,
-// *ScriptError or nil (anything else: Redis is unavailable).
+// redisError sorts an error of a script run into ErrCorrupt,
+// ErrScript or nil (anything else: Redis is unavailable).
 func redisError(op string, k keys, err error) error {
 	var re redis.Error
 	if !errors.As(err, &re) {
@@ -176,14 +178,14 @@ func redisError(op string, k keys, err error) error {
 		case "resumed":
 			key = k.resumed
 		}
-		return &CorruptError{Key: key, Reason: reason}
+		return &corruptError{Key: key, Reason: reason}
 	}
 	switch {
 	case strings.HasPrefix(msg, "WRONGTYPE"):
-		return &CorruptError{Key: k.state, Reason: "wrongtype"}
+		return &corruptError{Key: k.state, Reason: "wrongtype"}
 	case strings.HasPrefix(msg, "ERR") && strings.Contains(msg, "script"),
 		strings.HasPrefix(msg, "NOSCRIPT"), strings.HasPrefix(msg, "ERR unknown command"):
-		return &ScriptError{Op: op, Msg: msg}
+		return &scriptError{Op: op, Msg: msg}
 	}
 	// LOADING, BUSY, MASTERDOWN, READONLY, CLUSTERDOWN, TRYAGAIN, OOM,
 	// NOAUTH, ...: the server cannot serve us now.

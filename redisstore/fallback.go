@@ -36,7 +36,7 @@ const (
 	// Unchecked: New could not read a server's maxmemory-policy (CONFIG
 	// GET refused or Redis unreachable), or the policy evicts and
 	// Config.AllowEviction accepts it; a server's policy became an
-	// evicting one after New (Err is an *EvictionError); INFO is refused,
+	// evicting one after New (Err is an error wrapping ErrEvicting); INFO is refused,
 	// so that a restart is noticed only when a remembered halt's host is
 	// admitted; or the journal could not be written. Err says which.
 	// Sent under both policies.

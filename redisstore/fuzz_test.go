@@ -3,6 +3,7 @@ package redisstore_test
 import (
 	"context"
 	"errors"
+	"github.com/egresskit/egresskit"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -34,12 +35,12 @@ func FuzzKeys(f *testing.F) {
 	f.Fuzz(func(t *testing.T, prefix, host string) {
 		st, err := redisstore.New(client, redisstore.Config{Prefix: prefix})
 		if err != nil {
-			if !errors.Is(err, redisstore.ErrInvalidPrefix) {
-				t.Fatalf("New(%q) = %v, want nil or ErrInvalidPrefix", prefix, err)
+			if !errors.Is(err, egresskit.ErrInvalidConfig) {
+				t.Fatalf("New(%q) = %v, want nil or ErrInvalidConfig", prefix, err)
 			}
 			return
 		}
-		state, halt, err := st.Keys(host)
+		state, halt, err := redisstore.KeysOf(st, host)
 		if err != nil {
 			var he *redisstore.HostError
 			if !errors.As(err, &he) || !errors.Is(err, redisstore.ErrInvalidHost) {
@@ -48,7 +49,7 @@ func FuzzKeys(f *testing.F) {
 			return
 		}
 		if hashTag(state) != host || hashTag(halt) != host || state == halt ||
-			!strings.HasPrefix(state, st.Prefix()+":{") || !strings.HasPrefix(halt, st.Prefix()+":{") {
+			!strings.HasPrefix(state, redisstore.PrefixOf(st)+":{") || !strings.HasPrefix(halt, redisstore.PrefixOf(st)+":{") {
 			t.Fatalf("Keys(%q) under %q = %q, %q; want distinct keys tagged with the host", host, prefix, state, halt)
 		}
 	})
@@ -78,7 +79,7 @@ func FuzzStoredField(f *testing.F) {
 	ctx := context.Background()
 	f.Fuzz(func(t *testing.T, field, value string) {
 		host := "f" + strconv.FormatInt(n.Add(1), 10) + ".example"
-		stateKey, haltKey, _ := st.Keys(host)
+		stateKey, haltKey, _ := redisstore.KeysOf(st, host)
 		defer client.Del(ctx, stateKey, haltKey)
 		if err := corruptField(ctx, client, stateKey, field, value); err != nil {
 			t.Fatal(err)

@@ -38,7 +38,7 @@ type entry struct {
 func (s *Store) logKey(host string) string   { return s.prefix + ":{" + host + "}:halts" }
 func (s *Store) noteKey(host string) string  { return s.prefix + ":{" + host + "}:notes" }
 func (s *Store) queueKey() string            { return s.prefix + ":halted" }
-func unavailable(op string, err error) error { return &UnavailableError{Op: op, Cause: err} }
+func unavailable(op string, err error) error { return &unavailableError{Op: op, Cause: err} }
 
 // recordKey checks and keys host for the halt records.
 func (s *Store) recordKey(host string) (string, error) {
@@ -80,7 +80,7 @@ func (s *Store) push(ctx context.Context, op, lk string, e entry, queue func(red
 }
 
 // PutHalt records the evidence of a halt of h.Host; see hoststate.HaltLog.
-// Its errors are hostkey's, *HostError, ctx.Err() and *UnavailableError
+// Its errors are hostkey's, ErrInvalidHost, ctx.Err() and ErrUnavailable
 // (under both policies: records are not kept locally).
 func (s *Store) PutHalt(ctx context.Context, h hoststate.Halt) error {
 	key, err := s.recordKey(h.Host)
@@ -140,7 +140,7 @@ func (s *Store) unqueue(ctx context.Context, host string) {
 // first; see hoststate.HaltLog. It lists the hosts halted since records
 // were kept; a host in the queue whose halt is gone (resumed some other
 // way, or lost with Redis's data) is dropped from it. Its errors are
-// ctx.Err(), *CorruptError and *UnavailableError.
+// ctx.Err(), ErrCorrupt and ErrUnavailable.
 func (s *Store) Halts(ctx context.Context, limit int) ([]hoststate.Halt, error) {
 	if limit <= 0 {
 		limit = 1000
@@ -158,7 +158,7 @@ func (s *Store) Halts(ctx context.Context, limit int) ([]hoststate.Halt, error) 
 	if err != nil {
 		var re redis.Error
 		if errors.As(err, &re) {
-			return nil, &CorruptError{Key: s.queueKey(), Reason: "wrongtype"}
+			return nil, &corruptError{Key: s.queueKey(), Reason: "wrongtype"}
 		}
 		return nil, fail(err)
 	}
@@ -215,7 +215,7 @@ func (s *Store) Halts(ctx context.Context, limit int) ([]hoststate.Halt, error) 
 }
 
 // History returns host's records, newest first; see hoststate.HaltLog.
-// Its errors are hostkey's, *HostError, ctx.Err() and *UnavailableError.
+// Its errors are hostkey's, ErrInvalidHost, ctx.Err() and ErrUnavailable.
 func (s *Store) History(ctx context.Context, host string) ([]hoststate.Halt, []hoststate.Note, error) {
 	key, err := s.recordKey(host)
 	if err != nil {
@@ -233,7 +233,7 @@ func (s *Store) History(ctx context.Context, host string) ([]hoststate.Halt, []h
 	if err != nil {
 		var re redis.Error
 		if errors.As(err, &re) {
-			return nil, nil, &CorruptError{Key: s.logKey(key), Reason: "wrongtype"}
+			return nil, nil, &corruptError{Key: s.logKey(key), Reason: "wrongtype"}
 		}
 		if cerr := ctx.Err(); cerr != nil {
 			return nil, nil, cerr

@@ -14,9 +14,9 @@ import (
 // or that holds a line this package did not write.
 var ErrJournal = errors.New("redisstore: bad halt journal")
 
-// JournalError reports a journal that cannot be used.
+// journalError reports a journal that cannot be used.
 // errors.Is(err, ErrJournal) is true.
-type JournalError struct {
+type journalError struct {
 	// Path is Config.Journal.
 	Path string
 	// Line is the number of the bad line (from 1), or 0 when the file
@@ -27,7 +27,7 @@ type JournalError struct {
 }
 
 // Error returns "redisstore: bad halt journal PATH[:LINE]: ERR".
-func (e *JournalError) Error() string {
+func (e *journalError) Error() string {
 	where := e.Path
 	if e.Line > 0 {
 		where += ":" + strconv.Itoa(e.Line)
@@ -36,7 +36,7 @@ func (e *JournalError) Error() string {
 }
 
 // Unwrap returns ErrJournal and the file's error.
-func (e *JournalError) Unwrap() []error { return []error{ErrJournal, e.Err} }
+func (e *journalError) Unwrap() []error { return []error{ErrJournal, e.Err} }
 
 // journal is the append-only file of the halts a Store remembers: a line
 // "H SINCE HOST" when it learns a halt (SINCE in Unix microseconds), "R
@@ -60,12 +60,12 @@ func (j *journal) give() { <-j.turn }
 // loadJournal reads the journal at path into a map of halts (a missing
 // file is empty), rewrites the file with only those halts, and returns
 // it. A final line without its newline (a write cut short by a crash) is
-// ignored; any other bad line is a *JournalError.
+// ignored; any other bad line is an error wrapping ErrJournal.
 func loadJournal(path string) (*journal, map[string]time.Time, error) {
 	j := &journal{path: path, turn: make(chan struct{}, 1)}
 	data, err := os.ReadFile(path)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, nil, &JournalError{Path: path, Err: err}
+		return nil, nil, &journalError{Path: path, Err: err}
 	}
 	halts := make(map[string]time.Time)
 	for n := 1; len(data) > 0; n++ {
@@ -81,16 +81,16 @@ func loadJournal(path string) (*journal, map[string]time.Time, error) {
 			us, host, ok := strings.Cut(rest, " ")
 			since, err := strconv.ParseInt(us, 10, 64)
 			if !ok || err != nil || since <= 0 || checkHost(host) != nil {
-				return nil, nil, &JournalError{Path: path, Line: n, Err: errors.New("not a halt line")}
+				return nil, nil, &journalError{Path: path, Line: n, Err: errors.New("not a halt line")}
 			}
 			halts[host] = time.UnixMicro(since)
 		case "R":
 			if checkHost(rest) != nil {
-				return nil, nil, &JournalError{Path: path, Line: n, Err: errors.New("not a resume line")}
+				return nil, nil, &journalError{Path: path, Line: n, Err: errors.New("not a resume line")}
 			}
 			delete(halts, rest)
 		default:
-			return nil, nil, &JournalError{Path: path, Line: n, Err: errors.New("unknown record")}
+			return nil, nil, &journalError{Path: path, Line: n, Err: errors.New("unknown record")}
 		}
 	}
 	for h := range halts { // keep at most maxKnown, as remember does
@@ -107,11 +107,11 @@ func loadJournal(path string) (*journal, map[string]time.Time, error) {
 	tmp := path + ".tmp"
 	if err := writeSynced(tmp, b.Bytes()); err != nil {
 		os.Remove(tmp)
-		return nil, nil, &JournalError{Path: path, Err: err}
+		return nil, nil, &journalError{Path: path, Err: err}
 	}
 	if err := os.Rename(tmp, path); err != nil {
 		os.Remove(tmp)
-		return nil, nil, &JournalError{Path: path, Err: err}
+		return nil, nil, &journalError{Path: path, Err: err}
 	}
 	return j, halts, nil
 }
@@ -155,7 +155,7 @@ func (j *journal) append(line string) error {
 	}
 	f, err := os.OpenFile(j.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
-		return &JournalError{Path: j.path, Err: err}
+		return &journalError{Path: j.path, Err: err}
 	}
 	_, err = f.WriteString(line)
 	if err == nil {
@@ -165,7 +165,7 @@ func (j *journal) append(line string) error {
 		err = cerr
 	}
 	if err != nil {
-		return &JournalError{Path: j.path, Err: err}
+		return &journalError{Path: j.path, Err: err}
 	}
 	return nil
 }

@@ -6,8 +6,9 @@ import (
 	"unicode/utf8"
 )
 
-// DefaultPrefix is the key prefix when Config.Prefix is empty.
-const DefaultPrefix = "egresskit"
+// defaultPrefix is the key prefix when Config.Prefix or
+// SessionConfig.Prefix is empty.
+const defaultPrefix = "egresskit"
 
 // Limits on the parts of a key.
 const (
@@ -19,7 +20,7 @@ const (
 // UTF-8 without spaces, control characters or braces (a brace would move
 // the Cluster hash tag off the host).
 func checkPrefix(prefix string) error {
-	bad := func(reason string) error { return &PrefixError{Prefix: prefix, Reason: reason} }
+	bad := func(reason string) error { return &prefixError{Prefix: prefix, Reason: reason} }
 	switch {
 	case len(prefix) > maxPrefix:
 		return bad("longer than 128 bytes")
@@ -48,10 +49,9 @@ type keys struct {
 }
 
 // keysOf returns host's keys, PREFIX:{HOST}:s, PREFIX:{HOST}:halt and
-// PREFIX:{HOST}:resumed. A
-// host that is empty, too long, or contains a brace or a control
-// character is rejected with a *HostError: with a brace the hash tag would
-// not be exactly the host.
+// PREFIX:{HOST}:resumed. A host that is empty, too long, or contains a
+// brace or a control character is rejected with an error wrapping
+// ErrInvalidHost: with a brace the hash tag would not be exactly the host.
 func (s *Store) keysOf(host string) (keys, error) {
 	if err := checkHost(host); err != nil {
 		return keys{}, err
@@ -74,7 +74,7 @@ func (s *Store) keysOf(host string) (keys, error) {
 }
 
 func checkHost(host string) error {
-	bad := func(reason string) error { return &HostError{Host: host, Reason: reason} }
+	bad := func(reason string) error { return &hostError{Host: host, Reason: reason} }
 	if host == "" {
 		return bad("empty")
 	}

@@ -42,8 +42,9 @@ var _ session.Store = (*sessionStore)(nil)
 // *redis.ClusterClient or a *redis.Ring): one record per session, shared
 // by every such store that uses the same Redis and Prefix, with the
 // semantics of session.NewMemoryStore (both pass the scenarios of package
-// sessiontest). It does not contact Redis. It fails with a *PrefixError
-// for an unusable SessionConfig.Prefix, or an error for a nil client.
+// sessiontest). It does not contact Redis. It fails with an error
+// wrapping egresskit.ErrInvalidConfig for an unusable SessionConfig.Prefix,
+// or an error for a nil client.
 //
 // # Keys
 //
@@ -78,11 +79,11 @@ var _ session.Store = (*sessionStore)(nil)
 //
 // # Errors
 //
-// Besides the errors of session.Store, the methods return a *CorruptError
-// (errors.Is ErrCorrupt) when a key of the session holds something this
+// Besides the errors of session.Store, the methods return an error
+// wrapping ErrCorrupt when a key of the session holds something this
 // package did not write — another type, or metadata that does not parse —
-// and change nothing; a *ScriptError for a script the server refused; and
-// an *UnavailableError (errors.Is ErrUnavailable) when Redis cannot be
+// and change nothing; an error wrapping ErrScript for a script the server
+// refused; and an error wrapping ErrUnavailable when Redis cannot be
 // reached or cannot serve. When ctx ends before the reply, the error is
 // ctx's; the script may then have run or not, as with any network store.
 // The store has no fallback: sessions are shared state that a worker
@@ -97,7 +98,7 @@ func NewSessionStore(client redis.UniversalClient, cfg SessionConfig) (session.S
 		return nil, errors.New("redisstore: nil client")
 	}
 	if cfg.Prefix == "" {
-		cfg.Prefix = DefaultPrefix
+		cfg.Prefix = defaultPrefix
 	}
 	if err := checkPrefix(cfg.Prefix); err != nil {
 		return nil, err
@@ -343,8 +344,8 @@ func (s *sessionStore) nowArg() string {
 	return strconv.FormatInt(s.now().UnixMicro(), 10)
 }
 
-// run runs sc on k. Its errors are ctx's, *CorruptError, *ScriptError and
-// *UnavailableError.
+// run runs sc on k. Its errors are ctx's, ErrCorrupt, ErrScript and
+// ErrUnavailable.
 func (s *sessionStore) run(ctx context.Context, op string, sc *redis.Script, k sessionKeys, id string, args []any) ([]any, error) {
 	v, err := sc.Run(ctx, s.client, k.list(), args...).Result()
 	if err != nil {
@@ -409,19 +410,19 @@ func writeResult(op, id string, fence uint64, reply []any) error {
 	return unexpected(op, id, reply)
 }
 
-// sessionError sorts an error of a script run into *CorruptError,
-// *ScriptError or *UnavailableError.
+// sessionError sorts an error of a script run into ErrCorrupt,
+// ErrScript or ErrUnavailable.
 func sessionError(op string, k sessionKeys, err error) error {
 	op = "session " + op
 	var re redis.Error
 	if !errors.As(err, &re) {
-		return &UnavailableError{Op: op, Cause: err}
+		return &unavailableError{Op: op, Cause: err}
 	}
 	msg := re.Error()
 	if rest, ok := strings.CutPrefix(msg, sessionCorruptPrefix); ok {
 		fs := strings.Fields(rest)
 		if len(fs) < 2 {
-			return &ScriptError{Op: op, Msg: msg}
+			return &scriptError{Op: op, Msg: msg}
 		}
 		key := k.Meta
 		switch fs[0] {
@@ -432,17 +433,17 @@ func sessionError(op string, k sessionKeys, err error) error {
 		case "order":
 			key = k.Order
 		}
-		return &CorruptError{Key: key, Reason: fs[1]}
+		return &corruptError{Key: key, Reason: fs[1]}
 	}
 	switch {
 	case strings.HasPrefix(msg, "WRONGTYPE"):
-		return &CorruptError{Key: k.Meta, Reason: "wrongtype"}
+		return &corruptError{Key: k.Meta, Reason: "wrongtype"}
 	case strings.HasPrefix(msg, "ERR"), strings.HasPrefix(msg, "NOSCRIPT"):
-		return &ScriptError{Op: op, Msg: msg}
+		return &scriptError{Op: op, Msg: msg}
 	}
 	// LOADING, BUSY, MASTERDOWN, READONLY, CLUSTERDOWN, TRYAGAIN, OOM,
 	// NOAUTH, ...: the server cannot serve us now.
-	return &UnavailableError{Op: op, Cause: err}
+	return &unavailableError{Op: op, Cause: err}
 }
 
 // sessionCorruptPrefix starts the error replies of the scripts' corrupt().

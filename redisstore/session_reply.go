@@ -50,7 +50,7 @@ func uintAt(reply []any, i int) (uint64, bool) {
 
 // unexpected reports a reply the scripts cannot send.
 func unexpected(op, id string, reply any) error {
-	return &ScriptError{Op: "session " + op, Msg: fmt.Sprintf("unexpected reply for %q: %T of length %d", id, reply, replyLen(reply))}
+	return &scriptError{Op: "session " + op, Msg: fmt.Sprintf("unexpected reply for %q: %T of length %d", id, reply, replyLen(reply))}
 }
 
 func replyLen(reply any) int {
@@ -76,7 +76,7 @@ func decodeRecord(id string, k sessionKeys, parts session.Parts, reply []any) (s
 	if created != "" {
 		us, err := strconv.ParseInt(created, 10, 64)
 		if err != nil {
-			return session.Record{}, &CorruptError{Key: k.Meta, Reason: "c"}
+			return session.Record{}, &corruptError{Key: k.Meta, Reason: "c"}
 		}
 		r.Created = time.UnixMicro(us)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/egresskit/egresskit"
 	"strings"
 	"sync"
 	"testing"
@@ -259,7 +260,7 @@ func TestSessionStoreConfig(t *testing.T) {
 	for _, p := range []string{"with space", "{tag}", "a}b", "ctl\x01", "tab\t", strings.Repeat("p", 129)} {
 		_, err := redisstore.NewSessionStore(client, redisstore.SessionConfig{Prefix: p})
 		var pe *redisstore.PrefixError
-		if !errors.As(err, &pe) || !errors.Is(err, redisstore.ErrInvalidPrefix) {
+		if !errors.As(err, &pe) || !errors.Is(err, egresskit.ErrInvalidConfig) {
 			t.Errorf("NewSessionStore(prefix %q) = %v, want *PrefixError", p, err)
 		}
 	}

@@ -31,9 +31,10 @@ import (
 // first.
 //
 // When Redis is unreachable or slower than Config.Timeout, a FailClosed
-// Store fails the operation with *UnavailableError. A FailOpen Store falls
-// back to an in-process hoststate.Memory and sends a Warning; it tries
-// Redis again every RetryInterval, and when Redis answers it re-syncs:
+// Store fails the operation with an error wrapping ErrUnavailable. A
+// FailOpen Store falls back to an in-process hoststate.Memory and sends a
+// Warning; it tries Redis again every RetryInterval, and when Redis
+// answers it re-syncs:
 //
 //   - first the halts recorded locally during the outage are written to
 //     Redis (a host halted there already keeps its halt), so that no halt
@@ -52,8 +53,9 @@ import (
 // and never seen by this one is not known during the outage. Use
 // FailClosed where that matters more than crawling on.
 //
-// Resume always needs Redis: it fails with *UnavailableError, under both
-// policies, when Redis cannot be reached, and then changes nothing.
+// Resume always needs Redis: it fails with an error wrapping
+// ErrUnavailable, under both policies, when Redis cannot be reached, and
+// then changes nothing.
 //
 // Times in errors and snapshots (HaltError.HaltedAt, OpenError.Until,
 // Status) are on the Redis server's clock unless Config.Now is set; a
@@ -114,7 +116,7 @@ const maxKnown = 1 << 16
 // its run_id (INFO server), waiting at most the longer of Config.Timeout
 // and 2s. A policy that may evict keys without a TTL (allkeys-lru,
 // allkeys-lfu, allkeys-random) could evict a halt: New refuses it with an
-// *EvictionError unless Config.AllowEviction is set. When CONFIG GET is
+// ErrEvicting unless Config.AllowEviction is set. When CONFIG GET is
 // refused (a managed Redis, an ACL without +config) or Redis does not
 // answer, New sends an Unchecked Warning and goes on. New adds a hook to
 // client (or to each node client of a Cluster or Ring) that notes new
@@ -123,15 +125,13 @@ const maxKnown = 1 << 16
 // rather than one per task.
 //
 // Errors: an error wrapping egresskit.ErrInvalidConfig that names the
-// field for a setting out of range; a *PrefixError for an unusable
-// Config.Prefix; an error wrapping
-// ErrClientTimeouts when client is one of go-redis's clients whose socket
-// I/O ignores the context deadline (create it with
+// field for a setting out of range or an unusable Config.Prefix; an error
+// wrapping ErrClientTimeouts when client is one of go-redis's clients
+// whose socket I/O ignores the context deadline (create it with
 // ContextTimeoutEnabled: true, or with ReadTimeout and WriteTimeout no
 // longer than Config.Timeout), since Config.Timeout could then not bound a
-// call; an *EvictionError (errors.Is ErrEvicting); a *JournalError
-// (errors.Is ErrJournal) for a Config.Journal that cannot be used; an
-// error for a nil client.
+// call; an error wrapping ErrEvicting; an error wrapping ErrJournal for a
+// Config.Journal that cannot be used; an error for a nil client.
 func New(client redis.UniversalClient, cfg Config) (*Store, error) {
 	if client == nil {
 		return nil, errors.New("redisstore: nil client")
@@ -192,17 +192,6 @@ func checkClient(c redis.UniversalClient, timeout time.Duration) error {
 	return fmt.Errorf("%w: set ContextTimeoutEnabled, or ReadTimeout and WriteTimeout of at most %v", ErrClientTimeouts, timeout)
 }
 
-// Prefix returns the key prefix in use.
-func (s *Store) Prefix() string { return s.prefix }
-
-// Keys returns the Redis keys holding host's state: the hash of its
-// breaker and pacing, and the string holding its halt. It returns a
-// *HostError for a host that cannot be part of a key.
-func (s *Store) Keys(host string) (state, halt string, err error) {
-	k, err := s.keysOf(host)
-	return k.state, k.halt, err
-}
-
 // nowArg is a script's ARGV[1]: empty for Redis time, else the fake clock.
 func (s *Store) nowArg() string {
 	if s.set.cfg.Now == nil {
@@ -222,8 +211,8 @@ func (s *Store) localNow() time.Time {
 // Admit decides whether one attempt to host may be sent; see
 // hoststate.Store. Its errors are *breaker.HaltError, *breaker.OpenError,
 // *ratelimit.DeadlineError (errors.Is context.DeadlineExceeded), ctx.Err()
-// when ctx ends first, *HostError, *CorruptError, *ScriptError, and under
-// FailClosed *UnavailableError.
+// when ctx ends first, ErrInvalidHost, ErrCorrupt, ErrScript, and under
+// FailClosed ErrUnavailable.
 func (s *Store) Admit(ctx context.Context, host string) (hoststate.Admission, error) {
 	if err := ctx.Err(); err != nil {
 		return hoststate.Admission{}, err
@@ -257,7 +246,7 @@ func (s *Store) Admit(ctx context.Context, host string) (hoststate.Admission, er
 	}
 	v, err := ints(reply, 2)
 	if err != nil {
-		return hoststate.Admission{}, &ScriptError{Op: "admit", Msg: err.Error()}
+		return hoststate.Admission{}, &scriptError{Op: "admit", Msg: err.Error()}
 	}
 	switch {
 	case v[0] == 0 && len(v) == 5:
@@ -288,14 +277,14 @@ func (s *Store) Admit(ctx context.Context, host string) (hoststate.Admission, er
 	case v[0] == 3:
 		return hoststate.Admission{}, &ratelimit.DeadlineError{Host: host, Wait: time.Duration(v[1]) * time.Microsecond}
 	}
-	return hoststate.Admission{}, &ScriptError{Op: "admit", Msg: "unexpected reply"}
+	return hoststate.Admission{}, &scriptError{Op: "admit", Msg: "unexpected reply"}
 }
 
 // Record feeds the classification of an attempt admitted by Admit back
 // into host's state; see hoststate.Store. A Refused result halts the host
 // before anything else is read, so that even a corrupt state hash does not
-// lose the halt. Its errors are *HostError, *CorruptError, *ScriptError,
-// ctx.Err(), and under FailClosed *UnavailableError.
+// lose the halt. Its errors are ErrInvalidHost, ErrCorrupt, ErrScript,
+// ctx.Err(), and under FailClosed ErrUnavailable.
 //
 // A halt is never lost to an error, under either policy: when a Refused
 // result cannot be written to Redis (unreachable, slow, ctx ended, a
@@ -341,7 +330,7 @@ func (s *Store) Record(ctx context.Context, host string, a hoststate.Admission, 
 	}
 	v, err := ints(reply, 4)
 	if err != nil || v[0] > 2 || v[1] > 2 || v[0] < 0 || v[1] < 0 {
-		return hoststate.Effect{}, &ScriptError{Op: "record", Msg: "unexpected reply"}
+		return hoststate.Effect{}, &scriptError{Op: "record", Msg: "unexpected reply"}
 	}
 	eff := hoststate.Effect{Halted: v[2] == 1, From: breaker.State(v[0]), To: breaker.State(v[1])}
 	s.saw(host, eff.To)
@@ -354,8 +343,8 @@ func (s *Store) Record(ctx context.Context, host string, a hoststate.Admission, 
 // Resume lifts a halt on host (a key, or a host, host:port or URL keyed by
 // host), in Redis and locally. It needs Redis under both policies: its
 // errors are one wrapping hoststate.ErrNotHalted when the host was halted
-// nowhere, hostkey's errors, *HostError, *CorruptError, *ScriptError,
-// ctx.Err() and *UnavailableError.
+// nowhere, hostkey's errors, ErrInvalidHost, ErrCorrupt, ErrScript,
+// ctx.Err() and ErrUnavailable.
 func (s *Store) Resume(ctx context.Context, host string) error {
 	if err := checkHost(host); err != nil {
 		return err
@@ -379,7 +368,7 @@ func (s *Store) Resume(ctx context.Context, host string) error {
 	if err != nil {
 		var re redisErr
 		if errors.As(err, &re) {
-			return &UnavailableError{Op: "resume", Cause: re.error}
+			return &unavailableError{Op: "resume", Cause: re.error}
 		}
 		return err
 	}
@@ -404,8 +393,8 @@ func (s *Store) Resume(ctx context.Context, host string) error {
 
 // SetCeiling caps host's rate at perMinute requests per minute; see
 // hoststate.Store. Its errors are one wrapping ratelimit.ErrInvalidRate
-// for NaN, *HostError, *CorruptError, *ScriptError, ctx.Err(), and under
-// FailClosed *UnavailableError.
+// for NaN, ErrInvalidHost, ErrCorrupt, ErrScript, ctx.Err(), and under
+// FailClosed ErrUnavailable.
 func (s *Store) SetCeiling(ctx context.Context, host string, perMinute float64) error {
 	if math.IsNaN(perMinute) {
 		return fmt.Errorf("redisstore: ceiling is NaN: %w", ratelimit.ErrInvalidRate)
@@ -430,8 +419,8 @@ func (s *Store) SetCeiling(ctx context.Context, host string, perMinute float64) 
 }
 
 // Store returns a snapshot of host; see hoststate.Store. Its errors are
-// *HostError, *CorruptError, *ScriptError, ctx.Err(), and under FailClosed
-// *UnavailableError. On local state (FailOpen, Redis unreachable) it
+// ErrInvalidHost, ErrCorrupt, ErrScript, ctx.Err(), and under FailClosed
+// ErrUnavailable. On local state (FailOpen, Redis unreachable) it
 // reports the local snapshot, halted when a halt of the host is known.
 func (s *Store) Status(ctx context.Context, host string) (hoststate.Status, error) {
 	k, err := s.keysOf(host)
@@ -451,7 +440,7 @@ func (s *Store) Status(ctx context.Context, host string) (hoststate.Status, erro
 	}
 	st, err := decodeState(host, reply)
 	if err != nil {
-		return hoststate.Status{}, &ScriptError{Op: "state", Msg: err.Error()}
+		return hoststate.Status{}, &scriptError{Op: "state", Msg: err.Error()}
 	}
 	return st, nil
 }
@@ -460,7 +449,7 @@ func (s *Store) Status(ctx context.Context, host string) (hoststate.Status, erro
 type redisErr struct{ error }
 
 // call runs sc for k on Redis, bounded by Timeout. Its errors are ctx.Err()
-// when ctx ended, *CorruptError, *ScriptError, or redisErr.
+// when ctx ended, ErrCorrupt, ErrScript, or redisErr.
 func (s *Store) call(ctx context.Context, op string, sc *redis.Script, k keys, args []any) (any, error) {
 	start := time.Now()
 	rctx, cancel := context.WithTimeout(ctx, s.set.cfg.Timeout)
@@ -495,7 +484,7 @@ func (s *Store) exec(ctx context.Context, op string, sc *redis.Script, k keys, a
 		var re redisErr
 		errors.As(err, &re)
 		if s.set.cfg.OnRedisError == FailClosed {
-			return nil, nil, &UnavailableError{Op: op, Cause: re.error}
+			return nil, nil, &unavailableError{Op: op, Cause: re.error}
 		}
 		return nil, s.degrade(ctx, op, re.error, k), nil
 	}
@@ -509,7 +498,7 @@ func (s *Store) exec(ctx context.Context, op string, sc *redis.Script, k keys, a
 		var re redisErr
 		switch {
 		case errors.As(err, &re) && s.set.cfg.OnRedisError == FailClosed:
-			return nil, nil, &UnavailableError{Op: op, Cause: re.error}
+			return nil, nil, &unavailableError{Op: op, Cause: re.error}
 		case errors.As(err, &re):
 			return nil, s.degrade(ctx, op, re.error, k), nil
 		case err != nil:
@@ -541,7 +530,7 @@ func (s *Store) exec(ctx context.Context, op string, sc *redis.Script, k keys, a
 		}
 		return nil, nil, err
 	case s.set.cfg.OnRedisError == FailClosed:
-		return nil, nil, &UnavailableError{Op: op, Cause: re.error}
+		return nil, nil, &unavailableError{Op: op, Cause: re.error}
 	}
 	return nil, s.degrade(ctx, op, re.error, k), nil
 }

@@ -248,7 +248,7 @@ func TestKeyTTLs(t *testing.T) {
 		return d
 	}
 	const host = "ttl.example"
-	stateKey, haltKey, _ := st.Keys(host)
+	stateKey, haltKey, _ := redisstore.KeysOf(st, host)
 	a, _ := st.Admit(ctx, host)
 	if d := ttl(stateKey); d < 9*time.Minute || d > 10*time.Minute {
 		t.Errorf("after Admit: TTL %v, want about the 10m idle TTL", d)
@@ -273,8 +273,32 @@ func TestKeyTTLs(t *testing.T) {
 	cfg.HostState.Limit.IdleTTL = -1
 	never := mustState(t, redistest.Addr(t), cfg)
 	never.Admit(ctx, "never.example")
-	stateKey, _, _ = never.Keys("never.example")
+	stateKey, _, _ = redisstore.KeysOf(never, "never.example")
 	if d := ttl(stateKey); d != -1 {
 		t.Errorf("with a negative IdleTTL: TTL %v, want none", d)
+	}
+}
+
+// Every key of a host carries the host as its Cluster hash tag, and a
+// host that cannot be a hash tag is refused; an unreachable Redis under
+// FailClosed fails with an error naming the operation.
+func TestKeysAndUnavailableOp(t *testing.T) {
+	client := redis.NewClient(&redis.Options{Addr: nowhere(), ContextTimeoutEnabled: true, DialerRetries: 1})
+	defer client.Close()
+	st, err := redisstore.New(client, redisstore.Config{Prefix: "crawl", OnRedisError: redisstore.FailClosed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	state, halt, _ := redisstore.KeysOf(st, "example.com:8080")
+	if state != "crawl:{example.com:8080}:s" || halt != "crawl:{example.com:8080}:halt" {
+		t.Errorf("KeysOf = %q, %q", state, halt)
+	}
+	if _, _, err := redisstore.KeysOf(st, "bad{host}"); !errors.Is(err, redisstore.ErrInvalidHost) {
+		t.Errorf("KeysOf(bad{host}) = %v, want ErrInvalidHost", err)
+	}
+	_, err = st.Admit(context.Background(), "example.com")
+	var ue *redisstore.UnavailableError
+	if !errors.Is(err, redisstore.ErrUnavailable) || !errors.As(err, &ue) || ue.Op != "admit" {
+		t.Errorf("Admit = %v, want an unavailableError of op admit", err)
 	}
 }
