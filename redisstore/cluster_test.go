@@ -14,7 +14,7 @@ import (
 	"github.com/egresskit/egresskit/hoststate/hoststatetest"
 	"github.com/egresskit/egresskit/internal/redistest"
 	"github.com/egresskit/egresskit/redisstore"
-	"github.com/egresskit/egresskit/session"
+	"github.com/egresskit/egresskit/session/sessionstore"
 	"github.com/egresskit/egresskit/session/sessiontest"
 	"github.com/redis/go-redis/v9"
 )
@@ -72,7 +72,7 @@ func TestCluster(t *testing.T) {
 		})
 	})
 	t.Run("sessions", func(t *testing.T) {
-		sessiontest.Run(t, func(t *testing.T, now func() time.Time) session.Store {
+		sessiontest.Run(t, func(t *testing.T, now func() time.Time) sessionstore.Store {
 			return sessStore(t, client, now)
 		})
 	})

@@ -1,6 +1,6 @@
 package redisstore
 
-import "github.com/egresskit/egresskit/session"
+import "github.com/egresskit/egresskit/session/sessionstore"
 
 // SessionKeys exposes a session's Redis keys to the external tests, which
 // corrupt and inspect them.
@@ -8,6 +8,6 @@ type SessionKeys = sessionKeys
 
 // SessionKeysOf returns the Redis keys of session id in st, a store made by
 // NewSessionStore.
-func SessionKeysOf(st session.Store, id string) (SessionKeys, error) {
+func SessionKeysOf(st sessionstore.Store, id string) (SessionKeys, error) {
 	return st.(*sessionStore).keysOf(id)
 }

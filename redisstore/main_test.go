@@ -2,12 +2,14 @@ package redisstore_test
 
 import (
 	"context"
+	"crypto/rand"
 	"os"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/egresskit/egresskit/internal/redistest"
+	"github.com/egresskit/egresskit/session"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 )
@@ -34,6 +36,16 @@ type clock struct {
 
 func newClock() *clock {
 	return &clock{t: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}
+}
+
+// clockAt returns a clock reading t.
+func clockAt(t time.Time) *clock { return &clock{t: t} }
+
+// newKey returns a session Key with id and fresh random key material.
+func newKey(id uint32) session.Key {
+	b := make([]byte, 32)
+	rand.Read(b) // never returns an error (crypto/rand, Go 1.24+)
+	return session.Key{ID: id, Secret: session.Secret(b)}
 }
 
 func (c *clock) Now() time.Time {

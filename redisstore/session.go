@@ -8,7 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/egresskit/egresskit/internal/sessionkit"
 	"github.com/egresskit/egresskit/session"
+	"github.com/egresskit/egresskit/session/sessionstore"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -27,7 +29,7 @@ type SessionConfig struct {
 	Now func() time.Time
 }
 
-// sessionStore is the session.Store NewSessionStore returns.
+// sessionStore is the sessionstore.Store NewSessionStore returns.
 type sessionStore struct {
 	client redis.UniversalClient
 	prefix string
@@ -35,9 +37,9 @@ type sessionStore struct {
 	sc     sessionScripts
 }
 
-var _ session.Store = (*sessionStore)(nil)
+var _ sessionstore.Store = (*sessionStore)(nil)
 
-// NewSessionStore returns the Redis implementation of session.Store over
+// NewSessionStore returns the Redis implementation of sessionstore.Store over
 // client (a *redis.Client, a Sentinel failover client, a
 // *redis.ClusterClient or a *redis.Ring): one record per session, shared
 // by every such store that uses the same Redis and Prefix, with the
@@ -71,7 +73,7 @@ var _ session.Store = (*sessionStore)(nil)
 // modified and written back from Go. MergeCookies sets each cookie in its
 // own hash field and stamps it in the order set, so concurrent merges of
 // different cookies never lose one another, and eviction at
-// session.CookieMerge.Limit removes the least recently set.
+// sessionstore.CookieMerge.Limit removes the least recently set.
 //
 // Expiry is decided inside the scripts against the store's clock (see
 // SessionConfig.Now). Each key also carries a Redis TTL of the record's
@@ -79,7 +81,7 @@ var _ session.Store = (*sessionStore)(nil)
 //
 // # Errors
 //
-// Besides the errors of session.Store, the methods return an error
+// Besides the errors of sessionstore.Store, the methods return an error
 // wrapping ErrCorrupt when a key of the session holds something this
 // package did not write — another type, or metadata that does not parse —
 // and change nothing; an error wrapping ErrScript for a script the server
@@ -93,7 +95,7 @@ var _ session.Store = (*sessionStore)(nil)
 // does not own the client: close the client when done. Bound calls with
 // ctx deadlines only if the client honours them (go-redis:
 // ContextTimeoutEnabled).
-func NewSessionStore(client redis.UniversalClient, cfg SessionConfig) (session.Store, error) {
+func NewSessionStore(client redis.UniversalClient, cfg SessionConfig) (sessionstore.Store, error) {
 	if client == nil {
 		return nil, errors.New("redisstore: nil client")
 	}
@@ -123,15 +125,15 @@ func (k sessionKeys) list() []string { return []string{k.Meta, k.Fields, k.Cooki
 // keysOf returns the Redis keys of session id. It fails with an error
 // wrapping session.ErrInvalidID.
 func (s *sessionStore) keysOf(id string) (sessionKeys, error) {
-	if err := session.ValidateID(id); err != nil {
+	if err := sessionkit.ValidateID(id); err != nil {
 		return sessionKeys{}, err
 	}
 	base := s.prefix + ":session:{" + id + "}:"
 	return sessionKeys{Meta: base + "meta", Fields: base + "fields", Cookies: base + "cookies", Order: base + "order"}, nil
 }
 
-// Create implements session.Store.
-func (s *sessionStore) Create(ctx context.Context, r session.Record) error {
+// Create implements sessionstore.Store.
+func (s *sessionStore) Create(ctx context.Context, r sessionstore.Record) error {
 	k, err := s.keys(ctx, r.ID)
 	if err != nil {
 		return err
@@ -164,27 +166,27 @@ func (s *sessionStore) Create(ctx context.Context, r session.Record) error {
 	return unexpected("create", r.ID, reply)
 }
 
-// Get implements session.Store.
-func (s *sessionStore) Get(ctx context.Context, id string, parts session.Parts) (session.Record, error) {
+// Get implements sessionstore.Store.
+func (s *sessionStore) Get(ctx context.Context, id string, parts sessionstore.Parts) (sessionstore.Record, error) {
 	k, err := s.keys(ctx, id)
 	if err != nil {
-		return session.Record{}, err
+		return sessionstore.Record{}, err
 	}
 	reply, err := s.run(ctx, "get", s.sc.get, k, id,
-		[]any{s.nowArg(), flag(parts&session.PartFields != 0), flag(parts&session.PartCookies != 0)})
+		[]any{s.nowArg(), flag(parts&sessionstore.PartFields != 0), flag(parts&sessionstore.PartCookies != 0)})
 	if err != nil {
-		return session.Record{}, err
+		return sessionstore.Record{}, err
 	}
 	switch status(reply) {
 	case sessOK:
 		return decodeRecord(id, k, parts, reply)
 	case sessNotFound:
-		return session.Record{}, notFound(id)
+		return sessionstore.Record{}, notFound(id)
 	}
-	return session.Record{}, unexpected("get", id, reply)
+	return sessionstore.Record{}, unexpected("get", id, reply)
 }
 
-// Delete implements session.Store.
+// Delete implements sessionstore.Store.
 func (s *sessionStore) Delete(ctx context.Context, id string, fence uint64) error {
 	k, err := s.keys(ctx, id)
 	if err != nil {
@@ -197,7 +199,7 @@ func (s *sessionStore) Delete(ctx context.Context, id string, fence uint64) erro
 	return writeResult("delete", id, fence, reply)
 }
 
-// SetExpiry implements session.Store.
+// SetExpiry implements sessionstore.Store.
 func (s *sessionStore) SetExpiry(ctx context.Context, id string, fence uint64, expires time.Time) error {
 	k, err := s.keys(ctx, id)
 	if err != nil {
@@ -214,8 +216,8 @@ func (s *sessionStore) SetExpiry(ctx context.Context, id string, fence uint64, e
 	return writeResult("setexpiry", id, fence, reply)
 }
 
-// SetFields implements session.Store.
-func (s *sessionStore) SetFields(ctx context.Context, id string, fence uint64, w session.FieldWrite) error {
+// SetFields implements sessionstore.Store.
+func (s *sessionStore) SetFields(ctx context.Context, id string, fence uint64, w sessionstore.FieldWrite) error {
 	k, err := s.keys(ctx, id)
 	if err != nil {
 		return err
@@ -238,16 +240,16 @@ func (s *sessionStore) SetFields(ctx context.Context, id string, fence uint64, w
 		if i, ok := intAt(reply, 1); ok && i >= 1 && i <= int64(len(w.Set)) {
 			name = w.Set[i-1].Name
 		}
-		return fmt.Errorf("%w: %q: field %q exists", session.ErrConflict, id, name)
+		return fmt.Errorf("%w: %q: field %q exists", sessionstore.ErrConflict, id, name)
 	}
 	return writeResult("setfields", id, fence, reply)
 }
 
-// MergeCookies implements session.Store.
-func (s *sessionStore) MergeCookies(ctx context.Context, id string, fence uint64, m session.CookieMerge) (session.MergeResult, error) {
+// MergeCookies implements sessionstore.Store.
+func (s *sessionStore) MergeCookies(ctx context.Context, id string, fence uint64, m sessionstore.CookieMerge) (int, error) {
 	k, err := s.keys(ctx, id)
 	if err != nil {
-		return session.MergeResult{}, err
+		return 0, err
 	}
 	args := make([]any, 0, 7+2*len(m.Set)+len(m.Delete)+2*len(m.Prune))
 	args = append(args, s.nowArg(), fence, max(m.Limit, 0), len(m.Set))
@@ -264,32 +266,32 @@ func (s *sessionStore) MergeCookies(ctx context.Context, id string, fence uint64
 	}
 	reply, err := s.run(ctx, "merge", s.sc.merge, k, id, args)
 	if err != nil {
-		return session.MergeResult{}, err
+		return 0, err
 	}
 	if err := writeResult("merge", id, fence, reply); err != nil {
-		return session.MergeResult{}, err
+		return 0, err
 	}
-	v, ok1 := uintAt(reply, 1)
+	_, ok1 := uintAt(reply, 1) // the version after the merge
 	ev, ok2 := intAt(reply, 2)
 	if !ok1 || !ok2 || ev < 0 {
-		return session.MergeResult{}, unexpected("merge", id, reply)
+		return 0, unexpected("merge", id, reply)
 	}
-	return session.MergeResult{Version: v, Evicted: int(ev)}, nil
+	return int(ev), nil
 }
 
-// Acquire implements session.Store.
-func (s *sessionStore) Acquire(ctx context.Context, id, holder string, ttl time.Duration) (session.Lease, error) {
+// Acquire implements sessionstore.Store.
+func (s *sessionStore) Acquire(ctx context.Context, id, holder string, ttl time.Duration) (sessionstore.Lease, error) {
 	if ttl <= 0 {
-		return session.Lease{}, fmt.Errorf("redisstore: acquire %q: lease ttl %v is not positive", id, ttl)
+		return sessionstore.Lease{}, fmt.Errorf("redisstore: acquire %q: lease ttl %v is not positive", id, ttl)
 	}
 	k, err := s.keys(ctx, id)
 	if err != nil {
-		return session.Lease{}, err
+		return sessionstore.Lease{}, err
 	}
 	us := (ttl + time.Microsecond - 1) / time.Microsecond // round up: a lease is never shorter than asked
 	reply, err := s.run(ctx, "acquire", s.sc.acquire, k, id, []any{s.nowArg(), holder, int64(us)})
 	if err != nil {
-		return session.Lease{}, err
+		return sessionstore.Lease{}, err
 	}
 	switch status(reply) {
 	case sessOK:
@@ -298,21 +300,21 @@ func (s *sessionStore) Acquire(ctx context.Context, id, holder string, ttl time.
 		if !ok1 || !ok2 {
 			break
 		}
-		return session.Lease{ID: id, Holder: holder, Token: tok, Expires: time.UnixMicro(exp)}, nil
+		return sessionstore.Lease{ID: id, Holder: holder, Token: tok, Expires: time.UnixMicro(exp)}, nil
 	case sessHeld:
 		exp, ok := intAt(reply, 1)
 		if !ok {
 			break
 		}
-		return session.Lease{}, &session.LeaseHeldError{ID: id, Expires: time.UnixMicro(exp)}
+		return sessionstore.Lease{}, &sessionkit.LeaseHeldError{ID: id, Expires: time.UnixMicro(exp)}
 	case sessNotFound:
-		return session.Lease{}, notFound(id)
+		return sessionstore.Lease{}, notFound(id)
 	}
-	return session.Lease{}, unexpected("acquire", id, reply)
+	return sessionstore.Lease{}, unexpected("acquire", id, reply)
 }
 
-// Release implements session.Store.
-func (s *sessionStore) Release(ctx context.Context, l session.Lease) error {
+// Release implements sessionstore.Store.
+func (s *sessionStore) Release(ctx context.Context, l sessionstore.Lease) error {
 	k, err := s.keys(ctx, l.ID)
 	if err != nil {
 		return err

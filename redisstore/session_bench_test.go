@@ -8,14 +8,16 @@ import (
 	"time"
 
 	"github.com/egresskit/egresskit/internal/redistest"
+	"github.com/egresskit/egresskit/internal/sessionkit"
 	"github.com/egresskit/egresskit/session"
+	"github.com/egresskit/egresskit/session/sessionstore"
 )
 
 // sessBenchStores returns the stores to compare: memory, and Redis with
 // the server's clock.
-func sessBenchStores(b *testing.B) map[string]session.Store {
-	return map[string]session.Store{
-		"memory": session.NewMemoryStore(session.MemoryConfig{}),
+func sessBenchStores(b *testing.B) map[string]sessionstore.Store {
+	return map[string]sessionstore.Store{
+		"memory": session.NewMemoryStore(nil),
 		"redis":  sessStore(b, redistest.Client(b), nil),
 	}
 }
@@ -43,7 +45,7 @@ func BenchmarkSessionMergeCookies(b *testing.B) {
 			b.ReportAllocs()
 			i := 0
 			for b.Loop() {
-				m := session.CookieMerge{Set: []session.Field{{Name: names[i%len(names)], Value: blob}}, Limit: 3000}
+				m := sessionstore.CookieMerge{Set: []sessionstore.Field{{Name: names[i%len(names)], Value: blob}}, Limit: 3000}
 				if _, err := st.MergeCookies(ctx, id, 0, m); err != nil {
 					b.Fatal(err)
 				}
@@ -60,7 +62,7 @@ func BenchmarkSessionGet(b *testing.B) {
 			st := sessBenchStores(b)[name]
 			ctx := context.Background()
 			now := time.Now()
-			r := session.Record{ID: session.NewID(), Created: now, Expires: now.Add(time.Hour),
+			r := sessionstore.Record{ID: sessionkit.NewID(), Created: now, Expires: now.Add(time.Hour),
 				Fields: map[string][]byte{}, Cookies: map[string][]byte{}}
 			for i := range 3 {
 				r.Fields["f"+strconv.Itoa(i)] = sessBlob()
@@ -73,7 +75,7 @@ func BenchmarkSessionGet(b *testing.B) {
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := st.Get(ctx, r.ID, session.PartAll); err != nil {
+				if _, err := st.Get(ctx, r.ID, sessionstore.PartFields|sessionstore.PartCookies); err != nil {
 					b.Fatal(err)
 				}
 			}

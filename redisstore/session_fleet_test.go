@@ -14,8 +14,10 @@ import (
 	"time"
 
 	"github.com/egresskit/egresskit/internal/redistest"
+	"github.com/egresskit/egresskit/internal/sessionkit"
 	"github.com/egresskit/egresskit/redisstore"
 	"github.com/egresskit/egresskit/session"
+	"github.com/egresskit/egresskit/session/sessionstore"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -24,7 +26,7 @@ import (
 // the Keyring with the others.
 type sessWorker struct {
 	client *redis.Client
-	store  session.Store
+	store  sessionstore.Store
 	prefix string
 	keys   *session.Keyring
 	m      *session.Manager
@@ -35,7 +37,7 @@ func sessFleet(t *testing.T, n int, tweak func(*session.Config)) []sessWorker {
 	t.Helper()
 	addr := redistest.Addr(t)
 	prefix := redistest.Prefix(t)
-	keys, err := session.NewKeyring(session.GenerateKey(1))
+	keys, err := session.NewKeyring(newKey(1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +68,7 @@ func sessJar(t *testing.T, m *session.Manager, id string) *session.Jar {
 
 func sessNew(t *testing.T, m *session.Manager, o session.CreateOptions) string {
 	t.Helper()
-	id := session.NewID()
+	id := sessionkit.NewID()
 	if _, err := m.Create(context.Background(), id, o); err != nil {
 		t.Fatalf("Create = %v, want nil", err)
 	}
@@ -235,7 +237,7 @@ func newSessTokenServer(initial string) *sessTokenServer {
 	return ts
 }
 
-func (ts *sessTokenServer) refresh(ctx context.Context, r session.RefreshRequest) (session.Token, error) {
+func (ts *sessTokenServer) refresh(ctx context.Context, id string, cur session.Token) (session.Token, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ts.URL+"/token", nil)
 	if err != nil {
 		return session.Token{}, err

@@ -9,6 +9,7 @@ import (
 	"github.com/egresskit/egresskit/internal/redistest"
 	"github.com/egresskit/egresskit/redisstore"
 	"github.com/egresskit/egresskit/session"
+	"github.com/egresskit/egresskit/session/sessionstore"
 )
 
 // FuzzSessionStoredMeta overwrites one field of a session's metadata hash
@@ -50,18 +51,18 @@ func FuzzSessionStoredMeta(f *testing.F) {
 				t.Fatalf("%s with %s=%q: %v", op, field, value, err)
 			}
 		}
-		r, err := st.Get(ctx, id, session.PartAll)
+		r, err := st.Get(ctx, id, sessionstore.PartFields|sessionstore.PartCookies)
 		check("Get", err)
 		if err == nil && (r.ID != id || !r.Expires.After(start) || len(r.Cookies) != 1 || (r.Lease.Token != 0 && !r.Lease.Expires.After(start))) {
 			t.Fatalf("Get with %s=%q = %+v: not a live record with its cookie", field, value, r)
 		}
-		check("Create", st.Create(ctx, session.Record{ID: id, Created: start, Expires: start.Add(time.Hour)}))
-		check("SetFields", st.SetFields(ctx, id, 1, session.FieldWrite{Set: []session.Field{{Name: "f", Value: []byte("2")}}}))
-		_, err = st.MergeCookies(ctx, id, 0, session.CookieMerge{Set: []session.Field{{Name: "c2", Value: []byte("2")}}, Limit: 1})
+		check("Create", st.Create(ctx, sessionstore.Record{ID: id, Created: start, Expires: start.Add(time.Hour)}))
+		check("SetFields", st.SetFields(ctx, id, 1, sessionstore.FieldWrite{Set: []sessionstore.Field{{Name: "f", Value: []byte("2")}}}))
+		_, err = st.MergeCookies(ctx, id, 0, sessionstore.CookieMerge{Set: []sessionstore.Field{{Name: "c2", Value: []byte("2")}}, Limit: 1})
 		check("MergeCookies", err)
 		_, err = st.Acquire(ctx, id, "B", time.Minute)
 		check("Acquire", err)
-		check("Release", st.Release(ctx, session.Lease{ID: id, Holder: "A", Token: 1}))
+		check("Release", st.Release(ctx, sessionstore.Lease{ID: id, Holder: "A", Token: 1}))
 		check("SetExpiry", st.SetExpiry(ctx, id, 0, start.Add(2*time.Hour)))
 		check("Delete", st.Delete(ctx, id, 0))
 	})

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/egresskit/egresskit/session"
+	"github.com/egresskit/egresskit/session/sessionstore"
 )
 
 // Statuses, the first element of a session script's reply.
@@ -63,26 +63,26 @@ func replyLen(reply any) int {
 // decodeRecord reads the reply of the get script:
 // {0, version, created, expires, lease token, holder, lease expiry,
 // fields, cookies}.
-func decodeRecord(id string, k sessionKeys, parts session.Parts, reply []any) (session.Record, error) {
+func decodeRecord(id string, k sessionKeys, parts sessionstore.Parts, reply []any) (sessionstore.Record, error) {
 	if len(reply) != 9 {
-		return session.Record{}, unexpected("get", id, reply)
+		return sessionstore.Record{}, unexpected("get", id, reply)
 	}
-	r := session.Record{ID: id}
+	r := sessionstore.Record{ID: id}
 	var ok bool
 	if r.Version, ok = uintAt(reply, 1); !ok {
-		return session.Record{}, unexpected("get", id, reply)
+		return sessionstore.Record{}, unexpected("get", id, reply)
 	}
 	created, _ := reply[2].(string)
 	if created != "" {
 		us, err := strconv.ParseInt(created, 10, 64)
 		if err != nil {
-			return session.Record{}, &corruptError{Key: k.Meta, Reason: "c"}
+			return sessionstore.Record{}, &corruptError{Key: k.Meta, Reason: "c"}
 		}
 		r.Created = time.UnixMicro(us)
 	}
 	exp, ok := intAt(reply, 3)
 	if !ok {
-		return session.Record{}, unexpected("get", id, reply)
+		return sessionstore.Record{}, unexpected("get", id, reply)
 	}
 	r.Expires = time.UnixMicro(exp)
 	if tok, _ := reply[4].(string); tok != "" {
@@ -90,19 +90,19 @@ func decodeRecord(id string, k sessionKeys, parts session.Parts, reply []any) (s
 		le, ok2 := intAt(reply, 6)
 		holder, ok3 := reply[5].(string)
 		if !ok1 || !ok2 || !ok3 {
-			return session.Record{}, unexpected("get", id, reply)
+			return sessionstore.Record{}, unexpected("get", id, reply)
 		}
-		r.Lease = session.Lease{ID: id, Holder: holder, Token: t, Expires: time.UnixMicro(le)}
+		r.Lease = sessionstore.Lease{ID: id, Holder: holder, Token: t, Expires: time.UnixMicro(le)}
 	}
 	var err error
-	if parts&session.PartFields != 0 {
+	if parts&sessionstore.PartFields != 0 {
 		if r.Fields, err = pairs(reply[7]); err != nil {
-			return session.Record{}, unexpected("get", id, reply)
+			return sessionstore.Record{}, unexpected("get", id, reply)
 		}
 	}
-	if parts&session.PartCookies != 0 {
+	if parts&sessionstore.PartCookies != 0 {
 		if r.Cookies, err = pairs(reply[8]); err != nil {
-			return session.Record{}, unexpected("get", id, reply)
+			return sessionstore.Record{}, unexpected("get", id, reply)
 		}
 	}
 	return r, nil

@@ -11,15 +11,16 @@ import (
 	"time"
 
 	"github.com/egresskit/egresskit/internal/redistest"
+	"github.com/egresskit/egresskit/internal/sessionkit"
 	"github.com/egresskit/egresskit/redisstore"
 	"github.com/egresskit/egresskit/session"
-	"github.com/egresskit/egresskit/session/sessiontest"
+	"github.com/egresskit/egresskit/session/sessionstore"
 	"github.com/redis/go-redis/v9"
 )
 
 // sessStore returns a Redis session store over client under a prefix of t's own;
 // now nil means Redis time.
-func sessStore(t testing.TB, client redis.UniversalClient, now func() time.Time) session.Store {
+func sessStore(t testing.TB, client redis.UniversalClient, now func() time.Time) sessionstore.Store {
 	t.Helper()
 	st, err := redisstore.NewSessionStore(client, redisstore.SessionConfig{Prefix: redistest.Prefix(t), Now: now})
 	if err != nil {
@@ -30,10 +31,10 @@ func sessStore(t testing.TB, client redis.UniversalClient, now func() time.Time)
 
 // sessCreate creates a record of ttl, on the store's clock, with one field
 // and one cookie.
-func sessCreate(t testing.TB, st session.Store, now time.Time, ttl time.Duration) string {
+func sessCreate(t testing.TB, st sessionstore.Store, now time.Time, ttl time.Duration) string {
 	t.Helper()
-	id := session.NewID()
-	r := session.Record{ID: id, Created: now, Expires: now.Add(ttl),
+	id := sessionkit.NewID()
+	r := sessionstore.Record{ID: id, Created: now, Expires: now.Add(ttl),
 		Fields:  map[string][]byte{"f": []byte("field")},
 		Cookies: map[string][]byte{"c": []byte("cookie")}}
 	if err := st.Create(context.Background(), r); err != nil {
@@ -54,7 +55,7 @@ func TestSessionRedisTime(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if err := st.Create(ctx, session.Record{ID: session.NewID(), Created: server, Expires: server.Add(-time.Second)}); err == nil {
+	if err := st.Create(ctx, sessionstore.Record{ID: sessionkit.NewID(), Created: server, Expires: server.Add(-time.Second)}); err == nil {
 		t.Errorf("Create(expiry before the server's now) = nil, want an error")
 	}
 	id := sessCreate(t, st, server, time.Hour)
@@ -63,10 +64,10 @@ func TestSessionRedisTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A key created by a later write gets the record's TTL too.
-	if err := st.SetFields(ctx, id, 0, session.FieldWrite{Delete: []string{"f"}}); err != nil {
+	if err := st.SetFields(ctx, id, 0, sessionstore.FieldWrite{Delete: []string{"f"}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.SetFields(ctx, id, 0, session.FieldWrite{Set: []session.Field{{Name: "g", Value: []byte("1")}}}); err != nil {
+	if err := st.SetFields(ctx, id, 0, sessionstore.FieldWrite{Set: []sessionstore.Field{{Name: "g", Value: []byte("1")}}}); err != nil {
 		t.Fatal(err)
 	}
 	for _, key := range []string{k.Meta, k.Fields, k.Cookies, k.Order} {
@@ -105,7 +106,7 @@ func TestSessionRedisTime(t *testing.T) {
 	if n := client.Exists(ctx, k.Meta, k.Fields, k.Cookies, k.Order).Val(); n != 0 {
 		t.Errorf("%d keys left after SetExpiry(now), want 0", n)
 	}
-	if _, err := st.Get(ctx, id, session.PartAll); !errors.Is(err, session.ErrNotFound) {
+	if _, err := st.Get(ctx, id, sessionstore.PartFields|sessionstore.PartCookies); !errors.Is(err, session.ErrNotFound) {
 		t.Errorf("Get(expired) = %v, want ErrNotFound", err)
 	}
 }
@@ -153,7 +154,7 @@ func TestSessionForeignValues(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			clock := sessiontest.NewClock(time.Now().Truncate(time.Millisecond))
+			clock := clockAt(time.Now().Truncate(time.Millisecond))
 			st := sessStore(t, client, clock.Now)
 			id := sessCreate(t, st, clock.Now(), time.Hour)
 			k, _ := redisstore.SessionKeysOf(st, id)
@@ -168,15 +169,15 @@ func TestSessionForeignValues(t *testing.T) {
 					t.Errorf("%s = %v, want *CorruptError{%s, %s}", op, err, tt.key(k), tt.reason)
 				}
 			}
-			_, err := st.Get(ctx, id, session.PartAll)
+			_, err := st.Get(ctx, id, sessionstore.PartFields|sessionstore.PartCookies)
 			check("Get", err)
-			check("Create", st.Create(ctx, session.Record{ID: id, Created: clock.Now(), Expires: clock.Now().Add(time.Hour)}))
-			check("SetFields", st.SetFields(ctx, id, 0, session.FieldWrite{Set: []session.Field{{Name: "f", Value: []byte("2")}}}))
-			_, err = st.MergeCookies(ctx, id, 0, session.CookieMerge{Set: []session.Field{{Name: "c2", Value: []byte("2")}}, Limit: 1})
+			check("Create", st.Create(ctx, sessionstore.Record{ID: id, Created: clock.Now(), Expires: clock.Now().Add(time.Hour)}))
+			check("SetFields", st.SetFields(ctx, id, 0, sessionstore.FieldWrite{Set: []sessionstore.Field{{Name: "f", Value: []byte("2")}}}))
+			_, err = st.MergeCookies(ctx, id, 0, sessionstore.CookieMerge{Set: []sessionstore.Field{{Name: "c2", Value: []byte("2")}}, Limit: 1})
 			check("MergeCookies", err)
 			_, err = st.Acquire(ctx, id, "A", time.Minute)
 			check("Acquire", err)
-			check("Release", st.Release(ctx, session.Lease{ID: id, Token: 1}))
+			check("Release", st.Release(ctx, sessionstore.Lease{ID: id, Token: 1}))
 			check("SetExpiry", st.SetExpiry(ctx, id, 0, clock.Now().Add(time.Minute)))
 			check("Delete", st.Delete(ctx, id, 0))
 			if after := sessDump(t, client, k); after != before {
@@ -187,7 +188,7 @@ func TestSessionForeignValues(t *testing.T) {
 
 	// A creation time that does not parse fails Get only.
 	t.Run("created not a time", func(t *testing.T) {
-		clock := sessiontest.NewClock(time.Now().Truncate(time.Millisecond))
+		clock := clockAt(time.Now().Truncate(time.Millisecond))
 		st := sessStore(t, client, clock.Now)
 		id := sessCreate(t, st, clock.Now(), time.Hour)
 		k, _ := redisstore.SessionKeysOf(st, id)
@@ -237,17 +238,17 @@ func sessDump(t testing.TB, c redis.UniversalClient, k redisstore.SessionKeys) s
 func TestSessionScriptFlush(t *testing.T) {
 	ctx := context.Background()
 	client := redistest.Client(t)
-	clock := sessiontest.NewClock(time.Now().Truncate(time.Millisecond))
+	clock := clockAt(time.Now().Truncate(time.Millisecond))
 	st := sessStore(t, client, clock.Now)
 	id := sessCreate(t, st, clock.Now(), time.Hour)
 	for i := range 3 {
 		if err := client.ScriptFlush(ctx).Err(); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := st.MergeCookies(ctx, id, 0, session.CookieMerge{Set: []session.Field{{Name: fmt.Sprint("c", i), Value: []byte("v")}}}); err != nil {
+		if _, err := st.MergeCookies(ctx, id, 0, sessionstore.CookieMerge{Set: []sessionstore.Field{{Name: fmt.Sprint("c", i), Value: []byte("v")}}}); err != nil {
 			t.Fatalf("MergeCookies after SCRIPT FLUSH = %v, want nil", err)
 		}
-		r, err := st.Get(ctx, id, session.PartCookies)
+		r, err := st.Get(ctx, id, sessionstore.PartCookies)
 		if err != nil || r.Version != uint64(2+i) || len(r.Cookies) != 2+i {
 			t.Fatalf("Get after SCRIPT FLUSH = version %d, %d cookies, %v; want %d, %d, nil", r.Version, len(r.Cookies), err, 2+i, 2+i)
 		}
@@ -287,14 +288,14 @@ func TestSessionStoreConfig(t *testing.T) {
 	// "not found".
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_, err = st.Get(ctx, "s-1", session.PartAll)
+	_, err = st.Get(ctx, "s-1", sessionstore.PartFields|sessionstore.PartCookies)
 	if !errors.Is(err, redisstore.ErrUnavailable) {
 		t.Errorf("Get(unreachable server) = %v, want ErrUnavailable", err)
 	}
 	if _, err := st.Acquire(ctx, "s-1", "A", 0); err == nil {
 		t.Errorf("Acquire(ttl 0) = nil, want an error")
 	}
-	if err := st.Create(ctx, session.Record{ID: "s-1", Expires: time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)}); err == nil || errors.Is(err, redisstore.ErrUnavailable) {
+	if err := st.Create(ctx, sessionstore.Record{ID: "s-1", Expires: time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)}); err == nil || errors.Is(err, redisstore.ErrUnavailable) {
 		t.Errorf("Create(expiry in 3000) = %v, want an out-of-range error before any call", err)
 	}
 }
@@ -305,12 +306,12 @@ func TestSessionConcurrentCreate(t *testing.T) {
 	client := redistest.Client(t)
 	st := sessStore(t, client, nil)
 	now := time.Now()
-	id := session.NewID()
+	id := sessionkit.NewID()
 	var wg sync.WaitGroup
 	errs := make([]error, 16)
 	for i := range errs {
 		wg.Go(func() {
-			errs[i] = st.Create(context.Background(), session.Record{ID: id, Created: now, Expires: now.Add(time.Hour),
+			errs[i] = st.Create(context.Background(), sessionstore.Record{ID: id, Created: now, Expires: now.Add(time.Hour),
 				Fields: map[string][]byte{"who": []byte(fmt.Sprint(i))}})
 		})
 	}
@@ -326,5 +327,23 @@ func TestSessionConcurrentCreate(t *testing.T) {
 	}
 	if won != 1 {
 		t.Errorf("%d concurrent Creates succeeded, want 1", won)
+	}
+}
+
+// Acquire while another holder's lease is live names that lease's expiry.
+func TestSessionLeaseHeldExpiry(t *testing.T) {
+	client := redistest.Client(t)
+	clk := clockAt(time.Now().Truncate(time.Millisecond))
+	st := sessStore(t, client, clk.Now)
+	id := sessCreate(t, st, clk.Now(), time.Hour)
+	ctx := context.Background()
+	l1, err := st.Acquire(ctx, id, "A", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = st.Acquire(ctx, id, "B", time.Minute)
+	var held *sessionkit.LeaseHeldError
+	if !errors.As(err, &held) || !errors.Is(err, session.ErrLeaseHeld) || !held.Expires.Equal(l1.Expires) || held.ID != id {
+		t.Errorf("Acquire(B) while A holds = %v, want a LeaseHeldError expiring %v", err, l1.Expires)
 	}
 }

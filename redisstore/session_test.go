@@ -6,7 +6,7 @@ import (
 
 	"github.com/egresskit/egresskit/internal/redistest"
 	"github.com/egresskit/egresskit/redisstore"
-	"github.com/egresskit/egresskit/session"
+	"github.com/egresskit/egresskit/session/sessionstore"
 	"github.com/egresskit/egresskit/session/sessiontest"
 )
 
@@ -15,7 +15,7 @@ import (
 // scenario's fake clock is passed to every script.
 func TestSessionScenarios(t *testing.T) {
 	client := redistest.Client(t)
-	sessiontest.Run(t, func(t *testing.T, now func() time.Time) session.Store {
+	sessiontest.Run(t, func(t *testing.T, now func() time.Time) sessionstore.Store {
 		st, err := redisstore.NewSessionStore(client, redisstore.SessionConfig{Prefix: redistest.Prefix(t), Now: now})
 		if err != nil {
 			t.Fatal(err)

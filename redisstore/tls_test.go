@@ -10,6 +10,7 @@ import (
 	"github.com/egresskit/egresskit/breaker"
 	"github.com/egresskit/egresskit/classify"
 	"github.com/egresskit/egresskit/internal/redistest"
+	"github.com/egresskit/egresskit/internal/sessionkit"
 	"github.com/egresskit/egresskit/redisstore"
 	"github.com/egresskit/egresskit/session"
 	"github.com/redis/go-redis/v9"
@@ -52,7 +53,7 @@ func TestTLS(t *testing.T) {
 		t.Error("PING over TLS without a client certificate succeeded, want refused")
 	}
 
-	keyring, err := session.NewKeyring(session.Key{ID: 1, Secret: []byte("0123456789abcdef0123456789abcdef")})
+	keyring, err := session.NewKeyring(session.Key{ID: 1, Secret: session.Secret("0123456789abcdef0123456789abcdef")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +65,7 @@ func TestTLS(t *testing.T) {
 		return mustManager(session.Config{Store: st, Keyring: keyring})
 	}
 	a, b := manager(), manager()
-	id := session.NewID()
+	id := sessionkit.NewID()
 	if _, err := a.Create(ctx, id, session.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +73,7 @@ func TestTLS(t *testing.T) {
 	if err := a.SetToken(ctx, id, want); err != nil {
 		t.Fatal(err)
 	}
-	got, err := b.TokenSource(id).Token(ctx)
+	got, err := b.Token(ctx, id)
 	if err != nil || got.Type != want.Type || got.Value != want.Value || !got.Expires.Equal(want.Expires) {
 		t.Errorf("token read by the second Manager = %+v, %v; want %+v", got, err, want)
 	}

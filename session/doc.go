@@ -19,11 +19,17 @@
 //
 // The Jar returned by (*Manager).Jar is an http.CookieJar with the semantics
 // of net/http/cookiejar (domain and path matching, host-only cookies, expiry,
-// Secure, the public suffix list). The Transport returned by
+// Secure, the public suffix list). The http.RoundTripper returned by
 // (*Manager).Transport injects the session's headers and token, refreshes the
 // token before it expires at most once across the fleet, and routes the
 // request through the session's bound egress endpoint.
 //
-// Secret values — cookie values, header values, tokens — never appear in an
-// error, in a Session's String or fmt output, or in a log value.
+// Secret values — cookie values, header values, tokens, keys — never appear
+// in an error, in the fmt output of a Session, Token or Key, or in a log
+// value.
+//
+// This package is what a crawler author uses. The contract a store
+// implements — the Store interface, the records it keeps — is package
+// sessionstore; package sessiontest holds the scenarios every store must
+// pass.
 package session

@@ -3,11 +3,12 @@ package session
 import (
 	"errors"
 	"fmt"
-	"time"
+
+	"github.com/egresskit/egresskit/internal/sessionkit"
 )
 
-// Sentinel errors. Functions wrap them with context; match them with
-// errors.Is.
+// Sentinel errors, for a crawler author to match with errors.Is (a store
+// implementer returns the first five). Functions wrap them with context.
 var (
 	// ErrNotFound reports that no live session exists under an ID: it was
 	// never created, was deleted, or has expired.
@@ -16,26 +17,23 @@ var (
 	// ErrExists reports a Create under an ID that holds a live session.
 	ErrExists = errors.New("session: already exists")
 
-	// ErrInvalidID reports a session ID that is empty, too long, or holds a
-	// character outside the allowed set (see ValidateID).
-	ErrInvalidID = errors.New("session: invalid id")
-
-	// ErrTampered reports a stored value that does not open: it was
-	// modified, moved to another session or field, sealed under a key the
-	// Keyring does not hold, or does not decode.
-	ErrTampered = errors.New("session: record tampered or foreign")
+	// ErrInvalidID reports a session ID that is empty, longer than 128
+	// bytes, or holds a byte other than an ASCII letter, a digit or one of
+	// - _ . : @ ~ + = (the error does not repeat the ID).
+	ErrInvalidID = sessionkit.ErrInvalidID
 
 	// ErrStaleLease reports a write or release fenced with a lease token
 	// older than the session's newest lease (or one never issued).
 	ErrStaleLease = errors.New("session: stale lease")
 
-	// ErrLeaseHeld reports an Acquire while another holder's lease is live.
-	// The returned error is a *LeaseHeldError.
-	ErrLeaseHeld = errors.New("session: lease held by another holder")
+	// ErrLeaseHeld reports an Acquire while another holder's lease is live;
+	// the error names when that lease expires (Manager.Get shows it too).
+	ErrLeaseHeld = sessionkit.ErrLeaseHeld
 
-	// ErrConflict reports a conditional write (FieldWrite.IfAbsent) that
-	// found a field already present; nothing was written.
-	ErrConflict = errors.New("session: conflicting write")
+	// ErrTampered reports a stored value that does not open: it was
+	// modified, moved to another session or field, sealed under a key the
+	// Keyring does not hold, or does not decode.
+	ErrTampered = errors.New("session: record tampered or foreign")
 
 	// ErrAlreadyBound reports a Bind to an endpoint other than the one the
 	// session is bound to. Use Rebind to move a session deliberately.
@@ -43,37 +41,18 @@ var (
 
 	// ErrEgressLost reports that the session's bound egress endpoint was
 	// removed or quarantined. The request was not sent through another
-	// endpoint; the returned error is an *EgressLostError.
+	// endpoint; the error names the session and the endpoint, and also
+	// matches the egress package's ErrBindingUnavailable.
 	ErrEgressLost = errors.New("session: bound egress endpoint unavailable")
 
 	// ErrNoRefresher reports an expired token on a Manager without a
 	// Refresh function.
 	ErrNoRefresher = errors.New("session: token expired and no refresher configured")
-
-	// ErrInvalidKey reports a Keyring key that is not 32 bytes, or a
-	// duplicate or zero key ID.
-	ErrInvalidKey = errors.New("session: invalid key")
 )
 
-// LeaseHeldError is returned by Acquire when another holder's lease is live.
-type LeaseHeldError struct {
-	// ID is the session.
-	ID string
-	// Expires is when the live lease expires unless renewed.
-	Expires time.Time
-}
-
-// Error describes the error without secrets.
-func (e *LeaseHeldError) Error() string {
-	return fmt.Sprintf("session: lease on %q held until %s", e.ID, e.Expires.UTC().Format(time.RFC3339Nano))
-}
-
-// Is reports whether target is ErrLeaseHeld.
-func (e *LeaseHeldError) Is(target error) bool { return target == ErrLeaseHeld }
-
-// RefreshError reports a token that could not be refreshed. The request
+// refreshError reports a token that could not be refreshed. The request
 // that needed the token was not sent.
-type RefreshError struct {
+type refreshError struct {
 	// ID is the session.
 	ID string
 	// Err is the cause: the Refresh function's error, ErrNoRefresher,
@@ -82,17 +61,17 @@ type RefreshError struct {
 }
 
 // Error describes the error without secrets.
-func (e *RefreshError) Error() string {
+func (e *refreshError) Error() string {
 	return fmt.Sprintf("session: token refresh for %q: %v", e.ID, e.Err)
 }
 
 // Unwrap returns the cause.
-func (e *RefreshError) Unwrap() error { return e.Err }
+func (e *refreshError) Unwrap() error { return e.Err }
 
-// EgressLostError reports that a session's bound egress endpoint is gone.
+// egressLostError reports that a session's bound egress endpoint is gone.
 // errors.Is matches both ErrEgressLost and the egress package's
 // ErrBindingUnavailable.
-type EgressLostError struct {
+type egressLostError struct {
 	// ID is the session; Endpoint the endpoint it is bound to.
 	ID, Endpoint string
 	// Err is the egress layer's error.
@@ -100,12 +79,12 @@ type EgressLostError struct {
 }
 
 // Error describes the error without secrets.
-func (e *EgressLostError) Error() string {
+func (e *egressLostError) Error() string {
 	return fmt.Sprintf("session: %q is bound to egress endpoint %q, which is unavailable: %v", e.ID, e.Endpoint, e.Err)
 }
 
 // Is reports whether target is ErrEgressLost.
-func (e *EgressLostError) Is(target error) bool { return target == ErrEgressLost }
+func (e *egressLostError) Is(target error) bool { return target == ErrEgressLost }
 
 // Unwrap returns the egress layer's error.
-func (e *EgressLostError) Unwrap() error { return e.Err }
+func (e *egressLostError) Unwrap() error { return e.Err }

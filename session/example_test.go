@@ -2,6 +2,7 @@ package session_test
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,15 @@ import (
 
 	"github.com/egresskit/egresskit/session"
 )
+
+// newKey returns a Key of random key material. In a fleet an operator
+// provisions the 32 bytes (in a secret store, say) and every worker builds
+// the same Key from them.
+func newKey(id uint32) session.Key {
+	b := make([]byte, 32)
+	rand.Read(b)
+	return session.Key{ID: id, Secret: session.Secret(b)}
+}
 
 // Two workers share one session: the first logs in, the second carries on
 // with the cookie the first received. Workers in separate processes would
@@ -31,8 +41,8 @@ func Example() {
 	}))
 	defer srv.Close()
 
-	keys, _ := session.NewKeyring(session.GenerateKey(1))
-	store := session.NewMemoryStore(session.MemoryConfig{})
+	keys, _ := session.NewKeyring(newKey(1))
+	store := session.NewMemoryStore(nil)
 	workerA, err := session.New(session.Config{Store: store, Keyring: keys})
 	if err != nil {
 		fmt.Println(err)
@@ -80,7 +90,7 @@ func ExampleManager_Transport() {
 	refreshes := 0
 	m, err := session.New(session.Config{
 		RefreshSkew: time.Minute,
-		Refresh: func(ctx context.Context, r session.RefreshRequest) (session.Token, error) {
+		Refresh: func(ctx context.Context, id string, cur session.Token) (session.Token, error) {
 			refreshes++ // a real refresher would call the site's token endpoint
 			return session.Token{Type: "Bearer", Value: "fresh", Expires: time.Now().Add(time.Hour)}, nil
 		},
@@ -119,11 +129,11 @@ func ExampleManager_Transport() {
 // reads what the old key sealed; a ring without the old key cannot.
 func ExampleNewKeyring() {
 	ctx := context.Background()
-	k1, k2 := session.GenerateKey(1), session.GenerateKey(2)
+	k1, k2 := newKey(1), newKey(2)
 	old, _ := session.NewKeyring(k1)
 	rotated, _ := session.NewKeyring(k1, k2)
 	newOnly, _ := session.NewKeyring(k2)
-	store := session.NewMemoryStore(session.MemoryConfig{})
+	store := session.NewMemoryStore(nil)
 
 	before, err := session.New(session.Config{Store: store, Keyring: old})
 	if err != nil {

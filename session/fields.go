@@ -6,22 +6,25 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/egresskit/egresskit/internal/sessionkit"
+	"github.com/egresskit/egresskit/session/sessionstore"
 )
 
 // SetHeader sets the values of the header key sent with every request of
 // session id; no values deletes it. It fails with ErrInvalidID, an invalid
 // header name, ErrNotFound, ErrStaleLease, or a Store error.
 func (m *Manager) SetHeader(ctx context.Context, id, key string, values ...string) error {
-	if err := ValidateID(id); err != nil {
+	if err := sessionkit.ValidateID(id); err != nil {
 		return err
 	}
 	if err := checkHeader(key, values); err != nil {
 		return err
 	}
 	f := headerPrefix + http.CanonicalHeaderKey(key)
-	w := FieldWrite{Delete: []string{f}}
+	w := sessionstore.FieldWrite{Delete: []string{f}}
 	if len(values) > 0 {
-		w = FieldWrite{Set: []Field{{f, m.keys.seal(id, f, encodeHeader(values))}}}
+		w = sessionstore.FieldWrite{Set: []sessionstore.Field{{Name: f, Value: m.keys.seal(id, f, encodeHeader(values))}}}
 	}
 	return m.store.SetFields(ctx, id, fence(ctx, id), w)
 }
@@ -30,12 +33,12 @@ func (m *Manager) SetHeader(ctx context.Context, id, key string, values ...strin
 // token. It fails with ErrInvalidID, ErrNotFound, ErrStaleLease, or a
 // Store error.
 func (m *Manager) SetToken(ctx context.Context, id string, t Token) error {
-	if err := ValidateID(id); err != nil {
+	if err := sessionkit.ValidateID(id); err != nil {
 		return err
 	}
-	w := FieldWrite{Delete: []string{fieldToken}}
+	w := sessionstore.FieldWrite{Delete: []string{fieldToken}}
 	if t.Value != "" {
-		w = FieldWrite{Set: []Field{{fieldToken, m.sealToken(id, t, m.cfg.Now())}}}
+		w = sessionstore.FieldWrite{Set: []sessionstore.Field{{Name: fieldToken, Value: m.sealToken(id, t, m.cfg.Now())}}}
 	}
 	return m.store.SetFields(ctx, id, fence(ctx, id), w)
 }
@@ -46,15 +49,15 @@ func (m *Manager) SetToken(ctx context.Context, id string, t Token) error {
 // racing to bind agree on the first. It also fails with ErrInvalidID,
 // ErrNotFound, ErrStaleLease, ErrTampered, or a Store error.
 func (m *Manager) Bind(ctx context.Context, id, endpoint string) error {
-	if err := ValidateID(id); err != nil {
+	if err := sessionkit.ValidateID(id); err != nil {
 		return err
 	}
 	if endpoint == "" {
 		return errors.New("session: bind to an empty endpoint")
 	}
-	w := FieldWrite{Set: []Field{{fieldBinding, m.keys.seal(id, fieldBinding, encodeBinding(endpoint))}}, IfAbsent: true}
+	w := sessionstore.FieldWrite{Set: []sessionstore.Field{{Name: fieldBinding, Value: m.keys.seal(id, fieldBinding, encodeBinding(endpoint))}}, IfAbsent: true}
 	err := m.store.SetFields(ctx, id, fence(ctx, id), w)
-	if !errors.Is(err, ErrConflict) {
+	if !errors.Is(err, sessionstore.ErrConflict) {
 		return err
 	}
 	s, err := m.Get(ctx, id)
@@ -72,12 +75,12 @@ func (m *Manager) Bind(ctx context.Context, id, endpoint string) error {
 // ErrEgressLost: a site may tie a login to the address it came from. It
 // fails with ErrInvalidID, ErrNotFound, ErrStaleLease, or a Store error.
 func (m *Manager) Rebind(ctx context.Context, id, endpoint string) error {
-	if err := ValidateID(id); err != nil {
+	if err := sessionkit.ValidateID(id); err != nil {
 		return err
 	}
-	w := FieldWrite{Delete: []string{fieldBinding}}
+	w := sessionstore.FieldWrite{Delete: []string{fieldBinding}}
 	if endpoint != "" {
-		w = FieldWrite{Set: []Field{{fieldBinding, m.keys.seal(id, fieldBinding, encodeBinding(endpoint))}}}
+		w = sessionstore.FieldWrite{Set: []sessionstore.Field{{Name: fieldBinding, Value: m.keys.seal(id, fieldBinding, encodeBinding(endpoint))}}}
 	}
 	return m.store.SetFields(ctx, id, fence(ctx, id), w)
 }

@@ -9,22 +9,26 @@ import (
 	"net/url"
 	"sync"
 	"sync/atomic"
+
+	"github.com/egresskit/egresskit/internal/sessionkit"
+	"github.com/egresskit/egresskit/session/internal/peek"
+	"github.com/egresskit/egresskit/session/sessionstore"
 )
 
-// Jar is an http.CookieJar whose cookies live in a session's record, so
-// every worker's Jar for the session sends the cookies any of them stored.
-// It follows net/http/cookiejar: only http and https URLs; host-only
-// cookies when there is no Domain attribute; a Domain attribute that does
-// not domain-match the host, or is a public suffix other than the host
-// itself, makes the cookie ignored (counted in JarStats.BadDomain); Path
-// defaults to the request path's directory; Max-Age wins over Expires; a
-// Max-Age < 0 or an Expires in the past deletes; Secure cookies go over
-// https only, or to localhost and loopback addresses, which it takes for
-// secure origins as browsers do; cookies are sent longest path first, then
-// oldest first.
-// Beyond it: lifetimes are capped at 400 days (RFC 6265bis), a cookie
-// larger than Config.MaxCookieSize is dropped (JarStats.TooLarge), and at
-// most Config.MaxCookies are kept, the least recently set evicted first.
+// Jar is an http.CookieJar, for a crawler author's http.Client, whose
+// cookies live in a session's record, so every worker's Jar for the
+// session sends the cookies any of them stored. It follows
+// net/http/cookiejar: only http and https URLs; host-only cookies when
+// there is no Domain attribute; a Domain attribute that does not
+// domain-match the host, or is a public suffix other than the host itself,
+// makes the cookie ignored; Path defaults to the request path's directory;
+// Max-Age wins over Expires; a Max-Age < 0 or an Expires in the past
+// deletes; Secure cookies go over https only, or to localhost and loopback
+// addresses, which it takes for secure origins as browsers do; cookies are
+// sent longest path first, then oldest first. Beyond it: lifetimes are
+// capped at 400 days (RFC 6265bis), a cookie larger than
+// Config.MaxCookieSize is dropped, and at most Config.MaxCookies are kept,
+// the least recently set evicted first.
 //
 // The deliberate differences from net/http/cookiejar, each pinned by
 // TestJarMatchesCookiejar (which otherwise compares the two over
@@ -33,8 +37,8 @@ import (
 //
 //   - A Domain attribute above the setting host's registrable domain
 //     (eTLD+1, the public suffix list's private section included) is
-//     refused (JarStats.BadDomain): bucket.s3.amazonaws.com may not set
-//     Domain=amazonaws.com. cookiejar stores that cookie and sends it only
+//     refused: bucket.s3.amazonaws.com may not set Domain=amazonaws.com.
+//     cookiejar stores that cookie and sends it only
 //     within the setter's registrable domain; the Jar keeps one cookie
 //     space per session and so refuses it. Neither sends it to another
 //     tenant of the suffix.
@@ -49,9 +53,9 @@ import (
 //
 // http.CookieJar methods take no context and return no error. A Jar bounds
 // each store call with Config.Timeout; an error makes Cookies return no
-// cookies and SetCookies store none of its cookies, and is kept for Err,
-// counted in JarStats.Errors and passed to Config.OnError. Check Err after
-// a request that must not have gone out without its cookies.
+// cookies and SetCookies store none of its cookies, and is kept for Err and
+// passed to Config.OnError. Check Err after a request that must not have
+// gone out without its cookies.
 //
 // A Jar is safe for concurrent use.
 type Jar struct {
@@ -74,31 +78,12 @@ type cached struct {
 	e    *entry
 }
 
-// JarStats counts what a Jar did with the cookies it was given.
-type JarStats struct {
-	// Stored counts cookies written to the store.
-	Stored uint64
-	// Deleted counts deletions asked for by a Max-Age < 0 or a past
-	// Expires.
-	Deleted uint64
-	// Evicted counts cookies the store evicted to keep Config.MaxCookies.
-	Evicted uint64
-	// TooLarge counts cookies dropped for a name plus value larger than
-	// Config.MaxCookieSize, or a Domain or Path over 1024 bytes.
-	TooLarge uint64
-	// BadDomain counts cookies ignored for a Domain attribute the host may
-	// not set (another domain, a public suffix, a name for an IP host).
-	BadDomain uint64
-	// Errors counts store and keyring errors.
-	Errors uint64
-}
-
 // Jar returns a cookie jar for session id. If ctx carries a lease on id
 // (WithLease), the Jar fences its writes with it. ctx bounds only this
 // call, which checks that the session exists; it is not retained. Jar
 // fails with ErrInvalidID, ErrNotFound, or a Store error.
 func (m *Manager) Jar(ctx context.Context, id string) (*Jar, error) {
-	if err := ValidateID(id); err != nil {
+	if err := sessionkit.ValidateID(id); err != nil {
 		return nil, err
 	}
 	if _, err := m.store.Get(ctx, id, 0); err != nil {
@@ -114,11 +99,22 @@ func (j *Jar) Err() error {
 	return j.err
 }
 
-// Stats returns the Jar's counters.
-func (j *Jar) Stats() JarStats {
-	return JarStats{
+// stats returns the Jar's counters.
+func (j *Jar) stats() peek.JarStats {
+	return peek.JarStats{
 		Stored: j.stored.Load(), Deleted: j.deleted.Load(), Evicted: j.evicted.Load(),
 		TooLarge: j.tooLarge.Load(), BadDomain: j.badDomain.Load(), Errors: j.errs.Load(),
+	}
+}
+
+func init() {
+	peek.Stats = func(j any) peek.JarStats { return j.(*Jar).stats() }
+	peek.Refresh = func(err error) (string, bool) {
+		var re *refreshError
+		if errors.As(err, &re) {
+			return re.ID, true
+		}
+		return "", false
 	}
 }
 
@@ -128,7 +124,7 @@ func (j *Jar) fail(op string, err error) {
 	j.mu.Lock()
 	j.err = err
 	j.mu.Unlock()
-	j.m.report(j.id, op, err)
+	j.m.report(err)
 }
 
 // requestHost returns the canonical host of u, or ok false for a URL a
@@ -182,7 +178,7 @@ func (j *Jar) SetCookies(u *url.URL, cookies []*http.Cookie) {
 		return
 	}
 
-	var merge CookieMerge
+	var merge sessionstore.CookieMerge
 	merge.Limit = m.cfg.MaxCookies
 	j.mu.Lock()
 	for _, f := range order {
@@ -195,7 +191,7 @@ func (j *Jar) SetCookies(u *url.URL, cookies []*http.Cookie) {
 			// An update keeps its place in line.
 			o.e.Creation, o.e.Seq = old.e.Creation, old.e.Seq
 		}
-		merge.Set = append(merge.Set, Field{Name: f})
+		merge.Set = append(merge.Set, sessionstore.Field{Name: f})
 	}
 	j.mu.Unlock()
 	sealed := make(map[string]cached, len(merge.Set))
@@ -208,14 +204,14 @@ func (j *Jar) SetCookies(u *url.URL, cookies []*http.Cookie) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.Timeout)
 	defer cancel()
-	res, err := m.store.MergeCookies(ctx, j.id, j.fence, merge)
+	evicted, err := m.store.MergeCookies(ctx, j.id, j.fence, merge)
 	if err != nil {
 		j.fail("SetCookies", err)
 		return
 	}
 	j.stored.Add(uint64(len(merge.Set)))
 	j.deleted.Add(uint64(len(merge.Delete)))
-	j.evicted.Add(uint64(res.Evicted))
+	j.evicted.Add(uint64(evicted))
 	j.mu.Lock()
 	for f, c := range sealed {
 		j.cache[f] = c
@@ -241,7 +237,7 @@ func (j *Jar) Cookies(u *url.URL) []*http.Cookie {
 
 	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.Timeout)
 	defer cancel()
-	rec, err := m.store.Get(ctx, j.id, PartCookies)
+	rec, err := m.store.Get(ctx, j.id, sessionstore.PartCookies)
 	if err != nil {
 		j.fail("Cookies", err)
 		return nil
@@ -254,10 +250,10 @@ func (j *Jar) Cookies(u *url.URL) []*http.Cookie {
 
 	now := m.cfg.Now()
 	var send []*entry
-	var prune []Field
+	var prune []sessionstore.Field
 	for f, e := range entries {
 		if e.expired(now) {
-			prune = append(prune, Field{f, rec.Cookies[f]})
+			prune = append(prune, sessionstore.Field{Name: f, Value: rec.Cookies[f]})
 			continue
 		}
 		if e.shouldSend(https, host, path) {
@@ -266,7 +262,7 @@ func (j *Jar) Cookies(u *url.URL) []*http.Cookie {
 	}
 	if len(prune) > 0 {
 		// Remove expired cookies unless another worker re-set them meanwhile.
-		if _, err := m.store.MergeCookies(ctx, j.id, j.fence, CookieMerge{Prune: prune}); err != nil {
+		if _, err := m.store.MergeCookies(ctx, j.id, j.fence, sessionstore.CookieMerge{Prune: prune}); err != nil {
 			j.fail("Cookies", err)
 		}
 	}

@@ -13,8 +13,8 @@ import (
 
 	"golang.org/x/net/publicsuffix"
 
+	"github.com/egresskit/egresskit/internal/sessionkit"
 	"github.com/egresskit/egresskit/session"
-	"github.com/egresskit/egresskit/session/sessiontest"
 )
 
 // twinJars returns a session Jar and a net/http/cookiejar Jar with the
@@ -22,9 +22,9 @@ import (
 // clock (cookiejar reads the real one).
 func twinJars(t testing.TB) (*session.Jar, *cookiejar.Jar, func()) {
 	t.Helper()
-	clock := sessiontest.NewClock(time.Now())
+	clock := newClock(time.Now())
 	m := mustManager(session.Config{Now: clock.Now})
-	id := session.NewID()
+	id := sessionkit.NewID()
 	if _, err := m.Create(context.Background(), id, session.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

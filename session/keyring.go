@@ -6,11 +6,12 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
-	"log/slog"
+
+	"github.com/egresskit/egresskit/internal/configerr"
 )
 
-// KeySize is the size of a Keyring key: AES-256.
-const KeySize = 32
+// keySize is the size of a Keyring key: AES-256.
+const keySize = 32
 
 // Sealed blob layout, version 1:
 //
@@ -32,38 +33,30 @@ const (
 	adPrefix = "egresskit/session\x00"
 )
 
-// Key is one AES-256 key of a Keyring. Printing a Key never shows Secret.
+// Key is one AES-256 key of a Keyring, which an operator provisions (from
+// a secret store, say) and every worker of a fleet shares. Printing a Key
+// never shows Secret: it is a Secret.
 type Key struct {
 	// ID names the key inside every blob it seals; nonzero, unique in a
 	// ring, and never reused for different key material.
 	ID uint32
-	// Secret is the KeySize-byte key material.
-	Secret []byte
+	// Secret is the key material, 32 random bytes; Secret(b) converts
+	// a []byte b.
+	Secret Secret
 }
 
-// GenerateKey returns a Key with id and fresh random key material.
-func GenerateKey(id uint32) Key {
-	k := Key{ID: id, Secret: make([]byte, KeySize)}
-	rand.Read(k.Secret) // never returns an error (crypto/rand, Go 1.24+)
-	return k
+// generateKey returns a Key with id and fresh random key material.
+func generateKey(id uint32) Key {
+	b := make([]byte, keySize)
+	rand.Read(b) // never returns an error (crypto/rand, Go 1.24+)
+	return Key{ID: id, Secret: Secret(b)}
 }
 
-// String returns the key ID only.
-func (k Key) String() string { return fmt.Sprintf("session.Key{ID:%d, Secret:%s}", k.ID, redacted) }
-
-// GoString returns the key ID only.
-func (k Key) GoString() string { return k.String() }
-
-// Format writes the key ID only, for every verb.
-func (k Key) Format(f fmt.State, _ rune) { f.Write([]byte(k.String())) }
-
-// LogValue returns the key ID only.
-func (k Key) LogValue() slog.Value { return slog.Uint64Value(uint64(k.ID)) }
-
-// Keyring seals and opens session values with AES-256-GCM. The newest key
-// seals; every key of the ring opens. Rotate by building a ring with a new
-// key appended: values sealed under older keys stay readable, and each is
-// re-sealed under the new key when it is next written. Drop an old key only
+// Keyring seals and opens session values with AES-256-GCM; a crawler
+// author builds one from the operator's keys for Config.Keyring. The
+// newest key seals; every key of the ring opens. Rotate by building a ring
+// with a new key appended: values sealed under older keys stay readable,
+// and each is re-sealed under the new key when it is next written. Drop an old key only
 // once no live session can hold a value sealed under it (after the session
 // TTL has passed since the rotation).
 //
@@ -75,31 +68,32 @@ type Keyring struct {
 }
 
 // NewKeyring returns a Keyring holding keys, oldest first; the last one
-// seals. It fails with an error wrapping ErrInvalidKey when keys is empty,
-// a key is not KeySize bytes, or an ID is zero or repeated. The key
-// material is copied.
+// seals. It fails with an error wrapping egresskit.ErrInvalidConfig when
+// keys is empty, a key is not 32 bytes, or an ID is zero or repeated; the
+// error never holds key material. The key material is copied.
 func NewKeyring(keys ...Key) (*Keyring, error) {
 	if len(keys) == 0 {
-		return nil, fmt.Errorf("%w: no keys", ErrInvalidKey)
+		return nil, configerr.Field("keys", "is empty")
 	}
 	r := &Keyring{aeads: make(map[uint32]cipher.AEAD, len(keys))}
-	for _, k := range keys {
+	for i, k := range keys {
+		key := fmt.Sprintf("keys[%d]", i)
 		if k.ID == 0 {
-			return nil, fmt.Errorf("%w: key ID 0", ErrInvalidKey)
+			return nil, configerr.Field(key+".ID", "is 0")
 		}
-		if len(k.Secret) != KeySize {
-			return nil, fmt.Errorf("%w: key %d is %d bytes, want %d", ErrInvalidKey, k.ID, len(k.Secret), KeySize)
+		if len(k.Secret) != keySize {
+			return nil, configerr.Field(key+".Secret", "is %d bytes, want %d", len(k.Secret), keySize)
 		}
 		if _, dup := r.aeads[k.ID]; dup {
-			return nil, fmt.Errorf("%w: key ID %d repeated", ErrInvalidKey, k.ID)
+			return nil, configerr.Field(key+".ID", "is %d, repeated", k.ID)
 		}
-		block, err := aes.NewCipher(append([]byte(nil), k.Secret...))
+		block, err := aes.NewCipher([]byte(k.Secret))
 		if err != nil {
-			return nil, fmt.Errorf("%w: key %d: %v", ErrInvalidKey, k.ID, err)
+			return nil, configerr.Field(key+".Secret", "is refused by AES: %v", err)
 		}
 		aead, err := cipher.NewGCM(block)
 		if err != nil {
-			return nil, fmt.Errorf("%w: key %d: %v", ErrInvalidKey, k.ID, err)
+			return nil, configerr.Field(key+".Secret", "is refused by GCM: %v", err)
 		}
 		r.aeads[k.ID] = aead
 		r.primary = k.ID

@@ -7,7 +7,7 @@ import (
 )
 
 func TestKeyringSealOpen(t *testing.T) {
-	k1, k2 := GenerateKey(1), GenerateKey(7)
+	k1, k2 := generateKey(1), generateKey(7)
 	old, _ := NewKeyring(k1)
 	rotated, _ := NewKeyring(k1, k2)
 	if rotated.primaryID() != 7 {
@@ -54,7 +54,7 @@ func TestKeyringSealOpen(t *testing.T) {
 // and never panic. Only genuine seals (of "value", in the seed corpus)
 // open; the fuzzer cannot forge one.
 func FuzzOpen(f *testing.F) {
-	r, _ := NewKeyring(Key{ID: 1, Secret: make([]byte, KeySize)})
+	r, _ := NewKeyring(Key{ID: 1, Secret: Secret(make([]byte, keySize))})
 	f.Add(r.seal("id", "field", []byte("value")))
 	f.Add([]byte{})
 	f.Add([]byte{1, 0, 0, 0, 1})

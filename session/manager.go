@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/egresskit/egresskit/internal/configerr"
+	"github.com/egresskit/egresskit/internal/sessionkit"
+	"github.com/egresskit/egresskit/session/sessionstore"
 	"golang.org/x/net/http/httpguts"
 	"golang.org/x/net/publicsuffix"
 )
@@ -26,8 +28,8 @@ const (
 // Config configures a Manager. The zero value works for a single process:
 // an in-memory store and a random key that only this Manager holds.
 type Config struct {
-	// Store holds the records. If nil, NewMemoryStore(MemoryConfig{Now: Now}).
-	Store Store
+	// Store holds the records. If nil, NewMemoryStore(Now).
+	Store sessionstore.Store
 	// Keyring seals and opens values. If nil, a Keyring of one random key:
 	// records then open only through this Manager, so a fleet must share
 	// a Keyring.
@@ -40,13 +42,13 @@ type Config struct {
 	// If zero, one hour; negative: refused by New.
 	TTL time.Duration
 	// MaxCookies bounds the cookies kept per session; when a new cookie
-	// would exceed it, the least recently set cookie is evicted (and
-	// counted in JarStats.Evicted). If zero, 3000; negative: refused by New (browsers keep about as
-	// many per profile; there is no separate per-domain bound).
+	// would exceed it, the least recently set cookie is evicted. If zero,
+	// 3000; negative: refused by New (browsers keep about as many per
+	// profile; there is no separate per-domain bound).
 	MaxCookies int
 	// MaxCookieSize bounds a cookie's name plus value in bytes; a larger
-	// cookie is dropped and counted in JarStats.TooLarge, leaving any
-	// stored cookie of that name in place. If zero, 4096, as browsers; negative: refused by New.
+	// cookie is dropped, leaving any stored cookie of that name in place.
+	// If zero, 4096, as browsers; negative: refused by New.
 	MaxCookieSize int
 	// Timeout bounds each Store call a Jar makes: http.CookieJar methods
 	// take no context. If zero, 5 seconds; negative: refused by New.
@@ -56,15 +58,15 @@ type Config struct {
 	// golang.org/x/net/publicsuffix.List.
 	PublicSuffixList cookiejar.PublicSuffixList
 
-	// Refresh obtains a new token for a session whose token is about to
-	// expire. It runs at most once at a time per session across every
+	// Refresh obtains a new token for session id, whose token current is
+	// about to expire. It runs at most once at a time per session across every
 	// Manager sharing the Store, under the session's lease, with a context
 	// bounded by RefreshLease. It may send its requests through the
 	// session's own Transport (to keep its cookies and egress endpoint):
 	// given its context, they go without the token. If nil, tokens are
 	// never refreshed and an expired token fails requests with
 	// ErrNoRefresher.
-	Refresh func(ctx context.Context, r RefreshRequest) (Token, error)
+	Refresh func(ctx context.Context, id string, current Token) (Token, error)
 	// RefreshSkew is how long before its expiry a token is refreshed,
 	// at most half the life it had left when stored. If zero, 30 seconds; negative: refused by New.
 	RefreshSkew time.Duration
@@ -79,30 +81,15 @@ type Config struct {
 	TokenHeader string
 
 	// OnError, if set, receives errors that cannot be returned: those a
-	// Jar meets (see Jar), and failures to release a refresh lease. It is
+	// Jar meets (see Jar), and failures to release a refresh lease. Each
+	// names the operation ("SetCookies", "Cookies", "release refresh
+	// lease") and the session, and never holds a secret value. It is
 	// called synchronously, without locks held.
-	OnError func(ErrorInfo)
+	OnError func(error)
 }
 
-// ErrorInfo describes an error passed to Config.OnError.
-type ErrorInfo struct {
-	// ID is the session.
-	ID string
-	// Op is the operation: "SetCookies", "Cookies" or "Release".
-	Op string
-	// Err is the error; it never holds a secret value.
-	Err error
-}
-
-// RefreshRequest is the argument of Config.Refresh.
-type RefreshRequest struct {
-	// ID is the session.
-	ID string
-	// Current is the token being replaced.
-	Current Token
-}
-
-// CreateOptions are the initial contents of a new session.
+// CreateOptions are the initial contents of a new session, given by a
+// crawler author to Manager.Create.
 type CreateOptions struct {
 	// TTL is the session's life. If zero, Config.TTL.
 	TTL time.Duration
@@ -115,13 +102,14 @@ type CreateOptions struct {
 	Token Token
 }
 
-// Manager keeps sessions in a Store, sealed under a Keyring. Write
+// Manager keeps sessions in a Store, sealed under a Keyring: a crawler
+// author's entry point to sessions. Write
 // methods are fenced by the lease that ctx carries (see WithLease), if it
 // is a lease on the same session. A Manager is safe for concurrent use and
 // starts no goroutines.
 type Manager struct {
 	cfg    Config
-	store  Store
+	store  sessionstore.Store
 	keys   *Keyring
 	holder string        // prefix of this Manager's lease holder names
 	seq    atomic.Uint64 // numbers lease holders
@@ -140,10 +128,10 @@ func New(c Config) (*Manager, error) {
 		c.Now = time.Now
 	}
 	if c.Store == nil {
-		c.Store = NewMemoryStore(MemoryConfig{Now: c.Now})
+		c.Store = NewMemoryStore(c.Now)
 	}
 	if c.Keyring == nil {
-		c.Keyring, _ = NewKeyring(GenerateKey(1)) // a generated key is always valid
+		c.Keyring, _ = NewKeyring(generateKey(1)) // a generated key is always valid
 	}
 	if c.TTL <= 0 {
 		c.TTL = time.Hour
@@ -173,7 +161,7 @@ func New(c Config) (*Manager, error) {
 		c.TokenHeader = "Authorization"
 	}
 	c.TokenHeader = http.CanonicalHeaderKey(c.TokenHeader)
-	return &Manager{cfg: c, store: c.Store, keys: c.Keyring, holder: NewID()[:11], flights: make(map[string]*flight)}, nil
+	return &Manager{cfg: c, store: c.Store, keys: c.Keyring, holder: sessionkit.NewID()[:11], flights: make(map[string]*flight)}, nil
 }
 
 // check refuses negative settings and a TokenHeader that is not a header
@@ -202,7 +190,7 @@ func (c *Config) check() error {
 // an invalid header, ErrExists when a live session holds id, or a Store
 // error.
 func (m *Manager) Create(ctx context.Context, id string, o CreateOptions) (*Session, error) {
-	if err := ValidateID(id); err != nil {
+	if err := sessionkit.ValidateID(id); err != nil {
 		return nil, err
 	}
 	ttl := o.TTL
@@ -210,7 +198,7 @@ func (m *Manager) Create(ctx context.Context, id string, o CreateOptions) (*Sess
 		ttl = m.cfg.TTL
 	}
 	now := m.cfg.Now()
-	r := Record{ID: id, Created: now, Expires: now.Add(ttl), Fields: map[string][]byte{}}
+	r := sessionstore.Record{ID: id, Created: now, Expires: now.Add(ttl), Fields: map[string][]byte{}}
 	if o.Endpoint != "" {
 		r.Fields[fieldBinding] = m.keys.seal(id, fieldBinding, encodeBinding(o.Endpoint))
 	}
@@ -236,10 +224,10 @@ func (m *Manager) Create(ctx context.Context, id string, o CreateOptions) (*Sess
 // Get returns session id, opened. It fails with ErrInvalidID, ErrNotFound,
 // ErrTampered when any stored value does not open, or a Store error.
 func (m *Manager) Get(ctx context.Context, id string) (*Session, error) {
-	if err := ValidateID(id); err != nil {
+	if err := sessionkit.ValidateID(id); err != nil {
 		return nil, err
 	}
-	r, err := m.store.Get(ctx, id, PartAll)
+	r, err := m.store.Get(ctx, id, sessionstore.PartFields|sessionstore.PartCookies)
 	if err != nil {
 		return nil, err
 	}
@@ -249,7 +237,7 @@ func (m *Manager) Get(ctx context.Context, id string) (*Session, error) {
 // Delete deletes session id. It fails with ErrInvalidID, ErrNotFound,
 // ErrStaleLease, or a Store error.
 func (m *Manager) Delete(ctx context.Context, id string) error {
-	if err := ValidateID(id); err != nil {
+	if err := sessionkit.ValidateID(id); err != nil {
 		return err
 	}
 	return m.store.Delete(ctx, id, fence(ctx, id))
@@ -258,20 +246,20 @@ func (m *Manager) Delete(ctx context.Context, id string) error {
 // Extend makes session id expire ttl from now; a ttl <= 0 ends it. It
 // fails with ErrInvalidID, ErrNotFound, ErrStaleLease, or a Store error.
 func (m *Manager) Extend(ctx context.Context, id string, ttl time.Duration) error {
-	if err := ValidateID(id); err != nil {
+	if err := sessionkit.ValidateID(id); err != nil {
 		return err
 	}
 	return m.store.SetExpiry(ctx, id, fence(ctx, id), m.cfg.Now().Add(ttl))
 }
 
-func (m *Manager) report(id, op string, err error) {
+func (m *Manager) report(err error) {
 	if m.cfg.OnError != nil && err != nil {
-		m.cfg.OnError(ErrorInfo{ID: id, Op: op, Err: err})
+		m.cfg.OnError(err)
 	}
 }
 
 // open opens every value of r into a Session.
-func (m *Manager) open(r Record) (*Session, error) {
+func (m *Manager) open(r sessionstore.Record) (*Session, error) {
 	s, err := m.openFields(r)
 	if err != nil {
 		return nil, err
@@ -303,7 +291,7 @@ func (m *Manager) open(r Record) (*Session, error) {
 }
 
 // openFields opens the fields of r (not its cookies).
-func (m *Manager) openFields(r Record) (*Session, error) {
+func (m *Manager) openFields(r sessionstore.Record) (*Session, error) {
 	s := &Session{ID: r.ID, Version: r.Version, Created: r.Created, Expires: r.Expires, Header: http.Header{}, Lease: r.Lease}
 	for f, blob := range r.Fields {
 		var err error

@@ -7,14 +7,10 @@ import (
 	"fmt"
 	"sync"
 	"time"
-)
 
-// MemoryConfig configures NewMemoryStore. The zero value works.
-type MemoryConfig struct {
-	// Now is the clock that decides expiry of records and leases.
-	// If nil, time.Now is used.
-	Now func() time.Time
-}
+	"github.com/egresskit/egresskit/internal/sessionkit"
+	"github.com/egresskit/egresskit/session/sessionstore"
+)
 
 // memoryStore is the Store NewMemoryStore returns.
 type memoryStore struct {
@@ -26,7 +22,7 @@ type memoryStore struct {
 	minSweepN int
 }
 
-var _ Store = (*memoryStore)(nil)
+var _ sessionstore.Store = (*memoryStore)(nil)
 
 type memRecord struct {
 	created, expires time.Time
@@ -34,7 +30,7 @@ type memRecord struct {
 	fields           map[string][]byte
 	cookies          map[string]*list.Element // of *memCookie
 	order            *list.List               // least recently set first
-	lease            Lease                    // Token 0: none granted or released
+	lease            sessionstore.Lease       // Token 0: none granted or released
 	lastToken        uint64
 }
 
@@ -43,15 +39,17 @@ type memCookie struct {
 	blob []byte
 }
 
-// NewMemoryStore returns an empty in-process Store, for a single process or
-// for tests. Expired records are dropped when touched and swept in bulk as
-// the store grows, so memory follows the number of live sessions. It is
-// safe for concurrent use.
-func NewMemoryStore(c MemoryConfig) Store {
-	if c.Now == nil {
-		c.Now = time.Now
+// NewMemoryStore returns an empty in-process Store, for a crawler author's
+// single process (several Managers may share it) or tests. now is the
+// clock that decides the expiry of records and leases; if nil, time.Now.
+// Expired records are dropped when touched and swept in bulk as the store
+// grows, so memory follows the number of live sessions. It is safe for
+// concurrent use.
+func NewMemoryStore(now func() time.Time) sessionstore.Store {
+	if now == nil {
+		now = time.Now
 	}
-	return &memoryStore{now: c.Now, recs: make(map[string]*memRecord), sweepAt: 1024, minSweepN: 1024}
+	return &memoryStore{now: now, recs: make(map[string]*memRecord), sweepAt: 1024, minSweepN: 1024}
 }
 
 // live returns the live record id, dropping it if expired. s.mu is held.
@@ -81,7 +79,7 @@ func (s *memoryStore) begin(ctx context.Context, id string) (*memRecord, time.Ti
 	if err := ctx.Err(); err != nil {
 		return nil, time.Time{}, err
 	}
-	if err := ValidateID(id); err != nil {
+	if err := sessionkit.ValidateID(id); err != nil {
 		return nil, time.Time{}, err
 	}
 	now := s.now()
@@ -109,11 +107,11 @@ func (s *memoryStore) beginFenced(ctx context.Context, id string, fence uint64) 
 }
 
 // Create implements Store.
-func (s *memoryStore) Create(ctx context.Context, rec Record) error {
+func (s *memoryStore) Create(ctx context.Context, rec sessionstore.Record) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := ValidateID(rec.ID); err != nil {
+	if err := sessionkit.ValidateID(rec.ID); err != nil {
 		return err
 	}
 	now := s.now()
@@ -150,23 +148,23 @@ func (s *memoryStore) Create(ctx context.Context, rec Record) error {
 }
 
 // Get implements Store.
-func (s *memoryStore) Get(ctx context.Context, id string, parts Parts) (Record, error) {
+func (s *memoryStore) Get(ctx context.Context, id string, parts sessionstore.Parts) (sessionstore.Record, error) {
 	r, now, err := s.begin(ctx, id)
 	if err != nil {
-		return Record{}, err
+		return sessionstore.Record{}, err
 	}
 	defer s.mu.Unlock()
-	out := Record{ID: id, Version: r.version, Created: r.created, Expires: r.expires}
-	if r.lease.Live(now) {
+	out := sessionstore.Record{ID: id, Version: r.version, Created: r.created, Expires: r.expires}
+	if live(r.lease, now) {
 		out.Lease = r.lease
 	}
-	if parts&PartFields != 0 {
+	if parts&sessionstore.PartFields != 0 {
 		out.Fields = make(map[string][]byte, len(r.fields))
 		for k, v := range r.fields {
 			out.Fields[k] = v // values are never modified in place
 		}
 	}
-	if parts&PartCookies != 0 {
+	if parts&sessionstore.PartCookies != 0 {
 		out.Cookies = make(map[string][]byte, len(r.cookies))
 		for k, e := range r.cookies {
 			out.Cookies[k] = e.Value.(*memCookie).blob
@@ -203,7 +201,7 @@ func (s *memoryStore) SetExpiry(ctx context.Context, id string, fence uint64, ex
 }
 
 // SetFields implements Store.
-func (s *memoryStore) SetFields(ctx context.Context, id string, fence uint64, w FieldWrite) error {
+func (s *memoryStore) SetFields(ctx context.Context, id string, fence uint64, w sessionstore.FieldWrite) error {
 	r, _, err := s.beginFenced(ctx, id, fence)
 	if err != nil {
 		return err
@@ -212,7 +210,7 @@ func (s *memoryStore) SetFields(ctx context.Context, id string, fence uint64, w 
 	if w.IfAbsent {
 		for _, f := range w.Set {
 			if _, ok := r.fields[f.Name]; ok {
-				return fmt.Errorf("%w: %q: field %q exists", ErrConflict, id, f.Name)
+				return fmt.Errorf("%w: %q: field %q exists", sessionstore.ErrConflict, id, f.Name)
 			}
 		}
 	}
@@ -227,10 +225,10 @@ func (s *memoryStore) SetFields(ctx context.Context, id string, fence uint64, w 
 }
 
 // MergeCookies implements Store.
-func (s *memoryStore) MergeCookies(ctx context.Context, id string, fence uint64, m CookieMerge) (MergeResult, error) {
+func (s *memoryStore) MergeCookies(ctx context.Context, id string, fence uint64, m sessionstore.CookieMerge) (int, error) {
 	r, _, err := s.beginFenced(ctx, id, fence)
 	if err != nil {
-		return MergeResult{}, err
+		return 0, err
 	}
 	defer s.mu.Unlock()
 	for _, f := range m.Set {
@@ -250,14 +248,13 @@ func (s *memoryStore) MergeCookies(ctx context.Context, id string, fence uint64,
 			r.removeCookie(f.Name)
 		}
 	}
-	var res MergeResult
+	evicted := 0
 	for m.Limit > 0 && len(r.cookies) > m.Limit {
 		r.removeCookie(r.order.Front().Value.(*memCookie).name)
-		res.Evicted++
+		evicted++
 	}
 	r.version++
-	res.Version = r.version
-	return res, nil
+	return evicted, nil
 }
 
 func (r *memRecord) removeCookie(name string) {
@@ -268,29 +265,29 @@ func (r *memRecord) removeCookie(name string) {
 }
 
 // Acquire implements Store.
-func (s *memoryStore) Acquire(ctx context.Context, id, holder string, ttl time.Duration) (Lease, error) {
+func (s *memoryStore) Acquire(ctx context.Context, id, holder string, ttl time.Duration) (sessionstore.Lease, error) {
 	if ttl <= 0 {
-		return Lease{}, fmt.Errorf("session: acquire %q: lease ttl %v is not positive", id, ttl)
+		return sessionstore.Lease{}, fmt.Errorf("session: acquire %q: lease ttl %v is not positive", id, ttl)
 	}
 	r, now, err := s.begin(ctx, id)
 	if err != nil {
-		return Lease{}, err
+		return sessionstore.Lease{}, err
 	}
 	defer s.mu.Unlock()
-	if r.lease.Live(now) {
+	if live(r.lease, now) {
 		if r.lease.Holder != holder {
-			return Lease{}, &LeaseHeldError{ID: id, Expires: r.lease.Expires}
+			return sessionstore.Lease{}, &sessionkit.LeaseHeldError{ID: id, Expires: r.lease.Expires}
 		}
 		r.lease.Expires = now.Add(ttl)
 		return r.lease, nil
 	}
 	r.lastToken++
-	r.lease = Lease{ID: id, Holder: holder, Token: r.lastToken, Expires: now.Add(ttl)}
+	r.lease = sessionstore.Lease{ID: id, Holder: holder, Token: r.lastToken, Expires: now.Add(ttl)}
 	return r.lease, nil
 }
 
 // Release implements Store.
-func (s *memoryStore) Release(ctx context.Context, l Lease) error {
+func (s *memoryStore) Release(ctx context.Context, l sessionstore.Lease) error {
 	r, _, err := s.begin(ctx, l.ID)
 	if err != nil {
 		return err
@@ -300,7 +297,7 @@ func (s *memoryStore) Release(ctx context.Context, l Lease) error {
 		return fmt.Errorf("%w: %q: release of lease %d, newest lease %d", ErrStaleLease, l.ID, l.Token, r.lastToken)
 	}
 	if r.lease.Token == l.Token {
-		r.lease = Lease{}
+		r.lease = sessionstore.Lease{}
 	}
 	return nil
 }

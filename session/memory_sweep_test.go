@@ -7,21 +7,21 @@ import (
 	"time"
 
 	"github.com/egresskit/egresskit/session"
-	"github.com/egresskit/egresskit/session/sessiontest"
+	"github.com/egresskit/egresskit/session/sessionstore"
 )
 
 // TestMemoryStoreStaysBounded creates sessions that expire, wave after
 // wave: the store holds the live ones and at most as many expired ones.
 func TestMemoryStoreStaysBounded(t *testing.T) {
-	clock := sessiontest.NewClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
-	st := session.NewMemoryStore(session.MemoryConfig{Now: clock.Now})
+	clock := newClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	st := session.NewMemoryStore(clock.Now)
 	ctx := context.Background()
 	const wave = 5000
 	maxLen := 0
 	for w := range 20 {
 		for i := range wave {
 			now := clock.Now()
-			r := session.Record{ID: fmt.Sprintf("w%d-%d", w, i), Created: now, Expires: now.Add(time.Minute)}
+			r := sessionstore.Record{ID: fmt.Sprintf("w%d-%d", w, i), Created: now, Expires: now.Add(time.Minute)}
 			if err := st.Create(ctx, r); err != nil {
 				t.Fatal(err)
 			}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/egresskit/egresskit/egress"
 	"github.com/egresskit/egresskit/session"
+	"github.com/egresskit/egresskit/session/sessionstore"
 )
 
 // TestSecretsNeverShown puts one unique secret in every place a session
@@ -25,15 +26,15 @@ func TestSecretsNeverShown(t *testing.T) {
 	const secret = "S3cr3t-9f2c4e1a"
 	ctx := context.Background()
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	var hooked []session.ErrorInfo
-	store := session.NewMemoryStore(session.MemoryConfig{Now: func() time.Time { return now }})
+	var hooked []error
+	store := session.NewMemoryStore(func() time.Time { return now })
 	m := mustManager(session.Config{
 		Store: store,
 		Now:   func() time.Time { return now },
-		Refresh: func(context.Context, session.RefreshRequest) (session.Token, error) {
+		Refresh: func(context.Context, string, session.Token) (session.Token, error) {
 			return session.Token{}, errors.New("token endpoint said no")
 		},
-		OnError: func(e session.ErrorInfo) { hooked = append(hooked, e) },
+		OnError: func(err error) { hooked = append(hooked, err) },
 	})
 	created, err := m.Create(ctx, "s1", session.CreateOptions{
 		Endpoint: "ep-1",
@@ -54,6 +55,12 @@ func TestSecretsNeverShown(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// Key material holding the secret, 32 bytes.
+	key := session.Key{ID: 1, Secret: session.Secret(secret + "-" + secret + "!")}
+	if _, err := session.NewKeyring(key); err != nil {
+		t.Fatal(err)
+	}
+
 	var out []string
 	add := func(what string, v any) { out = append(out, fmt.Sprintf("%s: %v", what, v)) }
 	add("created", created)
@@ -61,22 +68,35 @@ func TestSecretsNeverShown(t *testing.T) {
 		add("session "+verb, fmt.Sprintf(verb, s))
 		add("*session "+verb, fmt.Sprintf(verb, *s))
 		add("token "+verb, fmt.Sprintf(verb, s.Token))
+		add("*token "+verb, fmt.Sprintf(verb, &s.Token))
 		add("secret "+verb, fmt.Sprintf(verb, s.Token.Value))
+		add("key "+verb, fmt.Sprintf(verb, key))
+		add("keys "+verb, fmt.Sprintf(verb, []session.Key{key}))
 	}
-	var logged bytes.Buffer
-	logger := slog.New(slog.NewJSONHandler(&logged, nil))
-	logger.Info("session", "s", s, "token", s.Token, "value", s.Token.Value)
-	logger.Info("session value", "s", *s)
-	add("slog", logged.String())
-	js, _ := json.Marshal(s.Token)
-	add("json token", string(js))
+	for _, h := range []func(*bytes.Buffer) slog.Handler{
+		func(b *bytes.Buffer) slog.Handler { return slog.NewJSONHandler(b, nil) },
+		func(b *bytes.Buffer) slog.Handler { return slog.NewTextHandler(b, nil) },
+	} {
+		var logged bytes.Buffer
+		logger := slog.New(h(&logged))
+		logger.Info("session", "s", s, "token", s.Token, "value", s.Token.Value, "key", key)
+		logger.Info("session value", "s", *s, "refresh", s.Token.Refresh, "keys", []session.Key{key})
+		add("slog", logged.String())
+	}
+	for _, v := range []any{s.Token, &s.Token, s.Token.Value, key, []session.Key{key}} {
+		js, err := json.Marshal(v)
+		add("json", string(js))
+		if err != nil {
+			t.Errorf("json.Marshal(%T) = %v", v, err)
+		}
+	}
 	add("transport", m.Transport(nil, "s1"))
 
 	// Failure paths.
 	next := &recorder{}
 	req, _ := http.NewRequest(http.MethodGet, "https://example.com/", nil)
 	_, err = m.Transport(next, "s1").RoundTrip(req)
-	if !errors.As(err, new(*session.RefreshError)) {
+	if !errors.As(err, new(*session.RefreshError)) || !strings.Contains(err.Error(), `"s1"`) {
 		t.Errorf("RoundTrip with an expired token = %v, want *RefreshError", err)
 	}
 	add("refresh error", err)
@@ -96,19 +116,19 @@ func TestSecretsNeverShown(t *testing.T) {
 	stale.SetCookies(u, []*http.Cookie{{Name: "sid", Value: secret}})
 	add("stale jar", stale.Err())
 	add("bad header", m.SetHeader(ctx, "s1", "X-Bad", secret+"\r\n"))
-	raw, _ := store.Get(ctx, "s1", session.PartAll)
+	raw, _ := store.Get(ctx, "s1", sessionstore.PartFields|sessionstore.PartCookies)
 	for name, v := range raw.Cookies {
 		bad := bytes.Clone(v)
 		bad[len(bad)/2] ^= 1
-		store.MergeCookies(ctx, "s1", 0, session.CookieMerge{Set: []session.Field{{Name: name, Value: bad}}})
+		store.MergeCookies(ctx, "s1", 0, sessionstore.CookieMerge{Set: []sessionstore.Field{{Name: name, Value: bad}}})
 	}
 	_, err = m.Get(ctx, "s1")
 	add("tampered", err)
 	j.Cookies(u)
 	add("tampered jar", j.Err())
 	add("jar stats", j.Stats())
-	for _, h := range hooked {
-		add("hook", h.Err)
+	for _, err := range hooked {
+		add("hook", err)
 	}
 	if len(hooked) < 2 {
 		t.Errorf("OnError received %d errors, want at least 2", len(hooked))

@@ -7,11 +7,13 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/egresskit/egresskit/session/sessionstore"
 )
 
-// Session is a snapshot of one session, opened. Its String, its fmt output
-// for every verb and its LogValue show names and counts, never a cookie,
-// header or token value.
+// Session is a snapshot of one session, opened, as Manager.Get returns it
+// to a crawler author. Its fmt output for every verb and its LogValue show
+// names and counts, never a cookie, header or token value.
 type Session struct {
 	// ID names the session.
 	ID string
@@ -30,11 +32,13 @@ type Session struct {
 	// excluded.
 	Cookies []*http.Cookie
 	// Lease is the live lease, zero when none is live.
-	Lease Lease
+	Lease sessionstore.Lease
 }
 
 // Token is a credential sent as a header with every request of a session,
-// and refreshed before it expires.
+// and refreshed before it expires; a crawler author stores it with
+// CreateOptions or Manager.SetToken. Its secrets are of type Secret, so
+// printing a Token never shows them.
 type Token struct {
 	// Type prefixes Value in the header ("Bearer"); empty sends Value alone.
 	Type string
@@ -51,8 +55,8 @@ type Token struct {
 	refreshAt time.Time
 }
 
-// Valid reports whether t holds a value that has not expired at now.
-func (t Token) Valid(now time.Time) bool {
+// valid reports whether t holds a value that has not expired at now.
+func (t Token) valid(now time.Time) bool {
 	return t.Value != "" && (t.Expires.IsZero() || now.Before(t.Expires))
 }
 
@@ -64,8 +68,8 @@ func (t Token) headerValue() string {
 	return t.Type + " " + string(t.Value)
 }
 
-// String describes t without its secrets.
-func (t Token) String() string {
+// describe describes t without its secrets.
+func (t Token) describe() string {
 	if t.Value == "" {
 		return "session.Token{none}"
 	}
@@ -76,26 +80,20 @@ func (t Token) String() string {
 	return fmt.Sprintf("session.Token{Type:%q, Value:%s, Expires:%s}", t.Type, redacted, exp)
 }
 
-// GoString describes t without its secrets.
-func (t Token) GoString() string { return t.String() }
-
-// Format writes String for every verb.
-func (t Token) Format(f fmt.State, _ rune) { f.Write([]byte(t.String())) }
-
-// LogValue describes t without its secrets.
-func (t Token) LogValue() slog.Value {
+// logValue describes t without its secrets.
+func (t Token) logValue() slog.Value {
 	return slog.GroupValue(slog.String("type", t.Type), slog.Bool("set", t.Value != ""), slog.Time("expires", t.Expires))
 }
 
-// String describes s by names and counts, never by value.
-func (s Session) String() string {
+// describe describes s by names and counts, never by value.
+func (s Session) describe() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "session.Session{ID:%q, Version:%d, Created:%s, Expires:%s", s.ID, s.Version,
 		s.Created.UTC().Format(time.RFC3339), s.Expires.UTC().Format(time.RFC3339))
 	if s.Endpoint != "" {
 		fmt.Fprintf(&b, ", Endpoint:%q", s.Endpoint)
 	}
-	fmt.Fprintf(&b, ", Header:%v, Token:%s, Cookies:%d", headerNames(s.Header), s.Token, len(s.Cookies))
+	fmt.Fprintf(&b, ", Header:%v, Token:%s, Cookies:%d", headerNames(s.Header), s.Token.describe(), len(s.Cookies))
 	if s.Lease.Token != 0 {
 		fmt.Fprintf(&b, ", Lease:%d", s.Lease.Token)
 	}
@@ -103,11 +101,9 @@ func (s Session) String() string {
 	return b.String()
 }
 
-// GoString is String.
-func (s Session) GoString() string { return s.String() }
-
-// Format writes String for every verb.
-func (s Session) Format(f fmt.State, _ rune) { f.Write([]byte(s.String())) }
+// Format writes the session by names and counts, never by value, for
+// every verb.
+func (s Session) Format(f fmt.State, _ rune) { f.Write([]byte(s.describe())) }
 
 // LogValue describes s by names and counts, never by value.
 func (s Session) LogValue() slog.Value {
@@ -117,7 +113,7 @@ func (s Session) LogValue() slog.Value {
 		slog.Time("expires", s.Expires),
 		slog.String("endpoint", s.Endpoint),
 		slog.Any("headers", headerNames(s.Header)),
-		slog.Any("token", s.Token),
+		slog.Attr{Key: "token", Value: s.Token.logValue()},
 		slog.Int("cookies", len(s.Cookies)),
 	)
 }

@@ -5,18 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"time"
-)
 
-// TokenSource yields a session's token, refreshed before it expires. A
-// token within Config.RefreshSkew of its expiry is refreshed by one
-// worker across the fleet — the one that takes the session's lease (or
-// that already holds it, see WithLease) — while the others keep using it
-// until it expires, and then wait for the new one, reading the store
-// every Config.PollInterval. A TokenSource is safe for concurrent use.
-type TokenSource struct {
-	m  *Manager
-	id string
-}
+	"github.com/egresskit/egresskit/internal/sessionkit"
+	"github.com/egresskit/egresskit/session/sessionstore"
+)
 
 // flight is one refresh in progress in this process; the others wait for it.
 type flight struct {
@@ -25,30 +17,33 @@ type flight struct {
 	err  error
 }
 
-// TokenSource returns the TokenSource of session id.
-func (m *Manager) TokenSource(id string) *TokenSource { return &TokenSource{m: m, id: id} }
-
-// Token returns the session's token, refreshed if due; a zero Token when
-// the session has none. It never returns an expired token: when one
-// cannot be refreshed it fails with a *RefreshError. It also fails with
-// ErrInvalidID, ErrNotFound, ErrTampered, or a Store error.
-func (ts *TokenSource) Token(ctx context.Context) (Token, error) {
-	if err := ValidateID(ts.id); err != nil {
+// Token returns session id's token, refreshed if due, for a crawler author
+// who sends it other than through Transport; a zero Token when the session
+// has none. A token within Config.RefreshSkew of its expiry is refreshed by
+// one worker across the fleet — the one that takes the session's lease (or
+// that already holds it, see WithLease) — while the others keep using it
+// until it expires, and then wait for the new one, reading the store every
+// Config.PollInterval. It never returns an expired token: when one cannot
+// be refreshed it fails with an error naming the session and wrapping the
+// cause (ErrNoRefresher, the Refresh function's error, ...). It also fails
+// with ErrInvalidID, ErrNotFound, ErrTampered, or a Store error.
+func (m *Manager) Token(ctx context.Context, id string) (Token, error) {
+	if err := sessionkit.ValidateID(id); err != nil {
 		return Token{}, err
 	}
-	r, err := ts.m.store.Get(ctx, ts.id, PartFields)
+	r, err := m.store.Get(ctx, id, sessionstore.PartFields)
 	if err != nil {
 		return Token{}, err
 	}
-	cur, err := ts.m.storedToken(r)
+	cur, err := m.storedToken(r)
 	if err != nil {
 		return Token{}, err
 	}
-	return ts.m.token(ctx, ts.id, cur)
+	return m.token(ctx, id, cur)
 }
 
 // storedToken opens the token field of r.
-func (m *Manager) storedToken(r Record) (Token, error) {
+func (m *Manager) storedToken(r sessionstore.Record) (Token, error) {
 	blob, ok := r.Fields[fieldToken]
 	if !ok {
 		return Token{}, nil
@@ -83,17 +78,17 @@ func (m *Manager) sealToken(id string, t Token, now time.Time) []byte {
 	return m.keys.seal(id, fieldToken, encodeToken(t))
 }
 
-// token returns cur if it is fresh, or a refreshed token (see TokenSource).
+// token returns cur if it is fresh, or a refreshed token (see Token).
 func (m *Manager) token(ctx context.Context, id string, cur Token) (Token, error) {
 	now := m.cfg.Now()
 	if cur.Value == "" || m.fresh(cur, now) {
 		return cur, nil
 	}
 	if m.cfg.Refresh == nil {
-		if cur.Valid(now) {
+		if cur.valid(now) {
 			return cur, nil
 		}
-		return Token{}, &RefreshError{ID: id, Err: ErrNoRefresher}
+		return Token{}, &refreshError{ID: id, Err: ErrNoRefresher}
 	}
 	for {
 		m.mu.Lock()
@@ -110,13 +105,13 @@ func (m *Manager) token(ctx context.Context, id string, cur Token) (Token, error
 			return f.tok, f.err
 		}
 		m.mu.Unlock()
-		if cur.Valid(m.cfg.Now()) {
+		if cur.valid(m.cfg.Now()) {
 			return cur, nil // still good; this process is refreshing it
 		}
 		select {
 		case <-f.done:
 		case <-ctx.Done():
-			return Token{}, &RefreshError{ID: id, Err: ctx.Err()}
+			return Token{}, &refreshError{ID: id, Err: ctx.Err()}
 		}
 		if f.err != nil && isContextErr(f.err) && ctx.Err() == nil {
 			continue // the refreshing caller gave up; take over
@@ -131,7 +126,7 @@ func isContextErr(err error) bool {
 
 // refreshShared refreshes the token of session id once across the fleet.
 func (m *Manager) refreshShared(ctx context.Context, id string, cur Token) (Token, error) {
-	if l, ok := LeaseFrom(ctx); ok && l.ID == id && l.Token != 0 {
+	if l, ok := leaseFrom(ctx); ok && l.ID == id && l.Token != 0 {
 		// The caller holds the session: refresh under its lease.
 		return m.refreshUnder(ctx, id, cur, l.Token)
 	}
@@ -142,29 +137,29 @@ func (m *Manager) refreshShared(ctx context.Context, id string, cur Token) (Toke
 			tok, err := m.refreshLeased(ctx, id, l)
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.cfg.Timeout)
 			if rerr := m.store.Release(rctx, l); rerr != nil {
-				m.report(id, "Release", fmt.Errorf("session: release refresh lease of %q: %w", id, rerr))
+				m.report(fmt.Errorf("session: release refresh lease of %q: %w", id, rerr))
 			}
 			cancel()
 			return tok, err
 		}
 		if !errors.Is(err, ErrLeaseHeld) {
-			return Token{}, &RefreshError{ID: id, Err: err}
+			return Token{}, &refreshError{ID: id, Err: err}
 		}
 		// Another worker holds the session: use the token while it is
 		// valid, then wait for the one that worker stores.
 		for {
-			if cur.Valid(m.cfg.Now()) {
+			if cur.valid(m.cfg.Now()) {
 				return cur, nil
 			}
 			if err := sleep(ctx, m.cfg.PollInterval); err != nil {
-				return Token{}, &RefreshError{ID: id, Err: err}
+				return Token{}, &refreshError{ID: id, Err: err}
 			}
-			r, err := m.store.Get(ctx, id, PartFields)
+			r, err := m.store.Get(ctx, id, sessionstore.PartFields)
 			if err != nil {
-				return Token{}, &RefreshError{ID: id, Err: err}
+				return Token{}, &refreshError{ID: id, Err: err}
 			}
 			if cur, err = m.storedToken(r); err != nil {
-				return Token{}, &RefreshError{ID: id, Err: err}
+				return Token{}, &refreshError{ID: id, Err: err}
 			}
 			if cur.Value == "" {
 				return Token{}, nil // the token was deleted
@@ -172,7 +167,7 @@ func (m *Manager) refreshShared(ctx context.Context, id string, cur Token) (Toke
 			if m.fresh(cur, m.cfg.Now()) {
 				return cur, nil
 			}
-			if !r.Lease.Live(m.cfg.Now()) {
+			if !live(r.Lease, m.cfg.Now()) {
 				break // the holder left without a fresh token: try ourselves
 			}
 		}
@@ -181,14 +176,14 @@ func (m *Manager) refreshShared(ctx context.Context, id string, cur Token) (Toke
 
 // refreshLeased refreshes under lease l, unless a worker that held the
 // lease before stored a fresh token already.
-func (m *Manager) refreshLeased(ctx context.Context, id string, l Lease) (Token, error) {
-	r, err := m.store.Get(ctx, id, PartFields)
+func (m *Manager) refreshLeased(ctx context.Context, id string, l sessionstore.Lease) (Token, error) {
+	r, err := m.store.Get(ctx, id, sessionstore.PartFields)
 	if err != nil {
-		return Token{}, &RefreshError{ID: id, Err: err}
+		return Token{}, &refreshError{ID: id, Err: err}
 	}
 	cur, err := m.storedToken(r)
 	if err != nil {
-		return Token{}, &RefreshError{ID: id, Err: err}
+		return Token{}, &refreshError{ID: id, Err: err}
 	}
 	if cur.Value == "" || m.fresh(cur, m.cfg.Now()) {
 		return cur, nil
@@ -209,17 +204,17 @@ func refreshing(ctx context.Context, id string) bool {
 // refreshUnder calls Config.Refresh and stores its token fenced by fence.
 func (m *Manager) refreshUnder(ctx context.Context, id string, cur Token, fence uint64) (Token, error) {
 	rctx, cancel := context.WithTimeout(context.WithValue(ctx, refreshingKey{}, id), m.cfg.RefreshLease)
-	tok, err := m.cfg.Refresh(rctx, RefreshRequest{ID: id, Current: cur})
+	tok, err := m.cfg.Refresh(rctx, id, cur)
 	cancel()
 	if err != nil {
-		return Token{}, &RefreshError{ID: id, Err: err}
+		return Token{}, &refreshError{ID: id, Err: err}
 	}
-	if !tok.Valid(m.cfg.Now()) {
-		return Token{}, &RefreshError{ID: id, Err: errors.New("session: refresher returned an empty or expired token")}
+	if !tok.valid(m.cfg.Now()) {
+		return Token{}, &refreshError{ID: id, Err: errors.New("session: refresher returned an empty or expired token")}
 	}
-	w := FieldWrite{Set: []Field{{fieldToken, m.sealToken(id, tok, m.cfg.Now())}}}
+	w := sessionstore.FieldWrite{Set: []sessionstore.Field{{Name: fieldToken, Value: m.sealToken(id, tok, m.cfg.Now())}}}
 	if err := m.store.SetFields(ctx, id, fence, w); err != nil {
-		return Token{}, &RefreshError{ID: id, Err: err}
+		return Token{}, &refreshError{ID: id, Err: err}
 	}
 	return tok, nil
 }

@@ -2,46 +2,49 @@ package session
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
 
 	"github.com/egresskit/egresskit/egress"
+
+	"github.com/egresskit/egresskit/internal/sessionkit"
+	"github.com/egresskit/egresskit/session/sessionstore"
 )
 
-// Transport sends requests as one session: it adds the session's headers
-// (those the request does not set itself) and its token, refreshed if due,
-// and binds the request to the session's egress endpoint through the
-// request context (egress.WithBinding). It never sends a request with an
-// expired token, and never lets a bound session leave through another
-// endpoint: when the bound endpoint is removed or quarantined, RoundTrip
-// fails with an *EgressLostError (errors.Is ErrEgressLost) and the caller
-// decides — Rebind, or end the session.
-//
-// Cookies are the http.Client's business: give the client the session's
-// Jar. A Transport is safe for concurrent use.
-type Transport struct {
+// transport is the http.RoundTripper Manager.Transport returns.
+type transport struct {
 	m    *Manager
 	id   string
 	next http.RoundTripper
 }
 
-var _ http.RoundTripper = (*Transport)(nil)
-
-// Transport returns a Transport sending requests for session id through
-// next. If next is nil, http.DefaultTransport is used.
-func (m *Manager) Transport(next http.RoundTripper, id string) *Transport {
+// Transport returns an http.RoundTripper, for a crawler author's
+// http.Client, that sends requests through next as session id: it adds the
+// session's headers (those the request does not set itself) and its token,
+// refreshed if due, and binds the request to the session's egress endpoint
+// through the request context (egress.WithBinding). If next is nil,
+// http.DefaultTransport is used.
+//
+// It never sends a request with an expired token, and never lets a bound
+// session leave through another endpoint: when the bound endpoint is
+// removed or quarantined, RoundTrip fails with an error wrapping
+// ErrEgressLost (and egress.ErrBindingUnavailable) and the caller decides —
+// Rebind, or end the session. Besides next's errors it fails, without
+// sending, with ErrInvalidID, ErrNotFound, ErrTampered, a Store error, or
+// an error naming a failed token refresh (see Token). If a token refresh is
+// due it happens under the lease the request's context carries
+// (WithLease), if any.
+//
+// Cookies are the http.Client's business: give the client the session's
+// Jar. The RoundTripper is safe for concurrent use.
+func (m *Manager) Transport(next http.RoundTripper, id string) http.RoundTripper {
 	if next == nil {
 		next = http.DefaultTransport
 	}
-	return &Transport{m: m, id: id, next: next}
+	return &transport{m: m, id: id, next: next}
 }
 
-// RoundTrip implements http.RoundTripper. Besides next's errors it fails,
-// without sending, with ErrInvalidID, ErrNotFound, ErrTampered, a Store
-// error, or a *RefreshError; and after sending with an *EgressLostError.
-// If a token refresh is due it happens under the lease the request's
-// context carries (WithLease), if any.
-func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+// RoundTrip implements http.RoundTripper (see Manager.Transport).
+func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	s, tok, err := t.prepare(req)
 	if err != nil {
 		if req.Body != nil {
@@ -66,19 +69,19 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	// The clone shares req.Body; next closes it.
 	resp, err := t.next.RoundTrip(out)
 	if err != nil && s.Endpoint != "" && errors.Is(err, egress.ErrBindingUnavailable) {
-		return resp, &EgressLostError{ID: t.id, Endpoint: s.Endpoint, Err: err}
+		return resp, &egressLostError{ID: t.id, Endpoint: s.Endpoint, Err: err}
 	}
 	return resp, err
 }
 
 // prepare reads the session and its token, refreshed if due.
-func (t *Transport) prepare(req *http.Request) (*Session, Token, error) {
+func (t *transport) prepare(req *http.Request) (*Session, Token, error) {
 	m := t.m
 	ctx := req.Context()
-	if err := ValidateID(t.id); err != nil {
+	if err := sessionkit.ValidateID(t.id); err != nil {
 		return nil, Token{}, err
 	}
-	r, err := m.store.Get(ctx, t.id, PartFields)
+	r, err := m.store.Get(ctx, t.id, sessionstore.PartFields)
 	if err != nil {
 		return nil, Token{}, err
 	}
@@ -95,6 +98,3 @@ func (t *Transport) prepare(req *http.Request) (*Session, Token, error) {
 	}
 	return s, tok, nil
 }
-
-// String names the session without secrets.
-func (t *Transport) String() string { return fmt.Sprintf("session.Transport{ID:%q}", t.id) }

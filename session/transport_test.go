@@ -156,7 +156,7 @@ func TestRefreshWaitHonoursContext(t *testing.T) {
 		var refreshes atomic.Int32
 		m := mustManager(session.Config{
 			PollInterval: 100 * time.Millisecond,
-			Refresh: func(context.Context, session.RefreshRequest) (session.Token, error) {
+			Refresh: func(context.Context, string, session.Token) (session.Token, error) {
 				refreshes.Add(1)
 				return session.Token{Value: "new", Expires: time.Now().Add(time.Hour)}, nil
 			},
@@ -208,9 +208,9 @@ func TestRefreshThroughOwnTransport(t *testing.T) {
 		var m *session.Manager
 		var tokenCallAuth string
 		m = mustManager(session.Config{
-			Refresh: func(ctx context.Context, r session.RefreshRequest) (session.Token, error) {
-				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "https://example.com/token", strings.NewReader("refresh="+string(r.Current.Refresh)))
-				resp, err := m.Transport(next, r.ID).RoundTrip(req)
+			Refresh: func(ctx context.Context, id string, cur session.Token) (session.Token, error) {
+				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "https://example.com/token", strings.NewReader("refresh="+string(cur.Refresh)))
+				resp, err := m.Transport(next, id).RoundTrip(req)
 				if err != nil {
 					return session.Token{}, err
 				}

@@ -97,18 +97,22 @@ func run(ctx context.Context, out io.Writer, o options) (*result, error) {
 
 	// Every worker of a fleet holds the same key ring (from a secret store
 	// in production): values are sealed with it before they are stored.
-	keys, err := session.NewKeyring(session.GenerateKey(1))
+	var material [32]byte
+	rand.Read(material[:])
+	keys, err := session.NewKeyring(session.Key{ID: 1, Secret: session.Secret(material[:])})
 	if err != nil {
 		return nil, err
 	}
-	id := "login-demo-" + session.NewID()
+	var idb [8]byte
+	rand.Read(idb[:])
+	id := "login-demo-" + hex.EncodeToString(idb[:])
 
 	names := []string{"A", "B"}
 	workers := make([]*worker, len(names))
 	var storeDesc string
 	if o.redis == "" {
-		storeDesc = "memory: two Managers over one session.MemoryStore, one hoststate.Memory"
-		sessions := session.NewMemoryStore(session.MemoryConfig{})
+		storeDesc = "memory: two Managers over one session.NewMemoryStore, one hoststate.Memory"
+		sessions := session.NewMemoryStore(nil)
 		state, err := hoststate.NewMemory(hostState)
 		if err != nil {
 			return nil, err

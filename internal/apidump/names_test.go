@@ -20,7 +20,7 @@ var reused = map[string]string{
 	"DefaultConfig":        "each package's configuration with its defaults filled in, for printing",
 	"Transport":            "each package's http.RoundTripper",
 	"NewTransport":         "each package's http.RoundTripper constructor",
-	"Store":                "the store of per-host state (hoststate.Store; redisstore.Store implements it) and of sessions (session.Store): one word, one concept",
+	"Store":                "the store of per-host state (hoststate.Store; redisstore.Store implements it) and of sessions (sessionstore.Store, which redisstore.NewSessionStore returns): one word, one concept",
 	"Run":                  "probe.Run runs the preflight checks; hoststatetest.Run and sessiontest.Run run a store implementer's conformance suite — a crawler and a store implementer never meet both",
 	"ErrOpen":              "the root package re-exports breaker.ErrOpen: the same value",
 	"ErrHalted":            "the root package re-exports breaker.ErrHalted: the same value",

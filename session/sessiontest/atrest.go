@@ -10,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/egresskit/egresskit/internal/sessionkit"
 	"github.com/egresskit/egresskit/session"
+	"github.com/egresskit/egresskit/session/sessionstore"
 )
 
 // fullSession creates a session with a value in every kind of field.
@@ -41,9 +43,9 @@ func managerTampered(t *testing.T, e env) {
 		t.Helper()
 		var err error
 		if cookie {
-			_, err = e.store.MergeCookies(ctx, id, 0, session.CookieMerge{Set: []session.Field{{Name: name, Value: v}}})
+			_, err = e.store.MergeCookies(ctx, id, 0, sessionstore.CookieMerge{Set: []sessionstore.Field{{Name: name, Value: v}}})
 		} else {
-			err = e.store.SetFields(ctx, id, 0, session.FieldWrite{Set: []session.Field{{Name: name, Value: v}}})
+			err = e.store.SetFields(ctx, id, 0, sessionstore.FieldWrite{Set: []sessionstore.Field{{Name: name, Value: v}}})
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -95,8 +97,7 @@ func managerTampered(t *testing.T, e env) {
 		t.Errorf("Cookies with a tampered cookie = %d cookies, want none", len(got))
 	}
 	wantErr(t, "Jar.Err() with a tampered cookie", j.Err(), session.ErrTampered)
-	ts := m.TokenSource(id)
-	if _, err := ts.Token(ctx); err != nil {
+	if _, err := m.Token(ctx, id); err != nil {
 		t.Errorf("Token() with only a cookie tampered = %v, want nil", err)
 	}
 }
@@ -110,35 +111,35 @@ func managerMovedRecord(t *testing.T, e env) {
 
 	// Every field of src, copied under the same name into dst.
 	for name, v := range raw.Fields {
-		if err := e.store.SetFields(ctx, dst, 0, session.FieldWrite{Set: []session.Field{{Name: name, Value: v}}}); err != nil {
+		if err := e.store.SetFields(ctx, dst, 0, sessionstore.FieldWrite{Set: []sessionstore.Field{{Name: name, Value: v}}}); err != nil {
 			t.Fatal(err)
 		}
 		_, err := m.Get(ctx, dst)
 		wantErr(t, fmt.Sprintf("Get with field %q moved from another session", name), err, session.ErrTampered)
-		if err := e.store.SetFields(ctx, dst, 0, session.FieldWrite{Delete: []string{name}}); err != nil {
+		if err := e.store.SetFields(ctx, dst, 0, sessionstore.FieldWrite{Delete: []string{name}}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for name, v := range raw.Cookies {
-		if _, err := e.store.MergeCookies(ctx, dst, 0, session.CookieMerge{Set: []session.Field{{Name: name, Value: v}}}); err != nil {
+		if _, err := e.store.MergeCookies(ctx, dst, 0, sessionstore.CookieMerge{Set: []sessionstore.Field{{Name: name, Value: v}}}); err != nil {
 			t.Fatal(err)
 		}
 		_, err := m.Get(ctx, dst)
 		wantErr(t, "Get with a cookie moved from another session", err, session.ErrTampered)
-		if _, err := e.store.MergeCookies(ctx, dst, 0, session.CookieMerge{Delete: []string{name}}); err != nil {
+		if _, err := e.store.MergeCookies(ctx, dst, 0, sessionstore.CookieMerge{Delete: []string{name}}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// A value moved to another field of its own session.
-	if err := e.store.SetFields(ctx, src, 0, session.FieldWrite{Set: []session.Field{{Name: "h/X-Moved", Value: raw.Fields["h/X-Api-Key"]}}}); err != nil {
+	if err := e.store.SetFields(ctx, src, 0, sessionstore.FieldWrite{Set: []sessionstore.Field{{Name: "h/X-Moved", Value: raw.Fields["h/X-Api-Key"]}}}); err != nil {
 		t.Fatal(err)
 	}
 	_, err := m.Get(ctx, src)
 	wantErr(t, "Get with a header value moved to another field", err, session.ErrTampered)
 	// A whole record recreated under another ID.
 	now := e.clock.Now()
-	copyID := session.NewID()
-	if err := e.store.Create(ctx, session.Record{ID: copyID, Created: now, Expires: now.Add(time.Hour), Fields: raw.Fields, Cookies: raw.Cookies}); err != nil {
+	copyID := sessionkit.NewID()
+	if err := e.store.Create(ctx, sessionstore.Record{ID: copyID, Created: now, Expires: now.Add(time.Hour), Fields: raw.Fields, Cookies: raw.Cookies}); err != nil {
 		t.Fatal(err)
 	}
 	_, err = m.Get(ctx, copyID)
@@ -147,7 +148,7 @@ func managerMovedRecord(t *testing.T, e env) {
 
 func managerKeyRotation(t *testing.T, e env) {
 	ctx := context.Background()
-	k1, k2 := session.GenerateKey(1), session.GenerateKey(2)
+	k1, k2 := newKey(1), newKey(2)
 	ring := func(keys ...session.Key) *session.Manager {
 		kr, err := session.NewKeyring(keys...)
 		if err != nil {

@@ -12,7 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/egresskit/egresskit/internal/sessionkit"
 	"github.com/egresskit/egresskit/session"
+	"github.com/egresskit/egresskit/session/internal/peek"
 )
 
 var managerScenarios = []scenario{
@@ -57,7 +59,7 @@ func managers(t *testing.T, e env, n int, tweak func(*session.Config)) []*sessio
 
 func newSession(t *testing.T, m *session.Manager, o session.CreateOptions) string {
 	t.Helper()
-	id := session.NewID()
+	id := sessionkit.NewID()
 	if _, err := m.Create(context.Background(), id, o); err != nil {
 		t.Fatalf("Create = %v, want nil", err)
 	}
@@ -166,7 +168,7 @@ func managerJarSemantics(t *testing.T, e env) {
 	if got := cookieString(ja.Cookies(mustURL("https://shop.example.com/account"))); got != "host=h2; sec=s" {
 		t.Errorf("Cookies after update and delete = %q, want %q", got, "host=h2; sec=s")
 	}
-	if st := ja.Stats(); st.BadDomain != 2 || st.Stored != 6 {
+	if st := peek.Stats(ja); st.BadDomain != 2 || st.Stored != 6 {
 		t.Errorf("Stats() = %+v, want BadDomain 2, Stored 6", st)
 	}
 	s, err := ms[1].Get(context.Background(), id)
@@ -284,7 +286,7 @@ func managerCookieBound(t *testing.T, e env) {
 	if err := j.Err(); err != nil {
 		t.Fatal(err)
 	}
-	if st := j.Stats(); st.Stored != total || st.Evicted != total-3000 {
+	if st := peek.Stats(j); st.Stored != total || st.Evicted != total-3000 {
 		t.Errorf("Stats() = %+v, want Stored %d, Evicted %d", st, total, total-3000)
 	}
 	got := jar(t, context.Background(), ms[1], id).Cookies(u)
@@ -321,7 +323,7 @@ func managerBadCookies(t *testing.T, e env) {
 	if err := j.Err(); err != nil {
 		t.Errorf("Err() = %v, want nil: bad cookies are dropped, not errors", err)
 	}
-	if st := j.Stats(); st.TooLarge != 2 || st.BadDomain != 3 || st.Stored != 1 {
+	if st := peek.Stats(j); st.TooLarge != 2 || st.BadDomain != 3 || st.Stored != 1 {
 		t.Errorf("Stats() = %+v, want TooLarge 2, BadDomain 3, Stored 1", st)
 	}
 	after := get(t, e, id)
@@ -343,7 +345,7 @@ func managerBadCookies(t *testing.T, e env) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if st := j.Stats(); st.TooLarge != 3 || resp.StatusCode != http.StatusOK {
+	if st := peek.Stats(j); st.TooLarge != 3 || resp.StatusCode != http.StatusOK {
 		t.Errorf("after a 64 KiB Set-Cookie: status %d, TooLarge %d; want 200, 3", resp.StatusCode, st.TooLarge)
 	}
 
@@ -372,7 +374,7 @@ func managerCrossSuffixCookie(t *testing.T, e env) {
 		{Name: "s3", Value: "1", Domain: "s3.amazonaws.com"},
 		{Name: "reg", Value: "1", Domain: "bucket.s3.amazonaws.com"},
 	})
-	if st := j.Stats(); st.BadDomain != 2 || st.Stored != 2 {
+	if st := peek.Stats(j); st.BadDomain != 2 || st.Stored != 2 {
 		t.Errorf("Stats() = %+v, want BadDomain 2, Stored 2", st)
 	}
 	for _, tt := range []struct{ url, want string }{

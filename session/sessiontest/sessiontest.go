@@ -1,10 +1,10 @@
-// Package sessiontest holds the behaviour scenarios every session.Store
-// must pass, so the in-memory store and the Redis store are proven to
-// agree. A store's tests call Run with a factory:
+// Package sessiontest holds the behaviour scenarios every sessionstore.Store
+// must pass, for a store implementer: the in-memory store and the Redis
+// store are proven to agree. A store's tests call Run with a factory:
 //
 //	func TestStore(t *testing.T) {
-//		sessiontest.Run(t, func(t *testing.T, now func() time.Time) session.Store {
-//			return session.NewMemoryStore(session.MemoryConfig{Now: now})
+//		sessiontest.Run(t, func(t *testing.T, now func() time.Time) sessionstore.Store {
+//			return session.NewMemoryStore(now)
 //		})
 //	}
 //
@@ -17,34 +17,33 @@
 package sessiontest
 
 import (
+	"crypto/rand"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/egresskit/egresskit/session"
+	"github.com/egresskit/egresskit/session/sessionstore"
 )
 
-// Factory returns a Store whose clock is now.
-type Factory func(t *testing.T, now func() time.Time) session.Store
-
-// Clock is a fake clock, safe for concurrent use.
-type Clock struct {
+// clock is a fake clock, safe for concurrent use.
+type clock struct {
 	mu sync.Mutex // guards t
 	t  time.Time
 }
 
-// NewClock returns a Clock reading t.
-func NewClock(t time.Time) *Clock { return &Clock{t: t} }
+// newClock returns a clock reading t.
+func newClock(t time.Time) *clock { return &clock{t: t} }
 
 // Now returns the clock's time.
-func (c *Clock) Now() time.Time {
+func (c *clock) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.t
 }
 
 // Advance moves the clock forward by d.
-func (c *Clock) Advance(d time.Duration) {
+func (c *clock) Advance(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.t = c.t.Add(d)
@@ -52,8 +51,8 @@ func (c *Clock) Advance(d time.Duration) {
 
 // env is what a scenario runs with.
 type env struct {
-	store session.Store
-	clock *Clock
+	store sessionstore.Store
+	clock *clock
 	keys  *session.Keyring // shared by the scenario's Managers
 }
 
@@ -63,20 +62,27 @@ type scenario struct {
 }
 
 // Run runs every scenario as a subtest, each with a fresh Store from
-// newStore and a fresh Clock.
-func Run(t *testing.T, newStore Factory) {
+// newStore, whose clock is now, and a fresh fake clock.
+func Run(t *testing.T, newStore func(t *testing.T, now func() time.Time) sessionstore.Store) {
 	t.Helper()
 	all := append(append([]scenario(nil), storeScenarios...), managerScenarios...)
 	for _, sc := range all {
 		t.Run(sc.name, func(t *testing.T) {
 			// Millisecond-aligned, near the real time, so a store that
 			// also expires keys physically keeps them long enough.
-			clock := NewClock(time.Now().Truncate(time.Millisecond))
-			keys, err := session.NewKeyring(session.GenerateKey(1))
+			clock := newClock(time.Now().Truncate(time.Millisecond))
+			keys, err := session.NewKeyring(newKey(1))
 			if err != nil {
 				t.Fatal(err)
 			}
 			sc.run(t, env{store: newStore(t, clock.Now), clock: clock, keys: keys})
 		})
 	}
+}
+
+// newKey returns a Key with id and fresh random key material.
+func newKey(id uint32) session.Key {
+	b := make([]byte, 32)
+	rand.Read(b) // never returns an error (crypto/rand, Go 1.24+)
+	return session.Key{ID: id, Secret: session.Secret(b)}
 }

@@ -3,7 +3,6 @@ package sessiontest
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +12,8 @@ import (
 	"time"
 
 	"github.com/egresskit/egresskit/session"
+	"github.com/egresskit/egresskit/session/internal/peek"
+	"github.com/egresskit/egresskit/session/sessionstore"
 )
 
 // tokenServer issues tokens on POST /token and serves GET /api to the
@@ -61,8 +62,8 @@ func newTokenServer(initial string) *tokenServer {
 
 // refresher returns a Config.Refresh that asks ts for a token valid for an
 // hour of clock's time.
-func (ts *tokenServer) refresher(now func() time.Time) func(context.Context, session.RefreshRequest) (session.Token, error) {
-	return func(ctx context.Context, r session.RefreshRequest) (session.Token, error) {
+func (ts *tokenServer) refresher(now func() time.Time) func(context.Context, string, session.Token) (session.Token, error) {
+	return func(ctx context.Context, id string, cur session.Token) (session.Token, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, ts.URL+"/token", nil)
 		if err != nil {
 			return session.Token{}, err
@@ -147,8 +148,8 @@ func managerShortToken(t *testing.T, e env) {
 	ts := newTokenServer("initial")
 	defer ts.Close()
 	m := managers(t, e, 1, func(c *session.Config) {
-		c.Refresh = func(ctx context.Context, r session.RefreshRequest) (session.Token, error) {
-			tok, err := ts.refresher(e.clock.Now)(ctx, r)
+		c.Refresh = func(ctx context.Context, id string, cur session.Token) (session.Token, error) {
+			tok, err := ts.refresher(e.clock.Now)(ctx, id, cur)
 			tok.Expires = e.clock.Now().Add(10 * time.Second) // shorter than the 30s skew
 			return tok, err
 		}
@@ -178,12 +179,12 @@ func managerShortToken(t *testing.T, e env) {
 
 // gatedStore holds Acquire calls until its gate opens.
 type gatedStore struct {
-	session.Store
+	sessionstore.Store
 	gate    chan struct{}
 	waiting chan struct{} // receives once per held Acquire
 }
 
-func (g *gatedStore) Acquire(ctx context.Context, id, holder string, ttl time.Duration) (session.Lease, error) {
+func (g *gatedStore) Acquire(ctx context.Context, id, holder string, ttl time.Duration) (sessionstore.Lease, error) {
 	g.waiting <- struct{}{}
 	<-g.gate
 	return g.Store.Acquire(ctx, id, holder, ttl)
@@ -255,9 +256,8 @@ func managerTokenRefreshFailure(t *testing.T, e env) {
 	if err == nil {
 		resp.Body.Close()
 	}
-	var re *session.RefreshError
-	if !errors.As(err, &re) || re.ID != id {
-		t.Errorf("GET with an unrefreshable expired token = %v, want *RefreshError", err)
+	if rid, ok := peek.Refresh(err); !ok || rid != id {
+		t.Errorf("GET with an unrefreshable expired token = %v, want a failed refresh of %q", err, id)
 	}
 	if err != nil && strings.Contains(err.Error(), "stale-token-value") {
 		t.Errorf("error %q holds the token value", err)

@@ -1,13 +1,26 @@
-package session
+// Package sessionstore is the contract between package session and the
+// stores that keep its records: what a store implementer writes against
+// (redisstore.NewSessionStore and session.NewMemoryStore implement it).
+// A crawler author does not need it beyond passing a Store to
+// session.Config; package sessiontest holds the scenarios every Store must
+// pass.
+package sessionstore
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
-// Store persists session records for a fleet of workers. Field and cookie
-// values reach a Store sealed by a Keyring; a Store never sees plaintext
-// and never interprets a value. Its job is atomicity, expiry and fencing.
+// ErrConflict reports a conditional write (FieldWrite.IfAbsent) that found
+// a field already present; nothing was written. A store implementer
+// returns it; package session handles it.
+var ErrConflict = errors.New("session: conflicting write")
+
+// Store persists session records for a fleet of workers; a store implementer
+// provides one, a crawler author passes it to session.Config. Field and cookie
+// values reach a Store sealed by a Keyring; a Store never sees plaintext and
+// never interprets a value. Its job is atomicity, expiry and fencing.
 //
 // Every method is one atomic step: an implementation backed by a shared
 // server (Redis) performs each call as one script, and an in-process
@@ -15,38 +28,40 @@ import (
 // whole record, so concurrent writers of different fields or cookies never
 // lose each other's updates.
 //
-// Time. A Store decides expiry with its own clock (the Now of its config),
-// not with the caller's. A record whose Expires is not after now is gone:
-// every method treats it as absent (ErrNotFound), and Create may replace
-// it. A lease whose Expires is not after now is not live.
+// Time. A Store decides expiry with its own clock (the Now of its config), not
+// with the caller's. A record whose Expires is not after now is gone: every
+// method treats it as absent (session.ErrNotFound), and Create may replace it.
+// A lease whose Expires is not after now is not live.
 //
-// Fencing. Each record counts the leases granted on it; Acquire returns
-// the new count as the Lease's Token, so tokens grow strictly per session.
-// Methods that write take a fence: 0 is an unfenced write, always accepted;
-// a nonzero fence is accepted when no lease with a greater token has been
-// granted and fails with ErrStaleLease otherwise — and also when the fence
-// names a token never granted. A fenced writer that lost its lease to
-// another holder can therefore never overwrite that holder's writes, while
-// a holder whose lease merely expired, with no successor, may still write.
+// Fencing. Each record counts the leases granted on it; Acquire returns the new
+// count as the Lease's Token, so tokens grow strictly per session. Methods that
+// write take a fence: 0 is an unfenced write, always accepted; a nonzero fence
+// is accepted when no lease with a greater token has been granted and fails
+// with session.ErrStaleLease otherwise — and also when the fence names a token
+// never granted. A fenced writer that lost its lease to another holder can
+// therefore never overwrite that holder's writes, while a holder whose lease
+// merely expired, with no successor, may still write.
 //
 // Versions. Each record has a Version, 1 after Create, increased by one by
 // every successful SetFields, MergeCookies and SetExpiry call, even one
 // that happens to change nothing; Acquire and Release leave it alone.
 //
-// IDs have passed ValidateID; implementations may check them again and
-// must fail with ErrInvalidID rather than use an invalid one. Byte slices
-// passed in must not be retained without copying; slices and maps
-// returned must not be modified by the caller.
+// IDs have been validated by package session (1 to 128 bytes of ASCII
+// letters, digits and - _ . : @ ~ + =); implementations may check them
+// again and must fail with an error wrapping session.ErrInvalidID rather
+// than use an invalid one. Byte slices passed in must not be retained
+// without copying; slices and maps returned must not be modified by the
+// caller.
 //
-// Errors: ErrNotFound when the record is absent or expired, ErrStaleLease
-// for a rejected fence, the context's error when ctx is done before the
-// call takes effect, or an error from the backend. A method that returns
-// an error changed nothing.
+// Errors: session.ErrNotFound when the record is absent or expired,
+// session.ErrStaleLease for a rejected fence, the context's error when ctx is
+// done before the call takes effect, or an error from the backend. A method
+// that returns an error changed nothing.
 type Store interface {
-	// Create stores r under r.ID, live until r.Expires, with Version 1 and
-	// no lease. It fails with ErrExists when a live record holds r.ID; an
-	// expired one is replaced, lease count included. r.Version and r.Lease
-	// are ignored.
+	// Create stores r under r.ID, live until r.Expires, with Version 1 and no
+	// lease. It fails with session.ErrExists when a live record holds r.ID; an
+	// expired one is replaced, lease count included. r.Version and r.Lease are
+	// ignored.
 	Create(ctx context.Context, r Record) error
 
 	// Get returns the record id: always its metadata (ID, Version,
@@ -75,25 +90,26 @@ type Store interface {
 	// the given one (so a cookie re-set meanwhile survives). Then, while
 	// more than m.Limit cookies are stored (when m.Limit > 0), the least
 	// recently set is evicted. Set, Delete and Prune apply in that order;
-	// a name in Set and Delete ends up deleted. The result reports how
-	// many cookies were evicted.
-	MergeCookies(ctx context.Context, id string, fence uint64, m CookieMerge) (MergeResult, error)
+	// a name in Set and Delete ends up deleted. It returns how many
+	// cookies were evicted.
+	MergeCookies(ctx context.Context, id string, fence uint64, m CookieMerge) (evicted int, err error)
 
 	// Acquire grants holder the lease on the record id until now+ttl.
 	// When no lease is live, it grants a new lease whose Token is one more
 	// than the last granted. When holder's own lease is live, it extends
 	// it and keeps its Token. When another holder's lease is live, it
-	// fails with a *LeaseHeldError (errors.Is ErrLeaseHeld) carrying that
+	// fails with an error wrapping session.ErrLeaseHeld that names that
 	// lease's expiry. ttl must be positive.
 	Acquire(ctx context.Context, id, holder string, ttl time.Duration) (Lease, error)
 
-	// Release ends lease l early. It is a no-op when l is no longer live
-	// and no newer lease was granted; it fails with ErrStaleLease when a
-	// newer lease was granted, leaving that lease in place.
+	// Release ends lease l early. It is a no-op when l is no longer live and no
+	// newer lease was granted; it fails with session.ErrStaleLease when a newer
+	// lease was granted, leaving that lease in place.
 	Release(ctx context.Context, l Lease) error
 }
 
-// Parts selects what Get returns beyond a record's metadata.
+// Parts selects what Get returns beyond a record's metadata: zero, or
+// PartFields, PartCookies or both (PartFields|PartCookies).
 type Parts uint8
 
 // Parts of a record.
@@ -102,8 +118,6 @@ const (
 	PartFields Parts = 1 << iota
 	// PartCookies selects Record.Cookies.
 	PartCookies
-	// PartAll selects everything.
-	PartAll = PartFields | PartCookies
 )
 
 // Record is a session as a Store holds it: metadata in the clear, every
@@ -126,7 +140,7 @@ type Record struct {
 	Lease Lease
 }
 
-// Field is one named sealed value.
+// Field is one named sealed value, as package session writes it.
 type Field struct {
 	Name  string
 	Value []byte
@@ -157,15 +171,9 @@ type CookieMerge struct {
 	Limit int
 }
 
-// MergeResult reports the outcome of MergeCookies.
-type MergeResult struct {
-	// Version is the record's version after the merge.
-	Version uint64
-	// Evicted is the number of cookies evicted to honour Limit.
-	Evicted int
-}
-
-// Lease is exclusive use of a session among the workers that take leases.
+// Lease is exclusive use of a session among the workers that take leases:
+// a crawler author gets one from session.Manager.Acquire and fences writes
+// with it (session.WithLease); a Store grants and records it.
 type Lease struct {
 	// ID is the session.
 	ID string
@@ -177,6 +185,3 @@ type Lease struct {
 	// Expires is when the lease ends unless renewed.
 	Expires time.Time
 }
-
-// Live reports whether l is a lease (nonzero Token) that has not expired at now.
-func (l Lease) Live(now time.Time) bool { return l.Token != 0 && now.Before(l.Expires) }

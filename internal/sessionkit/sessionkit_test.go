@@ -1,11 +1,12 @@
-package session_test
+package sessionkit_test
 
 import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
-	"github.com/egresskit/egresskit/session"
+	"github.com/egresskit/egresskit/internal/sessionkit"
 )
 
 func TestValidateID(t *testing.T) {
@@ -27,8 +28,8 @@ func TestValidateID(t *testing.T) {
 		{"slash/", false},
 		{"ünïcode", false},
 	} {
-		err := session.ValidateID(tc.id)
-		if (err == nil) != tc.ok || (err != nil && !errors.Is(err, session.ErrInvalidID)) {
+		err := sessionkit.ValidateID(tc.id)
+		if (err == nil) != tc.ok || (err != nil && !errors.Is(err, sessionkit.ErrInvalidID)) {
 			t.Errorf("ValidateID(%q) = %v, want ok=%v", tc.id, err, tc.ok)
 		}
 		if err != nil && strings.ContainsAny(err.Error(), "\n\x00\x7f\t") {
@@ -40,10 +41,21 @@ func TestValidateID(t *testing.T) {
 func TestNewID(t *testing.T) {
 	seen := map[string]bool{}
 	for range 1000 {
-		id := session.NewID()
-		if err := session.ValidateID(id); err != nil || seen[id] {
+		id := sessionkit.NewID()
+		if err := sessionkit.ValidateID(id); err != nil || seen[id] {
 			t.Fatalf("NewID() = %q: valid %v, repeated %v", id, err, seen[id])
 		}
 		seen[id] = true
+	}
+}
+
+func TestLeaseHeldError(t *testing.T) {
+	exp := time.Date(2030, 1, 2, 3, 4, 5, 6000, time.UTC)
+	err := error(&sessionkit.LeaseHeldError{ID: "s-1", Expires: exp})
+	if !errors.Is(err, sessionkit.ErrLeaseHeld) {
+		t.Errorf("%v is not ErrLeaseHeld", err)
+	}
+	if want := `session: lease on "s-1" held until 2030-01-02T03:04:05.000006Z`; err.Error() != want {
+		t.Errorf("Error() = %q, want %q", err, want)
 	}
 }
