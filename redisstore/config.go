@@ -124,8 +124,8 @@ type Config struct {
 	// Redis still remembers them: New reads the file back, compacts it,
 	// and writes its halts back to Redis unless they were resumed since.
 	// One file per Store; several processes must not share one. New
-	// returns an error wrapping ErrJournal when the file cannot be read or holds a
-	// line it did not write (a last line cut short by a crash is
+	// returns an error wrapping ErrJournal when the file cannot be read or
+	// holds a line it did not write (a last line cut short by a crash is
 	// ignored); a later failed write sends an Unchecked Warning. Default
 	// (""): no journal.
 	Journal string

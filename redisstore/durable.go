@@ -225,7 +225,8 @@ func (s *Store) recheck(ctx context.Context, host string, since time.Time, a hos
 // connection and every CheckInterval; Watch makes an idle worker write the
 // halts it remembers back within one interval, and the halts Redis could
 // not take when they were recorded (see Store.Record), so that workers
-// that never saw them stop too. Run it on a goroutine the caller owns.
+// that never saw them stop too. A crawler author runs it on a goroutine
+// of each worker that may sit idle.
 func (s *Store) Watch(ctx context.Context) error {
 	every := s.set.cfg.CheckInterval
 	if every <= 0 {

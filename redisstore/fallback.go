@@ -33,13 +33,13 @@ const (
 	// remembers and which was not resumed. Sent under both policies, only
 	// when Redis had lost a halt (or the write-back failed: Err).
 	Restored
-	// Unchecked: New could not read a server's maxmemory-policy (CONFIG
-	// GET refused or Redis unreachable), or the policy evicts and
-	// Config.AllowEviction accepts it; a server's policy became an
-	// evicting one after New (Err is an error wrapping ErrEvicting); INFO is refused,
+	// Unchecked: New could not read a server's maxmemory-policy (CONFIG GET
+	// refused or Redis unreachable), or the policy evicts and
+	// Config.AllowEviction accepts it; a server's policy became an evicting
+	// one after New (Err is an error wrapping ErrEvicting); INFO is refused,
 	// so that a restart is noticed only when a remembered halt's host is
-	// admitted; or the journal could not be written. Err says which.
-	// Sent under both policies.
+	// admitted; or the journal could not be written. Err says which. Sent
+	// under both policies.
 	Unchecked
 )
 
@@ -58,11 +58,11 @@ func (k WarningKind) String() string {
 	return "unknown"
 }
 
-// Warning reports a change of a FailOpen Store between Redis and local
-// state (one per change, and per Cluster master, not per failed call), a
-// halt kept locally because Redis could not take it and its write-back
-// (either policy), halts written back after Redis lost data, and what New
-// could not check.
+// Warning, for an operator (Config.OnWarning, or the log), reports a change
+// of a FailOpen Store between Redis and local state (one per change, and per
+// Cluster master, not per failed call), a halt kept locally because Redis
+// could not take it and its write-back (either policy), halts written back
+// after Redis lost data, and what New could not check.
 type Warning struct {
 	Kind WarningKind
 	// Op is the operation that noticed ("admit", "record", "watch",

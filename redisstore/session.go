@@ -39,14 +39,15 @@ type sessionStore struct {
 
 var _ sessionstore.Store = (*sessionStore)(nil)
 
-// NewSessionStore returns the Redis implementation of sessionstore.Store over
-// client (a *redis.Client, a Sentinel failover client, a
-// *redis.ClusterClient or a *redis.Ring): one record per session, shared
-// by every such store that uses the same Redis and Prefix, with the
+// NewSessionStore returns the Redis implementation of sessionstore.Store,
+// for a crawler author whose workers share sessions (pass it to
+// session.Config.Store), over client (a *redis.Client, a Sentinel failover
+// client, a *redis.ClusterClient or a *redis.Ring): one record per session,
+// shared by every such store that uses the same Redis and Prefix, with the
 // semantics of session.NewMemoryStore (both pass the scenarios of package
-// sessiontest). It does not contact Redis. It fails with an error
-// wrapping egresskit.ErrInvalidConfig for an unusable SessionConfig.Prefix,
-// or an error for a nil client.
+// sessiontest). It does not contact Redis. It fails with an error wrapping
+// egresskit.ErrInvalidConfig for an unusable SessionConfig.Prefix, or an
+// error for a nil client.
 //
 // # Keys
 //

@@ -17,6 +17,3 @@ func GenerateKey(id uint32) Key { return generateKey(id) }
 
 // Stats returns j's counters.
 func (j *Jar) Stats() JarStats { return j.stats() }
-
-// TokenString and TokenLogValue describe t without its secrets.
-func TokenString(t Token) string { return t.describe() }

@@ -52,11 +52,11 @@ func generateKey(id uint32) Key {
 	return Key{ID: id, Secret: Secret(b)}
 }
 
-// Keyring seals and opens session values with AES-256-GCM; a crawler
-// author builds one from the operator's keys for Config.Keyring. The
-// newest key seals; every key of the ring opens. Rotate by building a ring
-// with a new key appended: values sealed under older keys stay readable,
-// and each is re-sealed under the new key when it is next written. Drop an old key only
+// Keyring seals and opens session values with AES-256-GCM; a crawler author
+// builds one from the operator's keys for Config.Keyring. The newest key
+// seals; every key of the ring opens. Rotate by building a ring with a new
+// key appended: values sealed under older keys stay readable, and each is
+// re-sealed under the new key when it is next written. Drop an old key only
 // once no live session can hold a value sealed under it (after the session
 // TTL has passed since the rotation).
 //
