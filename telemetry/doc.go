@@ -10,7 +10,7 @@
 //   - Redactor: the one place where URLs, headers and error text are
 //     stripped of userinfo, secret-looking query values and credential
 //     headers. Every package of the module redacts through it.
-//   - Slog: an Observer writing one log/slog record per attempt with stable
+//   - NewSlog: an Observer writing one log/slog record per attempt with stable
 //     attribute names and a level chosen by outcome.
 //   - Audit: a tamper-evident, append-only JSON Lines log whose lines are
 //     chained by SHA-256, with Verify and VerifyFiles to check it.

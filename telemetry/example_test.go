@@ -43,9 +43,9 @@ func ExampleNewSlog() {
 	logger := slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{
 		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
 			switch a.Key {
-			case slog.TimeKey, telemetry.AttrDuration:
+			case slog.TimeKey, "duration":
 				return slog.Attr{} // vary from run to run
-			case telemetry.AttrURL, telemetry.AttrHost:
+			case "url", "host":
 				a.Value = slog.StringValue(strings.ReplaceAll(a.Value.String(), srv.Listener.Addr().String(), "test-server"))
 			}
 			return a

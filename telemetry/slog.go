@@ -9,29 +9,31 @@ import (
 	"github.com/egresskit/egresskit/classify"
 )
 
-// Attribute names written by Slog, one per Event field. They are stable:
-// dashboards and alerts may rely on them.
+// Attribute names written by NewSlog's observer, one per Event field,
+// listed in its doc. They are stable: dashboards and alerts rely on them.
 const (
-	AttrHost         = "host"
-	AttrMethod       = "method"
-	AttrURL          = "url"
-	AttrAttempt      = "attempt"
-	AttrRetries      = "retries"
-	AttrFinal        = "final"
-	AttrStatus       = "status"
-	AttrOutcome      = "outcome"
-	AttrMarkers      = "markers"
-	AttrEgress       = "egress"
-	AttrEgressReason = "egress_reason"
-	AttrEgressRule   = "egress_rule" // only when a rule governs the host
-	AttrBreaker      = "breaker"
-	AttrWait         = "wait"
-	AttrDuration     = "duration"
-	AttrError        = "error"
+	attrHost         = "host"
+	attrMethod       = "method"
+	attrURL          = "url"
+	attrAttempt      = "attempt"
+	attrRetries      = "retries"
+	attrFinal        = "final"
+	attrStatus       = "status"
+	attrOutcome      = "outcome"
+	attrMarkers      = "markers"
+	attrEgress       = "egress"
+	attrEgressReason = "egress_reason"
+	attrEgressRule   = "egress_rule" // only when a rule governs the host
+	attrBreaker      = "breaker"
+	attrWait         = "wait"
+	attrDuration     = "duration"
+	attrError        = "error"
+	attrUnsent       = "unsent" // only for an attempt the chain did not send
 )
 
-// SlogMessage is the message of every record written by Slog.
-const SlogMessage = "egress attempt"
+// slogMessage is the message of every record written by NewSlog's
+// observer.
+const slogMessage = "egress attempt"
 
 // SlogOptions configures NewSlog. The zero value logs every event at the
 // default levels.
@@ -46,9 +48,10 @@ type SlogOptions struct {
 	Level func(classify.Outcome) slog.Level
 }
 
-// DefaultLevel is the level Slog uses by default for an outcome: Debug for
-// OK and Canceled, Info for Permanent, Warn for Transient and Throttled,
-// Error for Refused (a halted host needs a human), and Warn for an unknown
+// DefaultLevel is the level NewSlog's observer gives an outcome by default,
+// for a crawler author's SlogOptions.Level to fall back on: Debug for OK
+// and Canceled, Info for Permanent, Warn for Transient and Throttled, Error
+// for Refused (a halted host needs a human), and Warn for an unknown
 // outcome.
 func DefaultLevel(o classify.Outcome) slog.Level {
 	switch o {
@@ -62,23 +65,47 @@ func DefaultLevel(o classify.Outcome) slog.Level {
 	return slog.LevelWarn
 }
 
-// Slog is an Observer writing one log record per event. Records carry the
-// event's time and the attributes named by the Attr constants, every one on
-// every record (empty when unset; markers joined with ","), in the order of
-// the constants; the record of an attempt the chain did not send ends with
-// one more, "unsent", holding Event.Unsent. It is safe for concurrent use.
-type Slog struct {
+// slogObserver is the Observer NewSlog returns.
+type slogObserver struct {
 	h      slog.Handler
 	level  func(classify.Outcome) slog.Level
 	sample float64
 	okSeen atomic.Uint64
 }
 
-var _ Observer = (*Slog)(nil)
-
-// NewSlog returns an Observer logging to l. A nil l discards every event.
-func NewSlog(l *slog.Logger, opts SlogOptions) *Slog {
-	s := &Slog{level: opts.Level, sample: opts.SampleOK}
+// NewSlog returns an Observer writing one log record per event to l, for
+// a crawler author or an operator reading the crawl in the logs. A nil l
+// discards every event. The observer is safe for concurrent use.
+//
+// Every record has the message "egress attempt", the event's time, a
+// level chosen by SlogOptions.Level, and these attributes, in this order,
+// every one on every record (empty when unset):
+//
+//	host           Event.Host
+//	method         Event.Method
+//	url            Event.URL (redacted)
+//	attempt        Event.Attempt
+//	retries        Event.Retries
+//	final          Event.Final
+//	status         Event.Status
+//	outcome        Event.Outcome: ok, transient, throttled, refused, permanent, canceled
+//	markers        Event.Markers, joined with ","
+//	egress         Event.Egress
+//	egress_reason  Event.EgressReason
+//	breaker        Event.Breaker
+//	wait           Event.Wait (a duration)
+//	duration       Event.Duration (a duration)
+//	error          Event.Err (redacted)
+//
+// then "egress_rule" (Event.EgressRule) when a rule governs the host, and
+// "unsent" (Event.Unsent) when the chain did not send the attempt. The
+// names are stable: dashboards and alerts may rely on them.
+//
+// Observe writes an event as one record, unless the handler is not
+// enabled for its level or the event is an OK event sampled out. Handler
+// errors are ignored, as slog.Logger does.
+func NewSlog(l *slog.Logger, opts SlogOptions) Observer {
+	s := &slogObserver{level: opts.Level, sample: opts.SampleOK}
 	if s.level == nil {
 		s.level = DefaultLevel
 	}
@@ -93,10 +120,8 @@ func NewSlog(l *slog.Logger, opts SlogOptions) *Slog {
 	return s
 }
 
-// Observe writes e as one record, unless the handler is not enabled for
-// its level or the event is an OK event sampled out. Handler errors are
-// ignored, as slog.Logger does.
-func (s *Slog) Observe(ctx context.Context, e *Event) {
+// Observe writes e as one record (see NewSlog).
+func (s *slogObserver) Observe(ctx context.Context, e *Event) {
 	level := s.level(e.Outcome)
 	if !s.h.Enabled(ctx, level) {
 		return
@@ -104,36 +129,36 @@ func (s *Slog) Observe(ctx context.Context, e *Event) {
 	if e.Outcome == classify.OK && !s.keepOK() {
 		return
 	}
-	r := slog.NewRecord(e.Time, level, SlogMessage, 0)
+	r := slog.NewRecord(e.Time, level, slogMessage, 0)
 	r.AddAttrs(
-		slog.String(AttrHost, e.Host),
-		slog.String(AttrMethod, e.Method),
-		slog.String(AttrURL, RedactString(e.URL)),
-		slog.Int(AttrAttempt, e.Attempt),
-		slog.Int(AttrRetries, e.Retries),
-		slog.Bool(AttrFinal, e.Final),
-		slog.Int(AttrStatus, e.Status),
-		slog.String(AttrOutcome, e.Outcome.String()),
-		slog.String(AttrMarkers, strings.Join(e.Markers, ",")),
-		slog.String(AttrEgress, e.Egress),
-		slog.String(AttrEgressReason, e.EgressReason),
-		slog.String(AttrBreaker, e.Breaker),
-		slog.Duration(AttrWait, e.Wait),
-		slog.Duration(AttrDuration, e.Duration),
-		slog.String(AttrError, RedactString(e.Err)),
+		slog.String(attrHost, e.Host),
+		slog.String(attrMethod, e.Method),
+		slog.String(attrURL, RedactString(e.URL)),
+		slog.Int(attrAttempt, e.Attempt),
+		slog.Int(attrRetries, e.Retries),
+		slog.Bool(attrFinal, e.Final),
+		slog.Int(attrStatus, e.Status),
+		slog.String(attrOutcome, e.Outcome.String()),
+		slog.String(attrMarkers, strings.Join(e.Markers, ",")),
+		slog.String(attrEgress, e.Egress),
+		slog.String(attrEgressReason, e.EgressReason),
+		slog.String(attrBreaker, e.Breaker),
+		slog.Duration(attrWait, e.Wait),
+		slog.Duration(attrDuration, e.Duration),
+		slog.String(attrError, RedactString(e.Err)),
 	)
 	if e.EgressRule != "" {
-		r.AddAttrs(slog.String(AttrEgressRule, e.EgressRule))
+		r.AddAttrs(slog.String(attrEgressRule, e.EgressRule))
 	}
 	if e.Unsent != "" {
-		r.AddAttrs(slog.String("unsent", e.Unsent))
+		r.AddAttrs(slog.String(attrUnsent, e.Unsent))
 	}
 	_ = s.h.Handle(ctx, r)
 }
 
 // keepOK decides, deterministically, whether the next OK event is logged:
 // the n-th is kept when floor(n*rate) grows.
-func (s *Slog) keepOK() bool {
+func (s *slogObserver) keepOK() bool {
 	if s.sample >= 1 {
 		return true
 	}

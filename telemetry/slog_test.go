@@ -43,7 +43,7 @@ func TestSlogAttributes(t *testing.T) {
 		t.Fatalf("log line %q: %v", buf.String(), err)
 	}
 	want := map[string]any{
-		"time": "2026-01-02T03:04:05Z", "level": "WARN", "msg": telemetry.SlogMessage,
+		"time": "2026-01-02T03:04:05Z", "level": "WARN", "msg": "egress attempt",
 		"host": "example.com", "method": "GET", "url": "https://example.com/a?token=REDACTED",
 		"attempt": 2.0, "retries": 1.0, "final": true, "status": 503.0, "outcome": "transient",
 		"markers": "m1,m2", "egress": "proxy-1", "egress_reason": "affinity", "breaker": "closed",
@@ -72,6 +72,19 @@ func TestSlogAttributeOrder(t *testing.T) {
 			t.Errorf("attribute %q at %d, after %d: %s", k, i, last, line)
 		}
 		last = i
+	}
+}
+
+// TestSlogConditionalAttributes pins the two attributes written only when
+// set: egress_rule and unsent, after the others.
+func TestSlogConditionalAttributes(t *testing.T) {
+	var buf bytes.Buffer
+	l := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	e := sampleEvent()
+	e.EgressRule, e.Unsent = "eu-only", "open"
+	telemetry.NewSlog(l, telemetry.SlogOptions{}).Observe(context.Background(), e)
+	if line := buf.String(); !strings.HasSuffix(line, ` error="status 503" egress_rule=eu-only unsent=open`+"\n") {
+		t.Errorf("record = %q, want it to end with egress_rule and unsent", line)
 	}
 }
 

@@ -433,7 +433,7 @@ func TestCrawlLeaksNoSecret(t *testing.T) {
 	if n := strings.Count(string(auditText), `"kind":"attempt"`); n != int(events.Load()) {
 		t.Errorf("audit attempt lines = %d, want one per event (%d)", n, events.Load())
 	}
-	if n := strings.Count(logBuf.String(), telemetry.SlogMessage); n != int(events.Load()) {
+	if n := strings.Count(logBuf.String(), "egress attempt"); n != int(events.Load()) {
 		t.Errorf("slog records = %d, want one per event (%d)", n, events.Load())
 	}
 	if !strings.Contains(string(auditText), telemetry.Redacted) {
