@@ -10,7 +10,7 @@ import (
 
 // redactURL returns u without userinfo and with secret-looking parameter
 // values replaced, by the module's one redactor (package telemetry).
-func redactURL(u *url.URL) string { return telemetry.RedactURL(u) }
+func redactURL(u *url.URL) string { return telemetry.Redactor{}.RedactURL(u) }
 
 // scrubber removes secrets from error text: the generic rules of package
 // telemetry, then every credential of this Run's target and proxy URLs,
@@ -58,7 +58,7 @@ func (s *scrubber) scrub(err error) string {
 	if ue, ok := errors.AsType[*url.Error](err); ok && ue.Err != nil {
 		err = ue.Err
 	}
-	msg := telemetry.RedactError(err)
+	msg := telemetry.Redactor{}.RedactError(err)
 	for _, v := range s.secrets {
 		msg = strings.ReplaceAll(msg, v, telemetry.Redacted)
 	}

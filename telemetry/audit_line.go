@@ -58,7 +58,7 @@ func (l *lineBuilder) key(k string) {
 
 func (l *lineBuilder) str(k, v string) {
 	l.key(k)
-	l.b = appendJSONString(l.b, RedactString(v))
+	l.b = appendJSONString(l.b, Redactor{}.RedactString(v))
 }
 
 func (l *lineBuilder) int(k string, v int64) {
@@ -82,7 +82,7 @@ func (l *lineBuilder) strsValue(vs []string) {
 		if i > 0 {
 			l.b = append(l.b, ',')
 		}
-		l.b = appendJSONString(l.b, RedactString(v))
+		l.b = appendJSONString(l.b, Redactor{}.RedactString(v))
 	}
 	l.b = append(l.b, ']')
 }
@@ -99,7 +99,7 @@ func (l *lineBuilder) value(v slog.Value) {
 	v = v.Resolve()
 	switch v.Kind() {
 	case slog.KindString:
-		l.b = appendJSONString(l.b, RedactString(v.String()))
+		l.b = appendJSONString(l.b, Redactor{}.RedactString(v.String()))
 	case slog.KindInt64:
 		l.b = strconv.AppendInt(l.b, v.Int64(), 10)
 	case slog.KindUint64:
@@ -135,24 +135,24 @@ func (l *lineBuilder) value(v slog.Value) {
 		case []string:
 			l.strsValue(x)
 		case *url.URL:
-			l.b = appendJSONString(l.b, RedactURL(x))
+			l.b = appendJSONString(l.b, Redactor{}.RedactURL(x))
 		case url.URL:
-			l.b = appendJSONString(l.b, RedactURL(&x))
+			l.b = appendJSONString(l.b, Redactor{}.RedactURL(&x))
 		case http.Header:
-			l.object(RedactHeader(x))
+			l.object(Redactor{}.RedactHeader(x))
 		case url.Values:
 			red := make(map[string][]string, len(x))
 			for k, vs := range x {
-				if (Redactor{}).IsSecretParam(k) {
+				if (Redactor{}).isSecretParam(k) {
 					vs = slices.Repeat([]string{Redacted}, len(vs))
 				}
 				red[k] = vs
 			}
 			l.object(red)
 		case error:
-			l.b = appendJSONString(l.b, RedactError(x))
+			l.b = appendJSONString(l.b, Redactor{}.RedactError(x))
 		default:
-			l.b = appendJSONString(l.b, RedactString(fmt.Sprint(x)))
+			l.b = appendJSONString(l.b, Redactor{}.RedactString(fmt.Sprint(x)))
 		}
 	}
 }

@@ -17,15 +17,15 @@ import (
 	"github.com/egresskit/egresskit/telemetry"
 )
 
-func ExampleRedactURL() {
+func ExampleRedactor() {
 	u, _ := url.Parse("https://crawler:hunter2@example.com/feed?page=2&api_key=abc123")
-	fmt.Println(telemetry.RedactURL(u))
+	fmt.Println((telemetry.Redactor{}).RedactURL(u))
 
 	h := http.Header{"Authorization": {"Bearer abc123"}, "Accept": {"text/html"}}
-	fmt.Println(telemetry.RedactHeader(h))
+	fmt.Println((telemetry.Redactor{}).RedactHeader(h))
 
 	err := &url.Error{Op: "Get", URL: u.String(), Err: errors.New("connection reset")}
-	fmt.Println(telemetry.RedactError(err))
+	fmt.Println((telemetry.Redactor{}).RedactError(err))
 	// Output:
 	// https://example.com/feed?page=2&api_key=REDACTED
 	// map[Accept:[text/html] Authorization:[REDACTED]]
@@ -62,7 +62,7 @@ func ExampleNewSlog() {
 	}
 	resp.Body.Close()
 	obs.Observe(context.Background(), &telemetry.Event{
-		Time: start, Host: u.Host, Method: http.MethodGet, URL: telemetry.RedactURL(u),
+		Time: start, Host: u.Host, Method: http.MethodGet, URL: (telemetry.Redactor{}).RedactURL(u),
 		Attempt: 1, Final: true, Status: resp.StatusCode, Outcome: classify.Transient,
 		Breaker: "closed", Duration: time.Since(start),
 	})

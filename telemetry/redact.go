@@ -31,9 +31,12 @@ const Redacted = "REDACTED"
 //     rules (X-Api-Key, X-Auth-Token, ...), plus SecretHeaders;
 //   - Bearer and Basic credentials in free text.
 //
-// The zero Redactor is ready to use and applies the built-in rules. A
-// Redactor is safe for concurrent use; do not change its fields while it is
-// in use.
+// The zero Redactor is ready to use and applies the built-in rules: a
+// crawler author redacting what it logs itself writes
+// telemetry.Redactor{}.RedactError(err), or keeps one Redactor with extra
+// rules and gives the same to the chain (egresskit.Config.Redactor). A
+// Redactor is safe for concurrent use; do not change its fields while it
+// is in use.
 type Redactor struct {
 	// SecretParams lists extra parameter names whose values are secret; a
 	// parameter matches when its name contains one of them, ignoring case.
@@ -146,9 +149,9 @@ func (r Redactor) RedactString(s string) string {
 	return s
 }
 
-// IsSecretParam reports whether a parameter (or cookie) named name has a
+// isSecretParam reports whether a parameter (or cookie) named name has a
 // secret value by r's rules.
-func (r Redactor) IsSecretParam(name string) bool {
+func (r Redactor) isSecretParam(name string) bool {
 	if secretName(name) {
 		return true
 	}
@@ -160,10 +163,8 @@ func (r Redactor) IsSecretParam(name string) bool {
 	return false
 }
 
-// IsSecretHeader reports whether the values of the header named name are
+// secretHeader reports whether the values of the header named name are
 // secret by r's rules.
-func (r Redactor) IsSecretHeader(name string) bool { return r.secretHeader(name) }
-
 func (r Redactor) secretHeader(name string) bool {
 	switch http.CanonicalHeaderKey(name) {
 	case "Authorization", "Proxy-Authorization", "Cookie", "Set-Cookie":
@@ -179,18 +180,3 @@ func (r Redactor) secretHeader(name string) bool {
 	}
 	return false
 }
-
-// RedactURL is Redactor{}.RedactURL: u without userinfo and secret values.
-func RedactURL(u *url.URL) string { return Redactor{}.RedactURL(u) }
-
-// RedactURLString is Redactor{}.RedactURLString.
-func RedactURLString(s string) string { return Redactor{}.RedactURLString(s) }
-
-// RedactHeader is Redactor{}.RedactHeader: a copy of h without credentials.
-func RedactHeader(h http.Header) http.Header { return Redactor{}.RedactHeader(h) }
-
-// RedactError is Redactor{}.RedactError: err's text without credentials.
-func RedactError(err error) string { return Redactor{}.RedactError(err) }
-
-// RedactString is Redactor{}.RedactString: free text without credentials.
-func RedactString(s string) string { return Redactor{}.RedactString(s) }

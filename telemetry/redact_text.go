@@ -106,7 +106,7 @@ func (r Redactor) redactPairs(s string) string {
 		for k > 0 && isNameChar(s[k-1]) {
 			k--
 		}
-		if k == i || !r.IsSecretParam(s[k:i]) {
+		if k == i || !r.isSecretParam(s[k:i]) {
 			continue
 		}
 		v := i + 1

@@ -55,9 +55,9 @@ func TestSecretAppearsNowhere(t *testing.T) {
 	for i, err := range errs {
 		e := &telemetry.Event{
 			Time: time.Now(), Host: target.Hostname(), Method: "GET",
-			URL: telemetry.RedactURL(target), Attempt: i + 1, Retries: i,
+			URL: (telemetry.Redactor{}).RedactURL(target), Attempt: i + 1, Retries: i,
 			Outcome: classify.Transient, Egress: "p1", EgressReason: "affinity",
-			Err: telemetry.RedactError(err),
+			Err: (telemetry.Redactor{}).RedactError(err),
 		}
 		obs.Observe(context.Background(), e)
 		strs = append(strs, e.URL, e.Err)
@@ -69,11 +69,11 @@ func TestSecretAppearsNowhere(t *testing.T) {
 	telemetry.NewSlog(textLog, telemetry.SlogOptions{}).Observe(context.Background(), careless)
 	audit.Observe(context.Background(), careless)
 
-	strs = append(strs, telemetry.RedactURL(proxy), telemetry.RedactURLString(proxy.String()),
-		fmt.Sprint(telemetry.RedactHeader(header)))
+	strs = append(strs, (telemetry.Redactor{}).RedactURL(proxy), (telemetry.Redactor{}).RedactURLString(proxy.String()),
+		fmt.Sprint((telemetry.Redactor{}).RedactHeader(header)))
 	records := []error{
 		audit.Robots("example.com", target.RequestURI(), false),
-		audit.ForcedEgress("example.com", telemetry.RedactURL(proxy), "operator"),
+		audit.ForcedEgress("example.com", (telemetry.Redactor{}).RedactURL(proxy), "operator"),
 		audit.Record("note", slog.Any("url", target), slog.Any("proxy", proxy), slog.Any("header", header),
 			slog.Any("err", errs[0]), slog.String("raw", target.String()), slog.Any("query", target.Query())),
 	}

@@ -133,7 +133,7 @@ func (s *slogObserver) Observe(ctx context.Context, e *Event) {
 	r.AddAttrs(
 		slog.String(attrHost, e.Host),
 		slog.String(attrMethod, e.Method),
-		slog.String(attrURL, RedactString(e.URL)),
+		slog.String(attrURL, Redactor{}.RedactString(e.URL)),
 		slog.Int(attrAttempt, e.Attempt),
 		slog.Int(attrRetries, e.Retries),
 		slog.Bool(attrFinal, e.Final),
@@ -145,7 +145,7 @@ func (s *slogObserver) Observe(ctx context.Context, e *Event) {
 		slog.String(attrBreaker, e.Breaker),
 		slog.Duration(attrWait, e.Wait),
 		slog.Duration(attrDuration, e.Duration),
-		slog.String(attrError, RedactString(e.Err)),
+		slog.String(attrError, Redactor{}.RedactString(e.Err)),
 	)
 	if e.EgressRule != "" {
 		r.AddAttrs(slog.String(attrEgressRule, e.EgressRule))

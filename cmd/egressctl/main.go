@@ -248,7 +248,7 @@ func connect(ctx context.Context, g global) (*env, error) {
 	defer cancel()
 	if err := client.Ping(pctx).Err(); err != nil {
 		client.Close()
-		return nil, fmt.Errorf("no Redis answers at %s: %s", shown, telemetry.RedactError(err))
+		return nil, fmt.Errorf("no Redis answers at %s: %s", shown, telemetry.Redactor{}.RedactError(err))
 	}
 	st, err := redisstore.New(client, redisstore.Config{
 		Prefix:       g.prefix,

@@ -185,7 +185,7 @@ func crawl(ctx context.Context, out io.Writer, w *web) error {
 			st, _ := chain.Status(ctx, r.Request.URL.Host)
 			what = fmt.Sprintf("%d, host halted: %v", r.StatusCode, st.Halted)
 		default:
-			what = "failed: " + telemetry.RedactError(err)
+			what = "failed: " + telemetry.Redactor{}.RedactError(err)
 		}
 		fmt.Fprintf(out, "GET %-9s %-15s %s\n", host, path, what)
 	})

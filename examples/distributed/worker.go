@@ -199,7 +199,7 @@ func get(ctx context.Context, c *http.Client, rawURL string) (sent []int, result
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		result = telemetry.RedactError(err)
+		result = telemetry.Redactor{}.RedactError(err)
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()

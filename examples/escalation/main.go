@@ -145,13 +145,13 @@ func run(ctx context.Context, out io.Writer, dir string) error {
 
 	get := func(base, path string) {
 		name := names[strings.TrimPrefix(base, "http://")]
-		shown := telemetry.RedactURLString(path)
+		shown := telemetry.Redactor{}.RedactURLString(path)
 		resp, err := client.Get(base + path)
 		switch {
 		case errors.Is(err, breaker.ErrHalted):
 			fmt.Fprintf(out, "%-8s %-26s not sent: host halted\n", name, shown)
 		case err != nil:
-			fmt.Fprintf(out, "%-8s %-26s failed: %s\n", name, shown, telemetry.RedactError(err))
+			fmt.Fprintf(out, "%-8s %-26s failed: %s\n", name, shown, telemetry.Redactor{}.RedactError(err))
 		default:
 			io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()

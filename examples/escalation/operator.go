@@ -155,7 +155,7 @@ func (o *operator) run() {
 // announcement when nobody reads them).
 func (o *operator) file(id int, e egresskit.Escalation) {
 	t := Ticket{ID: id, Host: e.Host, URL: e.URL, Status: e.Status, Markers: e.Markers,
-		Reason: e.Reason, Time: e.Time, Evidence: telemetry.RedactString(string(e.BodyHead))}
+		Reason: e.Reason, Time: e.Time, Evidence: telemetry.Redactor{}.RedactString(string(e.BodyHead))}
 	b, err := json.MarshalIndent(t, "", "  ")
 	if err != nil {
 		return

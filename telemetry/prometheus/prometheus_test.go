@@ -251,11 +251,11 @@ type countingTransport struct {
 func (t countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	start := time.Now()
 	resp, err := http.DefaultTransport.RoundTrip(req)
-	e := &telemetry.Event{Time: start, Host: req.URL.Host, Method: req.Method, URL: telemetry.RedactURL(req.URL),
+	e := &telemetry.Event{Time: start, Host: req.URL.Host, Method: req.Method, URL: (telemetry.Redactor{}).RedactURL(req.URL),
 		Attempt: 1, Final: true, EgressReason: "direct", Duration: time.Since(start)}
 	switch {
 	case err != nil:
-		e.Outcome, e.Err = classify.Transient, telemetry.RedactError(err)
+		e.Outcome, e.Err = classify.Transient, (telemetry.Redactor{}).RedactError(err)
 	case resp.StatusCode >= 500:
 		e.Outcome, e.Status = classify.Transient, resp.StatusCode
 	default:

@@ -307,13 +307,13 @@ func TestCrawlLeaksNoSecret(t *testing.T) {
 			// http.Client wraps the chain's error in a *url.Error whose URL
 			// is the caller's own (the standard library strips only the
 			// password). The chain's error is the one inside; the whole
-			// error is what a crawler logs through RedactError.
+			// error is what a crawler logs through Redactor.RedactError.
 			var uerr interface{ Unwrap() error }
 			if errors.As(err, &uerr) {
 				out.add("error", "%v", uerr.Unwrap())
 				out.add("error %+v", "%+v", uerr.Unwrap())
 			}
-			out.add("redacted error", "%s", telemetry.RedactError(err))
+			out.add("redacted error", "%s", (telemetry.Redactor{}).RedactError(err))
 			return nil, err
 		}
 		io.Copy(io.Discard, resp.Body)
