@@ -571,7 +571,18 @@ type pending struct {
 	e  *telemetry.Event
 }
 
-func (p *pending) push(ctx context.Context, o telemetry.Observers, e *telemetry.Event) {
+// observers are the chain's observers (Config.Observers, then
+// Config.Audit), each handed every event in turn.
+type observers []telemetry.Observer
+
+// Observe passes e to each observer in turn.
+func (os observers) Observe(ctx context.Context, e *telemetry.Event) {
+	for _, o := range os {
+		o.Observe(ctx, e)
+	}
+}
+
+func (p *pending) push(ctx context.Context, o observers, e *telemetry.Event) {
 	if prev := p.swap(e); prev != nil {
 		o.Observe(ctx, prev)
 	}
@@ -579,11 +590,11 @@ func (p *pending) push(ctx context.Context, o telemetry.Observers, e *telemetry.
 
 // advance delivers the held event, not final: an attempt after it was
 // sent, whose own event is delivered on its own.
-func (p *pending) advance(ctx context.Context, o telemetry.Observers) {
+func (p *pending) advance(ctx context.Context, o observers) {
 	p.push(ctx, o, nil)
 }
 
-func (p *pending) flush(ctx context.Context, o telemetry.Observers) {
+func (p *pending) flush(ctx context.Context, o observers) {
 	if e := p.swap(nil); e != nil {
 		e.Final = true
 		o.Observe(ctx, e)

@@ -279,7 +279,7 @@ type Transport struct {
 	state     hoststate.Store
 	ids       *identities // robots.txt and refusal matching per User-Agent sent
 	retry     *retry.Transport
-	observers telemetry.Observers
+	observers observers
 	ceilings  ceilingCache
 	holds     holds             // halts the store could not take
 	connFails connFails         // connections whose failure was counted
@@ -297,7 +297,7 @@ func New(cfg Config) (*Transport, error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
-	t := &Transport{cfg: cfg, observers: telemetry.Observers(cfg.Observers)}
+	t := &Transport{cfg: cfg, observers: observers(cfg.Observers)}
 	if cfg.Audit != nil {
 		t.observers = append(t.observers[:len(t.observers):len(t.observers)], cfg.Audit)
 	}

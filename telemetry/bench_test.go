@@ -11,15 +11,15 @@ import (
 	"github.com/egresskit/egresskit/telemetry"
 )
 
-// BenchmarkFanoutNone is the chain's cost per attempt with no observer.
+// BenchmarkFanoutNone is the cost of an event handed to a Fanout of no
+// observer.
 func BenchmarkFanoutNone(b *testing.B) {
 	obs := telemetry.Fanout()
 	ctx := context.Background()
+	e := sampleEvent()
 	b.ReportAllocs()
 	for b.Loop() {
-		if telemetry.Enabled(obs) {
-			obs.Observe(ctx, sampleEvent())
-		}
+		obs.Observe(ctx, e)
 	}
 }
 

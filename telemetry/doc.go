@@ -5,8 +5,8 @@
 //
 //   - Event and Observer: the chain builds one Event after each attempt and
 //     hands it to its observers synchronously. Fanout combines observers;
-//     Safe recovers an observer's panics; Async moves a slow observer off
-//     the request path behind a bounded, non-blocking buffer.
+//     Async moves a slow observer off the request path behind a bounded,
+//     non-blocking buffer, and recovers an untrusted observer's panics.
 //   - Redactor: the one place where URLs, headers and error text are
 //     stripped of userinfo, secret-looking query values and credential
 //     headers. Every package of the module redacts through it.

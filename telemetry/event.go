@@ -87,8 +87,8 @@ type Event struct {
 // Observer receives events. Observe is called synchronously on the request
 // path, once per attempt, possibly from many goroutines at once; it must be
 // fast and safe for concurrent use, and must not retain e or anything it
-// points to after it returns (copy what it keeps). Wrap a slow observer in
-// Async and an untrusted one in Safe.
+// points to after it returns (copy what it keeps). Wrap a slow or an
+// untrusted observer in an Async.
 type Observer interface {
 	Observe(ctx context.Context, e *Event)
 }
@@ -99,27 +99,29 @@ type ObserverFunc func(ctx context.Context, e *Event)
 // Observe calls f(ctx, e).
 func (f ObserverFunc) Observe(ctx context.Context, e *Event) { f(ctx, e) }
 
-// Observers is an Observer that hands each event to every observer in
-// order. The empty (nil) list is valid and does nothing.
-type Observers []Observer
+// observers is the Observer Fanout returns for other than one observer:
+// it hands each event to every observer in order. The empty (nil) list is
+// valid and does nothing.
+type observers []Observer
 
 // Observe passes e to each observer in turn.
-func (os Observers) Observe(ctx context.Context, e *Event) {
+func (os observers) Observe(ctx context.Context, e *Event) {
 	for _, o := range os {
 		o.Observe(ctx, e)
 	}
 }
 
 // Fanout returns one Observer that passes each event to every observer in
-// obs, in order. Nil observers are dropped and nested Observers are
-// flattened. With no observer left it returns an empty Observers, for which
-// Enabled reports false.
+// obs, in order, for a crawler author who hands several observers to one
+// wrapper (NewAsync(Fanout(a, b), 0)). Nil observers are dropped and
+// observers that Fanout returned are flattened. With no observer left it
+// returns one that does nothing.
 func Fanout(obs ...Observer) Observer {
-	var out Observers
+	var out observers
 	for _, o := range obs {
 		switch o := o.(type) {
 		case nil:
-		case Observers:
+		case observers:
 			for _, inner := range o {
 				if inner != nil {
 					out = append(out, inner)
@@ -133,18 +135,4 @@ func Fanout(obs ...Observer) Observer {
 		return out[0]
 	}
 	return out
-}
-
-// Enabled reports whether o would do anything with an event: it is false
-// for nil and for an empty Observers. The chain checks it before building
-// an Event, so that a chain without observers allocates nothing for
-// telemetry.
-func Enabled(o Observer) bool {
-	switch o := o.(type) {
-	case nil:
-		return false
-	case Observers:
-		return len(o) > 0
-	}
-	return true
 }

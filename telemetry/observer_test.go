@@ -17,56 +17,61 @@ func (c *counter) Observe(context.Context, *telemetry.Event) { c.n.Add(1) }
 func TestFanout(t *testing.T) {
 	a, b := &counter{}, &counter{}
 	tests := []struct {
-		name    string
-		obs     telemetry.Observer
-		enabled bool
-		wantA   int64
-		wantB   int64
+		name  string
+		obs   telemetry.Observer
+		wantA int64
+		wantB int64
 	}{
-		{"none", telemetry.Fanout(), false, 0, 0},
-		{"nils", telemetry.Fanout(nil, nil), false, 0, 0},
-		{"empty nested", telemetry.Fanout(telemetry.Observers{}), false, 0, 0},
-		{"one", telemetry.Fanout(nil, a), true, 1, 0},
-		{"two", telemetry.Fanout(a, b), true, 1, 1},
-		{"nested", telemetry.Fanout(telemetry.Observers{a, nil}, telemetry.Fanout(b, a)), true, 2, 1},
+		{"none", telemetry.Fanout(), 0, 0},
+		{"nils", telemetry.Fanout(nil, nil), 0, 0},
+		{"empty nested", telemetry.Fanout(telemetry.Fanout()), 0, 0},
+		{"one", telemetry.Fanout(nil, a), 1, 0},
+		{"two", telemetry.Fanout(a, b), 1, 1},
+		{"nested", telemetry.Fanout(telemetry.Fanout(a, nil, b), telemetry.Fanout(b, a)), 2, 2},
 	}
 	for _, tt := range tests {
 		a.n.Store(0)
 		b.n.Store(0)
-		if got := telemetry.Enabled(tt.obs); got != tt.enabled {
-			t.Errorf("%s: Enabled() = %v, want %v", tt.name, got, tt.enabled)
-		}
 		tt.obs.Observe(context.Background(), &telemetry.Event{})
 		if a.n.Load() != tt.wantA || b.n.Load() != tt.wantB {
 			t.Errorf("%s: observed a=%d b=%d, want a=%d b=%d", tt.name, a.n.Load(), b.n.Load(), tt.wantA, tt.wantB)
 		}
-	}
-	if telemetry.Enabled(nil) {
-		t.Errorf("Enabled(nil) = true, want false")
 	}
 }
 
 func TestFanoutNoObserverAllocatesNothing(t *testing.T) {
 	obs := telemetry.Fanout()
 	ctx := context.Background()
+	e := &telemetry.Event{Host: "example.com"}
 	allocs := testing.AllocsPerRun(100, func() {
-		if telemetry.Enabled(obs) {
-			obs.Observe(ctx, &telemetry.Event{Host: "example.com"})
-		}
+		obs.Observe(ctx, e)
 	})
 	if allocs != 0 {
 		t.Errorf("allocs with no observer = %v, want 0", allocs)
 	}
 }
 
-func TestSafeRecoversPanics(t *testing.T) {
+// TestAsyncWithoutBufferRecoversPanics: with no buffer, Async delivers on
+// the caller's goroutine, with the caller's context, and recovers panics.
+func TestAsyncWithoutBufferRecoversPanics(t *testing.T) {
 	after := &counter{}
-	s := telemetry.NewSafe(telemetry.ObserverFunc(func(context.Context, *telemetry.Event) {
+	type key struct{}
+	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), key{}, "v"))
+	cancel()
+	var sawCaller atomic.Int64
+	s := telemetry.NewAsync(telemetry.ObserverFunc(func(ctx context.Context, _ *telemetry.Event) {
+		if ctx.Value(key{}) == "v" && ctx.Err() != nil {
+			sawCaller.Add(1)
+		}
 		panic("observer bug")
-	}))
+	}), -1)
 	obs := telemetry.Fanout(s, after)
 	for range 3 {
-		obs.Observe(context.Background(), &telemetry.Event{})
+		obs.Observe(ctx, &telemetry.Event{})
+		// Delivered before Observe returned.
+		if int64(s.Panics()) != after.n.Load() {
+			t.Fatalf("Panics() = %d after %d events: not delivered at once", s.Panics(), after.n.Load())
+		}
 	}
 	if got := s.Panics(); got != 3 {
 		t.Errorf("Panics() = %d, want 3", got)
@@ -74,7 +79,19 @@ func TestSafeRecoversPanics(t *testing.T) {
 	if got := after.n.Load(); got != 3 {
 		t.Errorf("observer after the panicking one saw %d events, want 3", got)
 	}
-	telemetry.NewSafe(nil).Observe(context.Background(), &telemetry.Event{})
+	if got := sawCaller.Load(); got != 3 {
+		t.Errorf("observer saw the caller's context %d times, want 3", got)
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("Close() = %v", err)
+	}
+	obs.Observe(ctx, &telemetry.Event{})
+	if s.Panics() != 3 || s.Dropped() != 1 {
+		t.Errorf("after Close: Panics() = %d, Dropped() = %d, want 3 and 1", s.Panics(), s.Dropped())
+	}
+	nop := telemetry.NewAsync(nil, -1)
+	nop.Observe(context.Background(), &telemetry.Event{})
+	nop.Close()
 }
 
 func TestAsyncDoesNotStallAndCountsDrops(t *testing.T) {
