@@ -12,23 +12,6 @@ import (
 	"github.com/egresskit/egresskit/classify"
 )
 
-// SyncPolicy says when the audit log is flushed to stable storage (fsync).
-// Every line is written to the file with one write call as soon as it is
-// recorded, so a crash of the process loses nothing; the policy only
-// matters when the machine itself fails.
-type SyncPolicy uint8
-
-// Sync policies.
-const (
-	// SyncInterval (the default) syncs on a write when the last sync is
-	// at least AuditConfig.SyncEvery old, and on Close.
-	SyncInterval SyncPolicy = iota
-	// SyncEveryLine syncs after every line before the call returns.
-	SyncEveryLine
-	// SyncNever leaves flushing to the operating system (and Close).
-	SyncNever
-)
-
 // AuditConfig configures NewAudit. Path is required; every other field's
 // zero value works.
 type AuditConfig struct {
@@ -36,10 +19,18 @@ type AuditConfig struct {
 	// Rotated files are kept beside it as Path.NNNNNNNNNNNNNNNNNNNN, where
 	// the number is the seq of the file's last line (see AuditFiles).
 	Path string
-	// Sync is the fsync policy; the zero value is SyncInterval.
-	Sync SyncPolicy
-	// SyncEvery is the SyncInterval period; zero means one second.
+	// SyncEvery says how often the log is flushed to stable storage
+	// (fsync): on a write when the last sync is at least SyncEvery old,
+	// and on Close. Zero means one second; a negative value syncs only on
+	// Close, leaving the rest to the operating system. Every line is
+	// written to the file with one write call as soon as it is recorded,
+	// so a crash of the process loses nothing; syncing only matters when
+	// the machine itself fails.
 	SyncEvery time.Duration
+	// SyncEachLine syncs after every line, before the call that recorded
+	// it returns; SyncEvery is then unused. It is the safest setting and
+	// the slowest.
+	SyncEachLine bool
 	// MaxBytes rotates the file before a line would make it larger than
 	// MaxBytes; the new file's first line chains from the old file's last.
 	// Zero (the default) never rotates.
@@ -110,7 +101,7 @@ func NewAudit(cfg AuditConfig) (*Audit, error) {
 	if cfg.Path == "" {
 		return nil, errors.New("telemetry: audit path is empty")
 	}
-	if cfg.SyncEvery <= 0 {
+	if cfg.SyncEvery == 0 {
 		cfg.SyncEvery = time.Second
 	}
 	if cfg.Perm == 0 {
@@ -306,10 +297,10 @@ func (a *Audit) writeLocked() error {
 	}
 	a.seq++
 	a.prev = hash
-	switch a.cfg.Sync {
-	case SyncEveryLine:
+	switch {
+	case a.cfg.SyncEachLine:
 		err = a.f.Sync()
-	case SyncInterval:
+	case a.cfg.SyncEvery > 0:
 		if now := a.cfg.Now(); now.Sub(a.lastSync) >= a.cfg.SyncEvery || now.Before(a.lastSync) {
 			a.lastSync = now
 			err = a.f.Sync()

@@ -84,7 +84,7 @@ func spliced(pieces ...[]byte) io.Reader {
 
 func TestAuditTamperDetection(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "audit.jsonl")
-	a := newAudit(t, telemetry.AuditConfig{Path: path, Sync: telemetry.SyncNever})
+	a := newAudit(t, telemetry.AuditConfig{Path: path, SyncEvery: -1})
 	ev := sampleEvent()
 	const events = 100_000
 	for i := range events {
@@ -157,7 +157,7 @@ func TestAuditTamperDetection(t *testing.T) {
 
 func TestAuditRecords(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "audit.jsonl")
-	a := newAudit(t, telemetry.AuditConfig{Path: path, Sync: telemetry.SyncEveryLine})
+	a := newAudit(t, telemetry.AuditConfig{Path: path, SyncEachLine: true})
 	res := classify.Result{Outcome: classify.Refused, Status: 403, Markers: []string{"cf-challenge"}, Reason: "challenge marker"}
 	steps := []func() error{
 		func() error { a.Observe(context.Background(), sampleEvent()); return nil },
@@ -274,7 +274,7 @@ func TestAuditOnlyPartialLine(t *testing.T) {
 func TestAuditRotation(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "audit.jsonl")
-	cfg := telemetry.AuditConfig{Path: path, MaxBytes: 4096, Sync: telemetry.SyncNever}
+	cfg := telemetry.AuditConfig{Path: path, MaxBytes: 4096, SyncEvery: -1}
 	a := newAudit(t, cfg)
 	for range 200 {
 		a.Observe(context.Background(), sampleEvent())

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/egresskit/egresskit/telemetry"
 )
@@ -35,11 +36,11 @@ func BenchmarkSlogDiscard(b *testing.B) {
 
 func BenchmarkAuditFile(b *testing.B) {
 	for _, bc := range []struct {
-		name string
-		sync telemetry.SyncPolicy
-	}{{"SyncInterval", telemetry.SyncInterval}, {"SyncNever", telemetry.SyncNever}} {
+		name  string
+		every time.Duration
+	}{{"SyncEvery1s", 0}, {"SyncOnClose", -1}} {
 		b.Run(bc.name, func(b *testing.B) {
-			a, err := telemetry.NewAudit(telemetry.AuditConfig{Path: filepath.Join(b.TempDir(), "audit.jsonl"), Sync: bc.sync})
+			a, err := telemetry.NewAudit(telemetry.AuditConfig{Path: filepath.Join(b.TempDir(), "audit.jsonl"), SyncEvery: bc.every})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -91,7 +92,7 @@ func BenchmarkRedactString(b *testing.B) {
 
 func BenchmarkVerify(b *testing.B) {
 	path := filepath.Join(b.TempDir(), "audit.jsonl")
-	a, _ := telemetry.NewAudit(telemetry.AuditConfig{Path: path, Sync: telemetry.SyncNever})
+	a, _ := telemetry.NewAudit(telemetry.AuditConfig{Path: path, SyncEvery: -1})
 	for range 1000 {
 		a.Observe(context.Background(), sampleEvent())
 	}

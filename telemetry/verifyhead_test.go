@@ -15,7 +15,7 @@ import (
 // from a Start; a log that fails the check returns no Head.
 func TestVerifyFilesHead(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "audit.jsonl")
-	a := newAudit(t, telemetry.AuditConfig{Path: path, MaxBytes: 4096, Sync: telemetry.SyncNever})
+	a := newAudit(t, telemetry.AuditConfig{Path: path, MaxBytes: 4096, SyncEvery: -1})
 	for range 120 {
 		a.Observe(context.Background(), sampleEvent())
 	}

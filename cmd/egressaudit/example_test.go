@@ -25,9 +25,9 @@ func Example() {
 
 	at := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
 	audit, err := telemetry.NewAudit(telemetry.AuditConfig{
-		Path: path,
-		Now:  func() time.Time { at = at.Add(time.Minute); return at },
-		Sync: telemetry.SyncNever,
+		Path:      path,
+		Now:       func() time.Time { at = at.Add(time.Minute); return at },
+		SyncEvery: -1,
 	})
 	if err != nil {
 		fmt.Println(err)

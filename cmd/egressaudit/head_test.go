@@ -23,7 +23,7 @@ func TestHeadIsOfTheVerifiedLines(t *testing.T) {
 			path, head := writeLog(t, telemetry.AuditConfig{})
 			appended := false
 			testHookVerified = func() {
-				a, err := telemetry.NewAudit(telemetry.AuditConfig{Path: path, Now: clock(), Sync: telemetry.SyncNever})
+				a, err := telemetry.NewAudit(telemetry.AuditConfig{Path: path, Now: clock(), SyncEvery: -1})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -61,7 +61,7 @@ func writeLog(t *testing.T, cfg telemetry.AuditConfig) (string, telemetry.Head) 
 		cfg.Path = filepath.Join(t.TempDir(), "audit.jsonl")
 	}
 	cfg.Now = clock()
-	cfg.Sync = telemetry.SyncNever // one clock reading per line
+	cfg.SyncEvery = -1 // one clock reading per line
 	a, err := telemetry.NewAudit(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -298,7 +298,7 @@ func (e *env) openAudit() (*telemetry.Audit, error) {
 	if e.audit == "" {
 		return nil, nil
 	}
-	return telemetry.NewAudit(telemetry.AuditConfig{Path: e.audit, Sync: telemetry.SyncEveryLine})
+	return telemetry.NewAudit(telemetry.AuditConfig{Path: e.audit, SyncEachLine: true})
 }
 
 var _ hoststate.HaltLog = (*redisstore.Store)(nil)

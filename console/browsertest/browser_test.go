@@ -174,7 +174,7 @@ func TestConsoleInBrowser(t *testing.T) {
 
 	// The console: another Store on the same Redis, an audit log of its own.
 	logPath := filepath.Join(t.TempDir(), "console.audit")
-	audit, err := telemetry.NewAudit(telemetry.AuditConfig{Path: logPath, Sync: telemetry.SyncEveryLine})
+	audit, err := telemetry.NewAudit(telemetry.AuditConfig{Path: logPath, SyncEachLine: true})
 	if err != nil {
 		t.Fatal(err)
 	}
