@@ -19,55 +19,24 @@ import (
 // Every string is redacted like any audit field; none should hold
 // personal data: name a request by its ticket ID, not by its requester.
 
-// ErrProvenance is wrapped by every error about a malformed provenance
+// errProvenance is wrapped by every error about a malformed provenance
 // record.
-var ErrProvenance = errors.New("telemetry: invalid provenance record")
+var errProvenance = errors.New("telemetry: invalid provenance record")
 
-// SubjectKind says what a provenance record is about.
-type SubjectKind string
-
-// Subject kinds.
-const (
-	// SubjectHost: a host key, as the chain's events name hosts.
-	SubjectHost SubjectKind = "host"
-	// SubjectDataset: a dataset, by the name the crawler gives it.
-	SubjectDataset SubjectKind = "dataset"
-)
-
-// ConsentState is the state a Consent record sets.
-type ConsentState string
-
-// Consent states.
-const (
-	// ConsentGranted: collection is permitted (by licence, contract or
-	// the site's terms).
-	ConsentGranted ConsentState = "granted"
-	// ConsentDenied: collection is not permitted.
-	ConsentDenied ConsentState = "denied"
-	// ConsentWithdrawn: a permission given earlier was withdrawn.
-	ConsentWithdrawn ConsentState = "withdrawn"
-)
-
-// DeletionStage is the stage of a deletion request a Deletion record
-// reports.
-type DeletionStage string
-
-// Deletion stages.
-const (
-	// DeletionReceived: the request arrived.
-	DeletionReceived DeletionStage = "received"
-	// DeletionCompleted: the data it covers was erased.
-	DeletionCompleted DeletionStage = "completed"
-)
-
-// Consent is the consent or licence state of a host or dataset.
+// Consent is the consent or licence state of a host or dataset, which a
+// crawler author records with Audit.Consent.
 type Consent struct {
 	// Subject is the host key or dataset name; required.
 	Subject string
-	// Kind is SubjectHost or SubjectDataset; required.
-	Kind SubjectKind
-	// State is the consent state; required.
-	State ConsentState
+	// Kind says what Subject is: "host" (a host key, as the chain's
+	// events name hosts) or "dataset" (a dataset, by the name the crawler
+	// gives it); required.
+	Kind string
+	// State is the consent state; required: "granted" (collection is
+	// permitted, by licence, contract or the site's terms), "denied"
+	// (collection is not permitted) or "withdrawn" (a permission given
+	// earlier was withdrawn).
+	State string
 	// Licence names the licence or terms, e.g. "CC-BY-4.0"; optional.
 	Licence string
 	// Evidence says where the state comes from (a terms page, a contract
@@ -78,12 +47,12 @@ type Consent struct {
 }
 
 // Minimisation records fields removed from collected data before it was
-// stored.
+// stored, which a crawler author records with Audit.Minimisation.
 type Minimisation struct {
 	// Subject is the host key or dataset name; required.
 	Subject string
-	// Kind is SubjectHost or SubjectDataset; required.
-	Kind SubjectKind
+	// Kind is "host" or "dataset", as in Consent; required.
+	Kind string
 	// Fields names the fields dropped; at least one.
 	Fields []string
 	// Action says what was done to them; "" means "dropped". Other
@@ -95,50 +64,52 @@ type Minimisation struct {
 	Records int64
 }
 
-// Deletion records one stage of a deletion request.
+// Deletion records one stage of a deletion request, which a crawler
+// author records with Audit.Deletion.
 type Deletion struct {
 	// Request identifies the request (a ticket ID, never the requester's
 	// name or address); required, and the same at every stage.
 	Request string
-	// Stage is DeletionReceived or DeletionCompleted; required.
-	Stage DeletionStage
+	// Stage is "received" (the request arrived) or "completed" (the data
+	// it covers was erased); required.
+	Stage string
 	// Subject is the host key or dataset name the request covers;
 	// required.
 	Subject string
-	// Kind is SubjectHost or SubjectDataset; required.
-	Kind SubjectKind
+	// Kind is "host" or "dataset", as in Consent; required.
+	Kind string
 	// Scope describes what the request covers, e.g. "pages under /u/123";
 	// optional.
 	Scope string
-	// Records is how many records were erased (DeletionCompleted); 0 when
-	// not counted.
+	// Records is how many records were erased (stage "completed"); 0
+	// when not counted.
 	Records int64
 }
 
-func checkSubject(subject string, kind SubjectKind) error {
+func checkSubject(subject, kind string) error {
 	if subject == "" {
-		return fmt.Errorf("%w: empty subject", ErrProvenance)
+		return fmt.Errorf("%w: empty subject", errProvenance)
 	}
-	if kind != SubjectHost && kind != SubjectDataset {
-		return fmt.Errorf("%w: subject kind %q (want host or dataset)", ErrProvenance, kind)
+	if kind != "host" && kind != "dataset" {
+		return fmt.Errorf("%w: subject kind %q (want host or dataset)", errProvenance, kind)
 	}
 	return nil
 }
 
 // Consent appends a "consent" line: subject, subject_kind, state, and
-// licence, evidence and by when set. It returns an error wrapping
-// ErrProvenance for a missing subject, an unknown kind or state, and the
+// licence, evidence and by when set. It returns an error for a missing
+// subject, an unknown kind or state (nothing is written then), and the
 // errors of Record.
 func (a *Audit) Consent(c Consent) error {
 	if err := checkSubject(c.Subject, c.Kind); err != nil {
 		return err
 	}
 	switch c.State {
-	case ConsentGranted, ConsentDenied, ConsentWithdrawn:
+	case "granted", "denied", "withdrawn":
 	default:
-		return fmt.Errorf("%w: consent state %q (want granted, denied or withdrawn)", ErrProvenance, c.State)
+		return fmt.Errorf("%w: consent state %q (want granted, denied or withdrawn)", errProvenance, c.State)
 	}
-	attrs := []slog.Attr{slog.String("subject", c.Subject), slog.String("subject_kind", string(c.Kind)), slog.String("state", string(c.State))}
+	attrs := []slog.Attr{slog.String("subject", c.Subject), slog.String("subject_kind", c.Kind), slog.String("state", c.State)}
 	attrs = appendSet(attrs, "licence", c.Licence)
 	attrs = appendSet(attrs, "evidence", c.Evidence)
 	attrs = appendSet(attrs, "by", c.By)
@@ -147,19 +118,19 @@ func (a *Audit) Consent(c Consent) error {
 
 // Minimisation appends a "minimisation" line: subject, subject_kind,
 // fields, action, and reason and records when set. It returns an error
-// wrapping ErrProvenance for a missing subject, an unknown kind or no
-// field, and the errors of Record.
+// for a missing subject, an unknown kind or no field (nothing is written
+// then), and the errors of Record.
 func (a *Audit) Minimisation(m Minimisation) error {
 	if err := checkSubject(m.Subject, m.Kind); err != nil {
 		return err
 	}
 	if len(m.Fields) == 0 {
-		return fmt.Errorf("%w: no field named", ErrProvenance)
+		return fmt.Errorf("%w: no field named", errProvenance)
 	}
 	if m.Action == "" {
 		m.Action = "dropped"
 	}
-	attrs := []slog.Attr{slog.String("subject", m.Subject), slog.String("subject_kind", string(m.Kind)),
+	attrs := []slog.Attr{slog.String("subject", m.Subject), slog.String("subject_kind", m.Kind),
 		slog.Any("fields", m.Fields), slog.String("action", m.Action)}
 	attrs = appendSet(attrs, "reason", m.Reason)
 	if m.Records > 0 {
@@ -169,21 +140,21 @@ func (a *Audit) Minimisation(m Minimisation) error {
 }
 
 // Deletion appends a "deletion" line: request, stage, subject,
-// subject_kind, and scope and records when set. It returns an error
-// wrapping ErrProvenance for a missing request or subject, an unknown
-// kind or stage, and the errors of Record.
+// subject_kind, and scope and records when set. It returns an error for a
+// missing request or subject, an unknown kind or stage (nothing is
+// written then), and the errors of Record.
 func (a *Audit) Deletion(d Deletion) error {
 	if d.Request == "" {
-		return fmt.Errorf("%w: empty request ID", ErrProvenance)
+		return fmt.Errorf("%w: empty request ID", errProvenance)
 	}
 	if err := checkSubject(d.Subject, d.Kind); err != nil {
 		return err
 	}
-	if d.Stage != DeletionReceived && d.Stage != DeletionCompleted {
-		return fmt.Errorf("%w: deletion stage %q (want received or completed)", ErrProvenance, d.Stage)
+	if d.Stage != "received" && d.Stage != "completed" {
+		return fmt.Errorf("%w: deletion stage %q (want received or completed)", errProvenance, d.Stage)
 	}
-	attrs := []slog.Attr{slog.String("request", d.Request), slog.String("stage", string(d.Stage)),
-		slog.String("subject", d.Subject), slog.String("subject_kind", string(d.Kind))}
+	attrs := []slog.Attr{slog.String("request", d.Request), slog.String("stage", d.Stage),
+		slog.String("subject", d.Subject), slog.String("subject_kind", d.Kind)}
 	attrs = appendSet(attrs, "scope", d.Scope)
 	if d.Records > 0 {
 		attrs = append(attrs, slog.Int64("records", d.Records))

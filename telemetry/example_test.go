@@ -108,14 +108,14 @@ func ExampleAudit_Consent() {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println(audit.Consent(telemetry.Consent{Subject: "news.example", Kind: telemetry.SubjectHost,
-		State: telemetry.ConsentGranted, Licence: "CC-BY-4.0"}))
-	fmt.Println(audit.Minimisation(telemetry.Minimisation{Subject: "news.example", Kind: telemetry.SubjectHost,
+	fmt.Println(audit.Consent(telemetry.Consent{Subject: "news.example", Kind: "host",
+		State: "granted", Licence: "CC-BY-4.0"}))
+	fmt.Println(audit.Minimisation(telemetry.Minimisation{Subject: "news.example", Kind: "host",
 		Fields: []string{"author_email"}}))
-	fmt.Println(audit.Deletion(telemetry.Deletion{Request: "DSR-1", Stage: telemetry.DeletionReceived,
-		Subject: "news-2026", Kind: telemetry.SubjectDataset}))
+	fmt.Println(audit.Deletion(telemetry.Deletion{Request: "DSR-1", Stage: "received",
+		Subject: "news-2026", Kind: "dataset"}))
 	fmt.Println(audit.Deletion(telemetry.Deletion{Request: "DSR-1", Stage: "someday",
-		Subject: "news-2026", Kind: telemetry.SubjectDataset}))
+		Subject: "news-2026", Kind: "dataset"}))
 	audit.Close()
 	fmt.Println("verify:", telemetry.VerifyFiles(path))
 	// Output:

@@ -19,12 +19,12 @@ func TestProvenanceRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	good := []error{
-		a.Consent(telemetry.Consent{Subject: "news.example", Kind: telemetry.SubjectHost, State: telemetry.ConsentGranted,
+		a.Consent(telemetry.Consent{Subject: "news.example", Kind: "host", State: "granted",
 			Licence: "CC-BY-4.0", Evidence: "https://news.example/terms?token=s3cret", By: "ops"}),
-		a.Minimisation(telemetry.Minimisation{Subject: "reviews-2026", Kind: telemetry.SubjectDataset,
+		a.Minimisation(telemetry.Minimisation{Subject: "reviews-2026", Kind: "dataset",
 			Fields: []string{"author_email", "ip"}, Reason: "not needed", Records: 1200}),
-		a.Deletion(telemetry.Deletion{Request: "DSR-17", Stage: telemetry.DeletionReceived, Subject: "reviews-2026", Kind: telemetry.SubjectDataset, Scope: "author 42"}),
-		a.Deletion(telemetry.Deletion{Request: "DSR-17", Stage: telemetry.DeletionCompleted, Subject: "reviews-2026", Kind: telemetry.SubjectDataset, Records: 3}),
+		a.Deletion(telemetry.Deletion{Request: "DSR-17", Stage: "received", Subject: "reviews-2026", Kind: "dataset", Scope: "author 42"}),
+		a.Deletion(telemetry.Deletion{Request: "DSR-17", Stage: "completed", Subject: "reviews-2026", Kind: "dataset", Records: 3}),
 	}
 	for i, err := range good {
 		if err != nil {
@@ -35,12 +35,12 @@ func TestProvenanceRecords(t *testing.T) {
 		name string
 		err  error
 	}{
-		{"consent without subject", a.Consent(telemetry.Consent{Kind: telemetry.SubjectHost, State: telemetry.ConsentDenied})},
-		{"consent with unknown kind", a.Consent(telemetry.Consent{Subject: "x", Kind: "planet", State: telemetry.ConsentDenied})},
-		{"consent with unknown state", a.Consent(telemetry.Consent{Subject: "x", Kind: telemetry.SubjectHost, State: "maybe"})},
-		{"minimisation without fields", a.Minimisation(telemetry.Minimisation{Subject: "x", Kind: telemetry.SubjectHost})},
-		{"deletion without request", a.Deletion(telemetry.Deletion{Stage: telemetry.DeletionReceived, Subject: "x", Kind: telemetry.SubjectHost})},
-		{"deletion with unknown stage", a.Deletion(telemetry.Deletion{Request: "r", Stage: "pending", Subject: "x", Kind: telemetry.SubjectHost})},
+		{"consent without subject", a.Consent(telemetry.Consent{Kind: "host", State: "denied"})},
+		{"consent with unknown kind", a.Consent(telemetry.Consent{Subject: "x", Kind: "planet", State: "denied"})},
+		{"consent with unknown state", a.Consent(telemetry.Consent{Subject: "x", Kind: "host", State: "maybe"})},
+		{"minimisation without fields", a.Minimisation(telemetry.Minimisation{Subject: "x", Kind: "host"})},
+		{"deletion without request", a.Deletion(telemetry.Deletion{Stage: "received", Subject: "x", Kind: "host"})},
+		{"deletion with unknown stage", a.Deletion(telemetry.Deletion{Request: "r", Stage: "pending", Subject: "x", Kind: "host"})},
 	}
 	for _, b := range bad {
 		if !errors.Is(b.err, telemetry.ErrProvenance) {

@@ -1,0 +1,4 @@
+package telemetry
+
+// Unexported values the external tests assert on.
+var ErrProvenance = errProvenance
