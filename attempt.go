@@ -16,6 +16,7 @@ import (
 	"github.com/egresskit/egresskit/egress"
 	"github.com/egresskit/egresskit/hostkey"
 	"github.com/egresskit/egresskit/hoststate"
+	"github.com/egresskit/egresskit/internal/auditrec"
 	"github.com/egresskit/egresskit/internal/firstsend"
 	"github.com/egresskit/egresskit/ratelimit"
 	"github.com/egresskit/egresskit/retry"
@@ -275,7 +276,7 @@ func (e *attemptEnd) settled(r classify.Result) {
 	}
 	if eff.Halted {
 		if t.cfg.Audit != nil {
-			t.cfg.Audit.Halt(e.key, r)
+			auditrec.Halt(t.cfg.Audit, e.key, r)
 		}
 		var head []byte
 		if e.resp != nil {
@@ -290,7 +291,7 @@ func (e *attemptEnd) settled(r classify.Result) {
 		}
 	}
 	if t.cfg.Audit != nil && e.choice != nil && e.choice.Reason == egress.ReasonForced {
-		t.cfg.Audit.ForcedEgress(e.key, e.choice.EndpointID, string(e.choice.Reason))
+		auditrec.ForcedEgress(t.cfg.Audit, e.key, e.choice.EndpointID, string(e.choice.Reason))
 	}
 	e.a.observe(e.ctx, e.req, e.key, e.attempt, e.sent, e.adm.Wait, e.took, r, &eff, e.choice, err, "", e.late)
 }
@@ -462,7 +463,7 @@ func suspectedBlock(r classify.Result, resp *http.Response) (classify.Result, *h
 
 func (t *Transport) escalate(key string, req *http.Request, head []byte, r classify.Result, at time.Time, suspected *blockwatch.Evidence) {
 	if t.cfg.Audit != nil {
-		t.cfg.Audit.Escalation(key, r)
+		auditrec.Escalation(t.cfg.Audit, key, r)
 	}
 	e := Escalation{
 		Host:    key,

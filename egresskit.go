@@ -101,6 +101,7 @@ import (
 	"github.com/egresskit/egresskit/egress"
 	"github.com/egresskit/egresskit/hostkey"
 	"github.com/egresskit/egresskit/hoststate"
+	"github.com/egresskit/egresskit/internal/auditrec"
 	"github.com/egresskit/egresskit/internal/blocks"
 	"github.com/egresskit/egresskit/internal/configerr"
 	"github.com/egresskit/egresskit/internal/firstsend"
@@ -363,7 +364,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if id.robots != nil {
 		d, err := id.robots.Check(ctx, req.URL)
 		if t.cfg.Audit != nil && (err == nil || errors.Is(err, robots.ErrDisallowed)) {
-			t.cfg.Audit.Robots(key, req.URL.EscapedPath(), err == nil)
+			auditrec.Robots(t.cfg.Audit, key, req.URL.EscapedPath(), err == nil)
 		}
 		if err != nil {
 			return nil, t.refuse(req, key, err)
@@ -423,7 +424,7 @@ func (t *Transport) Resume(ctx context.Context, host string) error {
 	t.watch.Forget(key)
 	t.state.AddNote(ctx, hoststate.Note{Host: key, Time: time.Now(), By: "operator", Resumed: true})
 	if t.cfg.Audit != nil {
-		return t.cfg.Audit.Resume(key, "operator")
+		return auditrec.Resume(t.cfg.Audit, key, "operator")
 	}
 	return nil
 }

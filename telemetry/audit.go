@@ -8,8 +8,6 @@ import (
 	"os"
 	"sync"
 	"time"
-
-	"github.com/egresskit/egresskit/classify"
 )
 
 // AuditConfig configures NewAudit. Path is required; every other field's
@@ -52,29 +50,46 @@ type Head struct {
 
 // Errors returned by Audit.
 var (
-	// ErrAuditClosed is returned by writes after Close.
-	ErrAuditClosed = errors.New("telemetry: audit log closed")
-	// ErrReservedKey is returned by Record for a field named seq, time,
+	// errAuditClosed is returned by writes after Close.
+	errAuditClosed = errors.New("telemetry: audit log closed")
+	// errReservedKey is returned by Record for a field named seq, time,
 	// kind, prev or hash, or an empty name.
-	ErrReservedKey = errors.New("telemetry: reserved audit field name")
+	errReservedKey = errors.New("telemetry: reserved audit field name")
 )
 
-// Audit is a tamper-evident, append-only log of JSON Lines. Each line
-// carries a sequence number, the time, a kind, its fields, the SHA-256 of
-// the previous line ("prev") and its own ("hash"), so that deleting,
-// inserting, reordering or editing a line breaks the chain at that line
-// (see Verify). It records what compliance needs and nothing more: hosts,
-// outcomes, egress endpoints and reasons, halts, escalations, resumes,
-// forced egress and robots.txt decisions; never a URL query, a body or a
-// credential (every string field is redacted).
+// Audit is a tamper-evident, append-only log of JSON Lines, which a
+// crawler author opens and gives to the chain (egresskit.Config.Audit) and
+// an operator checks with cmd/egressaudit. Each line carries a sequence
+// number, the time, a kind, its fields, the SHA-256 of the previous line
+// ("prev") and its own ("hash"), so that deleting, inserting, reordering
+// or editing a line breaks the chain at that line (see Verifier). It
+// records what compliance needs and nothing more: hosts, outcomes, egress
+// endpoints and reasons, halts, escalations, resumes, forced egress and
+// robots.txt decisions; never a URL query, a body or a credential (every
+// string field is redacted).
+//
+// Given to the chain, the log receives, besides an "attempt" line per
+// event (see Observe), these kinds, with these fields in this order:
+//
+//	"halt"           host, outcome, status, markers, reason: the host was halted
+//	"escalation"     the same fields: the evidence went to Config.OnEscalate
+//	"resume"         host, by: the halt on host was lifted (Transport.Resume)
+//	"forced_egress"  host, egress, reason: the host's requests were forced
+//	                 through the egress endpoint
+//	"robots"         host, path, allowed: a robots.txt decision
+//
+// Other writers (the review console, a crawler's own records) add lines of
+// their kinds with Record, and provenance records with Consent,
+// Minimisation and Deletion.
 //
 // Opening an existing log continues its chain. A last line cut short by a
 // crash is removed and a "recovered" line records how many bytes were
 // discarded; every open writes an "open" line and Close a "close" line.
 //
 // Audit is an Observer and safe for concurrent use. Its mutex is held
-// while a line is written (and synced, by policy), because the chain's
-// order must be the file's order; a slow disk therefore slows callers.
+// while a line is written (and synced, by AuditConfig), because the
+// chain's order must be the file's order; a slow disk therefore slows
+// callers.
 type Audit struct {
 	cfg AuditConfig
 
@@ -165,69 +180,28 @@ func (a *Audit) Observe(_ context.Context, e *Event) {
 	_ = a.writeLocked()
 }
 
-// Halt records that host was halted because of the attempt classified as
-// r: a "halt" line with host, outcome, status, markers and reason.
-func (a *Audit) Halt(host string, r classify.Result) error {
-	return a.result("halt", host, r)
-}
-
-// Escalation records that the evidence of r was handed to the escalation
-// hook for host: an "escalation" line with the same fields as Halt.
-func (a *Audit) Escalation(host string, r classify.Result) error {
-	return a.result("escalation", host, r)
-}
-
-func (a *Audit) result(kind, host string, r classify.Result) error {
-	return a.Record(kind,
-		slog.String("host", host),
-		slog.String("outcome", r.Outcome.String()),
-		slog.Int("status", r.Status),
-		slog.Any("markers", r.Markers),
-		slog.String("reason", r.Reason))
-}
-
-// Resume records that an operator (by, an identity of the operator's
-// choosing) lifted the halt on host: a "resume" line.
-func (a *Audit) Resume(host, by string) error {
-	return a.Record("resume", slog.String("host", host), slog.String("by", by))
-}
-
-// ForcedEgress records that requests to host were forced through the egress
-// endpoint egress for reason: a "forced_egress" line.
-func (a *Audit) ForcedEgress(host, egress, reason string) error {
-	return a.Record("forced_egress",
-		slog.String("host", host), slog.String("egress", egress), slog.String("reason", reason))
-}
-
-// Robots records a robots.txt decision: a "robots" line with host, path
-// (redacted) and allowed.
-func (a *Audit) Robots(host, path string, allowed bool) error {
-	return a.Record("robots",
-		slog.String("host", host), slog.String("path", path), slog.Bool("allowed", allowed))
-}
-
 // Record appends a line of the given kind with the given fields, in order.
 // String values, and the text of any other value, are redacted
 // (*url.URL as a URL, http.Header and url.Values as objects with their
 // secret values replaced); durations are written as Go duration strings
-// and times in RFC 3339. It returns
-// ErrReservedKey for a field named seq, time, kind, prev or hash,
-// ErrAuditClosed after Close, and the first write error ever met: after a
-// failed write the log accepts nothing more, since its chain's end is
-// uncertain.
+// and times in RFC 3339. It returns an error for an empty kind or a
+// field named seq, time, kind, prev or hash, or with an empty name (nothing
+// is written then), an error after Close, and the first write error ever
+// met: after a failed write the log accepts nothing more, since its
+// chain's end is uncertain.
 func (a *Audit) Record(kind string, fields ...slog.Attr) error {
 	if kind == "" {
-		return fmt.Errorf("%w: empty kind", ErrReservedKey)
+		return fmt.Errorf("%w: empty kind", errReservedKey)
 	}
 	for _, f := range fields {
 		if f.Key == "" || reservedKeys[f.Key] {
-			return fmt.Errorf("%w: %q", ErrReservedKey, f.Key)
+			return fmt.Errorf("%w: %q", errReservedKey, f.Key)
 		}
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.closed {
-		return ErrAuditClosed
+		return errAuditClosed
 	}
 	if a.err != nil {
 		return a.err
@@ -256,7 +230,7 @@ func (a *Audit) Err() error {
 }
 
 // Close writes a "close" line, syncs and closes the file. Later writes
-// return ErrAuditClosed; closing twice returns nil. It returns the first
+// return an error; closing twice returns nil. It returns the first
 // error met by the log, if any.
 func (a *Audit) Close() error {
 	a.mu.Lock()

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/egresskit/egresskit/classify"
+	"github.com/egresskit/egresskit/internal/auditrec"
 	"github.com/egresskit/egresskit/telemetry"
 )
 
@@ -161,11 +162,11 @@ func TestAuditRecords(t *testing.T) {
 	res := classify.Result{Outcome: classify.Refused, Status: 403, Markers: []string{"cf-challenge"}, Reason: "challenge marker"}
 	steps := []func() error{
 		func() error { a.Observe(context.Background(), sampleEvent()); return nil },
-		func() error { return a.Halt("example.com", res) },
-		func() error { return a.Escalation("example.com", res) },
-		func() error { return a.Resume("example.com", "oncall@example.org") },
-		func() error { return a.ForcedEgress("example.com", "proxy-2", "geo") },
-		func() error { return a.Robots("example.com", "/private?token=abc", false) },
+		func() error { return auditrec.Halt(a, "example.com", res) },
+		func() error { return auditrec.Escalation(a, "example.com", res) },
+		func() error { return auditrec.Resume(a, "example.com", "oncall@example.org") },
+		func() error { return auditrec.ForcedEgress(a, "example.com", "proxy-2", "geo") },
+		func() error { return auditrec.Robots(a, "example.com", "/private?token=abc", false) },
 		func() error {
 			return a.Record("custom", slog.Int("n", 3), slog.Duration("d", time.Second), slog.Group("g", slog.Bool("b", true)))
 		},
@@ -187,7 +188,7 @@ func TestAuditRecords(t *testing.T) {
 	if err := a.Close(); err != nil {
 		t.Errorf("second Close() = %v", err)
 	}
-	if err := a.Resume("h", "x"); !errors.Is(err, telemetry.ErrAuditClosed) {
+	if err := auditrec.Resume(a, "h", "x"); !errors.Is(err, telemetry.ErrAuditClosed) {
 		t.Errorf("Resume after Close = %v, want ErrAuditClosed", err)
 	}
 	lines := readLines(t, path)
@@ -242,7 +243,7 @@ func TestAuditTruncatedLastLine(t *testing.T) {
 
 	// Reopening repairs the log and continues the chain.
 	a = newAudit(t, telemetry.AuditConfig{Path: path})
-	if err := a.Resume("example.com", "op"); err != nil {
+	if err := auditrec.Resume(a, "example.com", "op"); err != nil {
 		t.Fatal(err)
 	}
 	a.Close()
@@ -421,7 +422,7 @@ func TestAuditConcurrentWriters(t *testing.T) {
 			for i := range 200 {
 				if i%2 == 0 {
 					a.Observe(context.Background(), sampleEvent())
-				} else if err := a.Robots("example.com", "/"+strconv.Itoa(w), true); err != nil {
+				} else if err := auditrec.Robots(a, "example.com", "/"+strconv.Itoa(w), true); err != nil {
 					t.Error(err)
 				}
 			}

@@ -81,8 +81,7 @@ func ExampleNewAudit() {
 		return
 	}
 	audit.Observe(context.Background(), &telemetry.Event{Host: "example.com", Method: "GET", Attempt: 1, Status: 403, Outcome: classify.Refused})
-	audit.Halt("example.com", classify.Result{Outcome: classify.Refused, Status: 403, Reason: "status 403"})
-	audit.Robots("example.com", "/private/", false)
+	audit.Record("review", slog.String("host", "example.com"), slog.String("by", "ops"), slog.Bool("allowed", false))
 	audit.Close()
 
 	f, _ := os.Open(path)
@@ -95,7 +94,7 @@ func ExampleNewAudit() {
 	fmt.Println("verify edited:", telemetry.Verify(strings.NewReader(edited)))
 	// Output:
 	// verify: <nil>
-	// verify edited: telemetry: audit log line 4: hash mismatch: the line was edited
+	// verify edited: telemetry: audit log line 3: hash mismatch: the line was edited
 }
 
 // Provenance records go into the same hash chain as the crawl's lines.

@@ -1,4 +1,8 @@
 package telemetry
 
 // Unexported values the external tests assert on.
-var ErrProvenance = errProvenance
+var (
+	ErrProvenance  = errProvenance
+	ErrReservedKey = errReservedKey
+	ErrAuditClosed = errAuditClosed
+)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/egresskit/egresskit/classify"
+	"github.com/egresskit/egresskit/internal/auditrec"
 	"github.com/egresskit/egresskit/telemetry"
 )
 
@@ -72,8 +73,8 @@ func TestSecretAppearsNowhere(t *testing.T) {
 	strs = append(strs, (telemetry.Redactor{}).RedactURL(proxy), (telemetry.Redactor{}).RedactURLString(proxy.String()),
 		fmt.Sprint((telemetry.Redactor{}).RedactHeader(header)))
 	records := []error{
-		audit.Robots("example.com", target.RequestURI(), false),
-		audit.ForcedEgress("example.com", (telemetry.Redactor{}).RedactURL(proxy), "operator"),
+		auditrec.Robots(audit, "example.com", target.RequestURI(), false),
+		auditrec.ForcedEgress(audit, "example.com", (telemetry.Redactor{}).RedactURL(proxy), "operator"),
 		audit.Record("note", slog.Any("url", target), slog.Any("proxy", proxy), slog.Any("header", header),
 			slog.Any("err", errs[0]), slog.String("raw", target.String()), slog.Any("query", target.Query())),
 	}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/egresskit/egresskit/internal/auditrec"
 	"github.com/egresskit/egresskit/telemetry"
 )
 
@@ -38,7 +39,7 @@ func FuzzVerify(f *testing.F) {
 	for i := range 8 {
 		ev.Attempt = i + 1
 		a.Observe(context.Background(), ev)
-		if err := a.Robots("example.com", "/p/"+strconv.Itoa(i), i%2 == 0); err != nil {
+		if err := auditrec.Robots(a, "example.com", "/p/"+strconv.Itoa(i), i%2 == 0); err != nil {
 			f.Fatal(err)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/egresskit/egresskit/classify"
+	"github.com/egresskit/egresskit/internal/auditrec"
 	"github.com/egresskit/egresskit/telemetry"
 )
 
@@ -34,7 +35,7 @@ func Example() {
 		return
 	}
 	audit.Observe(context.Background(), &telemetry.Event{Host: "shop.example", Method: "GET", Attempt: 1, Final: true, Status: 200, Outcome: classify.OK})
-	audit.Halt("shop.example", classify.Result{Outcome: classify.Refused, Status: 403, Reason: "challenge marker"})
+	auditrec.Halt(audit, "shop.example", classify.Result{Outcome: classify.Refused, Status: 403, Reason: "challenge marker"})
 	audit.Close()
 
 	fmt.Println("verify: exit", run([]string{"verify", path}, new(strings.Builder), os.Stdout))

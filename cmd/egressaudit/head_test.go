@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/egresskit/egresskit/classify"
+	"github.com/egresskit/egresskit/internal/auditrec"
 	"github.com/egresskit/egresskit/telemetry"
 )
 
@@ -27,7 +28,7 @@ func TestHeadIsOfTheVerifiedLines(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if err := a.Halt("d.example", classify.Result{Outcome: classify.Refused, Status: 403}); err != nil {
+				if err := auditrec.Halt(a, "d.example", classify.Result{Outcome: classify.Refused, Status: 403}); err != nil {
 					t.Fatal(err)
 				}
 				if err := a.Close(); err != nil {

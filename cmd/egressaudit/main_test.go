@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/egresskit/egresskit/classify"
+	"github.com/egresskit/egresskit/internal/auditrec"
 	"github.com/egresskit/egresskit/internal/testprog"
 	"github.com/egresskit/egresskit/telemetry"
 )
@@ -77,8 +78,8 @@ func writeLog(t *testing.T, cfg telemetry.AuditConfig) (string, telemetry.Head) 
 			t.Fatal(err)
 		}
 	}
-	must(a.Halt("c.example", refused))
-	must(a.Escalation("c.example", refused))
+	must(auditrec.Halt(a, "c.example", refused))
+	must(auditrec.Escalation(a, "c.example", refused))
 	must(a.Consent(telemetry.Consent{Subject: "a.example", Kind: "host", State: "granted", Licence: "CC-BY-4.0"}))
 	must(a.Minimisation(telemetry.Minimisation{Subject: "a.example", Kind: "host", Fields: []string{"email", "phone"}, Reason: "not needed"}))
 	must(a.Deletion(telemetry.Deletion{Request: "DSR-9", Stage: "received", Subject: "reviews", Kind: "dataset"}))

@@ -86,9 +86,12 @@ func startOperator(chain *egresskit.Transport, audit *telemetry.Audit, dir, by s
 // whatever happens here; an escalation that finds the inbox full is counted,
 // and the audit log still holds it.
 func (o *operator) Escalate(e egresskit.Escalation) {
-	r := classify.Result{Outcome: classify.Refused, Status: e.Status, Markers: e.Markers, Reason: e.Reason}
-	o.audit.Halt(e.Host, r) // write errors surface through audit.Err
-	o.audit.Escalation(e.Host, r)
+	// The fields of the chain's own halt and escalation lines (it writes
+	// them itself when given the log as Config.Audit).
+	fields := []slog.Attr{slog.String("host", e.Host), slog.String("outcome", classify.Refused.String()),
+		slog.Int("status", e.Status), slog.Any("markers", e.Markers), slog.String("reason", e.Reason)}
+	o.audit.Record("halt", fields...) // write errors surface through audit.Err
+	o.audit.Record("escalation", fields...)
 	select {
 	case o.inbox <- e:
 	default:
@@ -178,5 +181,5 @@ func (o *operator) resume(host string) error {
 	if err := o.chain.Resume(ctx, host); err != nil {
 		return err
 	}
-	return o.audit.Resume(host, o.by)
+	return o.audit.Record("resume", slog.String("host", host), slog.String("by", o.by))
 }

@@ -31,6 +31,7 @@ import (
 	"github.com/egresskit/egresskit/egress"
 	"github.com/egresskit/egresskit/hostkey"
 	"github.com/egresskit/egresskit/hoststate"
+	"github.com/egresskit/egresskit/internal/auditrec"
 	"github.com/egresskit/egresskit/ratelimit"
 	"github.com/egresskit/egresskit/retry"
 	"github.com/egresskit/egresskit/robots"
@@ -275,10 +276,10 @@ func TestCrawlLeaksNoSecret(t *testing.T) {
 				out.add("escalation", "%#v %+v %s", e, e, e.BodyHead)
 				out.addJSON("escalation json", e)
 				r := classify.Result{Outcome: classify.Refused, Status: e.Status, Markers: e.Markers, Reason: e.Reason}
-				if err := audit.Halt(e.Host, r); err != nil {
+				if err := auditrec.Halt(audit, e.Host, r); err != nil {
 					out.add("audit error", "%v", err)
 				}
-				if err := audit.Escalation(e.Host, r); err != nil {
+				if err := auditrec.Escalation(audit, e.Host, r); err != nil {
 					out.add("audit error", "%v", err)
 				}
 			},
@@ -337,7 +338,7 @@ func TestCrawlLeaksNoSecret(t *testing.T) {
 	expect("ok with a path parameter", r, err, 200, nil)
 	r, err = send(chain, ctx, okSrv.URL, "/private/x")
 	expect("robots", r, err, 0, robots.ErrDisallowed)
-	audit.Robots(hostKey(okSrv.URL), "/private/x?token="+secret, false)
+	auditrec.Robots(audit, hostKey(okSrv.URL), "/private/x?token="+secret, false)
 	r, err = send(chain, ctx, flakySrv.URL, "/item")
 	expect("retried", r, err, 200, nil)
 	r, err = send(chain, ctx, refusedSrv.URL, "/members")
@@ -347,7 +348,7 @@ func TestCrawlLeaksNoSecret(t *testing.T) {
 	r, err = send(chain, ctx, hangSrv.URL, "/slow")
 	expect("hang", r, err, 0, nil)
 	for _, id := range []string{"dead", "badauth"} {
-		audit.ForcedEgress(hostKey(okSrv.URL), id, "test of "+id)
+		auditrec.ForcedEgress(audit, hostKey(okSrv.URL), id, "test of "+id)
 		r, err = send(failing, egress.WithForced(ctx, id), okSrv.URL, "/c")
 		expect("egress "+id, r, err, 0, nil)
 		var pe *egress.ProxyError
@@ -358,7 +359,7 @@ func TestCrawlLeaksNoSecret(t *testing.T) {
 	if err := chain.Resume(ctx, hostKey(refusedSrv.URL)); err != nil {
 		t.Fatal(err)
 	}
-	audit.Resume(hostKey(refusedSrv.URL), "operator")
+	auditrec.Resume(audit, hostKey(refusedSrv.URL), "operator")
 
 	// Everything else that prints: host states, the pools and their
 	// configuration, configuration errors, the metrics.
