@@ -119,7 +119,7 @@ func TestAuditRecordsCompliance(t *testing.T) {
 	if kinds["attempt"] != 4 || len(unsent) != 1 || unsent["disallowed"] != 1 {
 		t.Errorf("audit has %d attempt lines, unsent %v; want 4, one of them unsent (disallowed) (all: %v)", kinds["attempt"], unsent, kinds)
 	}
-	if err := telemetry.VerifyFiles(path); err != nil {
+	if _, err := (telemetry.Verifier{}).VerifyFiles(path); err != nil {
 		t.Errorf("VerifyFiles: %v", err)
 	}
 }

@@ -105,7 +105,7 @@ func TestEventNamesEgressRule(t *testing.T) {
 	if len(rules) < 2 || rules[0] != "eu-only" || rules[1] != "" {
 		t.Errorf("audit attempt lines carry rules %q, want eu-only first, none second", rules)
 	}
-	if err := telemetry.VerifyFiles(path); err != nil {
+	if _, err := (telemetry.Verifier{}).VerifyFiles(path); err != nil {
 		t.Errorf("VerifyFiles: %v", err)
 	}
 }

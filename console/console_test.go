@@ -173,7 +173,7 @@ func TestResumeWithReason(t *testing.T) {
 		t.Errorf("queue after resume still lists a host:\n%s", page)
 	}
 	audit.Close()
-	if err := telemetry.VerifyFiles(logPath); err != nil {
+	if _, err := (telemetry.Verifier{}).VerifyFiles(logPath); err != nil {
 		t.Errorf("audit log: %v", err)
 	}
 	b, _ := os.ReadFile(logPath)

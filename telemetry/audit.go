@@ -39,10 +39,11 @@ type AuditConfig struct {
 	Now func() time.Time
 }
 
-// Head identifies the last line of an audit log: its seq and its hash.
-// Keep a recent Head outside the log (Audit.Head) and pass it to
+// Head identifies the last line of an audit log: its seq and its hash (64
+// lower-case hex digits). An operator keeps a recent Head outside the log
+// (Audit.Head, or what a Verifier returns) and passes it as
 // Verifier.Anchor to detect lines removed from the end of the log, which a
-// hash chain alone cannot.
+// hash chain alone cannot; cmd/egressaudit prints it as SEQ:HASH.
 type Head struct {
 	Seq  uint64
 	Hash string
@@ -126,7 +127,7 @@ func NewAudit(cfg AuditConfig) (*Audit, error) {
 		cfg.Now = time.Now
 	}
 	a := &Audit{cfg: cfg}
-	copy(a.prev[:], Genesis)
+	copy(a.prev[:], genesis)
 	discarded, err := a.openFile()
 	if err != nil {
 		return nil, err
@@ -213,7 +214,8 @@ func (a *Audit) Record(kind string, fields ...slog.Attr) error {
 	return a.writeLocked()
 }
 
-// Head returns the seq and hash of the last line written.
+// Head returns the seq and hash of the last line written, for the
+// operator to keep as a Verifier's Anchor.
 func (a *Audit) Head() Head {
 	a.mu.Lock()
 	defer a.mu.Unlock()

@@ -19,7 +19,8 @@ const rotatedSuffixLen = 20
 
 // AuditFiles returns the files of the audit log at path, oldest first: the
 // rotated files (path.NNNNNNNNNNNNNNNNNNNN, ordered by number), then path
-// itself when it exists. Pass the result to VerifyFiles.
+// itself when it exists: what an operator archives or checks, passing the
+// result to Verifier.VerifyFiles.
 func AuditFiles(path string) ([]string, error) {
 	rotated, err := rotatedFiles(path)
 	if err != nil {

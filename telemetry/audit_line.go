@@ -20,11 +20,11 @@ import (
 //	{"seq":N,"time":"...","kind":"...",<fields>,"prev":"<hex>","hash":"<hex>"}
 //
 // hash is the SHA-256 of the line up to, not including, `,"hash":"`; prev
-// is the hash of the line before (Genesis for the first line of a log).
-// The fixed tail lets Verify find both without decoding the JSON.
+// is the hash of the line before (genesis for the first line of a log).
+// The fixed tail lets a Verifier find both without decoding the JSON.
 
-// Genesis is the prev of the first line of an audit log: 64 zeros.
-const Genesis = "0000000000000000000000000000000000000000000000000000000000000000"
+// genesis is the prev of the first line of an audit log: 64 zeros.
+const genesis = "0000000000000000000000000000000000000000000000000000000000000000"
 
 const (
 	prevKey    = `,"prev":"`

@@ -10,7 +10,7 @@ import (
 // kept and what it erased. They are lines of the audit log like any other,
 // hash-chained with the crawl's own, so that the account of consent,
 // minimisation and deletion cannot be edited after the fact without
-// Verify noticing. There are three kinds:
+// a Verifier noticing. There are three kinds:
 //
 //	"consent"       Consent: the consent or licence state of a host or dataset
 //	"minimisation"  Minimisation: fields dropped (or otherwise reduced) before storage

@@ -115,10 +115,10 @@ func TestAuditTamperDetection(t *testing.T) {
 	if head.Seq != uint64(n) {
 		t.Errorf("Head().Seq = %d, want %d", head.Seq, n)
 	}
-	if err := telemetry.Verify(bytes.NewReader(data)); err != nil {
+	if err := verify(bytes.NewReader(data)); err != nil {
 		t.Fatalf("Verify(untouched) = %v", err)
 	}
-	if err := (telemetry.Verifier{Anchor: head}).Verify(bytes.NewReader(data)); err != nil {
+	if _, err := (telemetry.Verifier{Anchor: head}).Verify(bytes.NewReader(data)); err != nil {
 		t.Fatalf("Verify(untouched, anchored) = %v", err)
 	}
 
@@ -128,32 +128,32 @@ func TestAuditTamperDetection(t *testing.T) {
 		del := spliced(data[:off[k-1]], data[off[k]:])
 		if k == n {
 			// The chain alone cannot see a missing last line; an anchor can.
-			if err := telemetry.Verify(del); err != nil {
+			if err := verify(del); err != nil {
 				t.Errorf("delete last: Verify() = %v, want nil without an anchor", err)
 			}
-			err := telemetry.Verifier{Anchor: head}.Verify(spliced(data[:off[k-1]]))
+			_, err := telemetry.Verifier{Anchor: head}.Verify(spliced(data[:off[k-1]]))
 			wantVerifyError(t, "delete last, anchored", err, k)
 		} else {
-			wantVerifyError(t, "delete line "+strconv.Itoa(k), telemetry.Verify(del), k)
+			wantVerifyError(t, "delete line "+strconv.Itoa(k), verify(del), k)
 		}
 
 		// Swap lines i and i+1, where i is k, or k-1 for the last line.
 		i := min(k, n-1)
 		sw := spliced(data[:off[i-1]], line(i+1), line(i), data[off[i+1]:])
-		wantVerifyError(t, "swap at line "+strconv.Itoa(i), telemetry.Verify(sw), i)
+		wantVerifyError(t, "swap at line "+strconv.Itoa(i), verify(sw), i)
 
 		// Edit line k: change its time, or corrupt its JSON.
 		edited := bytes.Replace(line(k), []byte(`"time":"2026`), []byte(`"time":"2025`), 1)
 		ed := spliced(data[:off[k-1]], edited, data[off[k]:])
-		wantVerifyError(t, "edit line "+strconv.Itoa(k), telemetry.Verify(ed), k)
+		wantVerifyError(t, "edit line "+strconv.Itoa(k), verify(ed), k)
 		corrupt := bytes.Replace(line(k), []byte(`"}`), []byte(`"`), 1)
 		ed = spliced(data[:off[k-1]], corrupt, data[off[k]:])
-		wantVerifyError(t, "corrupt line "+strconv.Itoa(k), telemetry.Verify(ed), k)
+		wantVerifyError(t, "corrupt line "+strconv.Itoa(k), verify(ed), k)
 	}
 
 	// An inserted copy of an earlier line.
 	ins := spliced(data[:off[10]], line(5), data[off[10]:])
-	wantVerifyError(t, "insert", telemetry.Verify(ins), 11)
+	wantVerifyError(t, "insert", verify(ins), 11)
 }
 
 func TestAuditRecords(t *testing.T) {
@@ -216,7 +216,7 @@ func TestAuditRecords(t *testing.T) {
 			}
 		}
 	}
-	if err := telemetry.VerifyFiles(path); err != nil {
+	if err := verifyFiles(path); err != nil {
 		t.Errorf("VerifyFiles = %v", err)
 	}
 }
@@ -235,10 +235,10 @@ func TestAuditTruncatedLastLine(t *testing.T) {
 	if err := os.WriteFile(path, append(full, partial...), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	err := telemetry.VerifyFiles(path)
+	err := verifyFiles(path)
 	var ve *telemetry.VerifyError
-	if !errors.Is(err, telemetry.ErrTruncated) || !errors.As(err, &ve) || ve.Line != 13 || ve.File != path {
-		t.Fatalf("VerifyFiles(truncated) = %v, want ErrTruncated at %s line 13", err, path)
+	if !errors.As(err, &ve) || !ve.Truncated || ve.Line != 13 || ve.File != path {
+		t.Fatalf("VerifyFiles(truncated) = %v, want a truncation at %s line 13", err, path)
 	}
 
 	// Reopening repairs the log and continues the chain.
@@ -247,7 +247,7 @@ func TestAuditTruncatedLastLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.Close()
-	if err := telemetry.VerifyFiles(path); err != nil {
+	if err := verifyFiles(path); err != nil {
 		t.Fatalf("VerifyFiles(after reopen) = %v", err)
 	}
 	lines = readLines(t, path)
@@ -267,7 +267,7 @@ func TestAuditOnlyPartialLine(t *testing.T) {
 	}
 	a := newAudit(t, telemetry.AuditConfig{Path: path})
 	a.Close()
-	if err := telemetry.VerifyFiles(path); err != nil {
+	if err := verifyFiles(path); err != nil {
 		t.Errorf("VerifyFiles = %v", err)
 	}
 }
@@ -300,7 +300,7 @@ func TestAuditRotation(t *testing.T) {
 			t.Errorf("%s has %d bytes, more than MaxBytes %d", f, st.Size(), cfg.MaxBytes)
 		}
 	}
-	if err := telemetry.VerifyFiles(files...); err != nil {
+	if err := verifyFiles(files...); err != nil {
 		t.Fatalf("VerifyFiles(rotated) = %v", err)
 	}
 	// The concatenation is one log.
@@ -309,18 +309,18 @@ func TestAuditRotation(t *testing.T) {
 		b, _ := os.ReadFile(f)
 		all.Write(b)
 	}
-	if err := telemetry.Verify(&all); err != nil {
+	if err := verify(&all); err != nil {
 		t.Errorf("Verify(concatenated) = %v", err)
 	}
 	// Incremental verification from a known head.
 	first := readLines(t, files[0])
 	last := decode(t, first[len(first)-1])
 	start := telemetry.Head{Seq: uint64(last["seq"].(float64)), Hash: last["hash"].(string)}
-	if err := (telemetry.Verifier{Start: start}).VerifyFiles(files[1:]...); err != nil {
+	if _, err := (telemetry.Verifier{Start: start}).VerifyFiles(files[1:]...); err != nil {
 		t.Errorf("VerifyFiles from %v = %v", start, err)
 	}
 	// A missing file breaks the chain at the first line of the next one.
-	err = telemetry.VerifyFiles(append(append([]string{}, files[:1]...), files[2:]...)...)
+	err = verifyFiles(append(append([]string{}, files[:1]...), files[2:]...)...)
 	var ve *telemetry.VerifyError
 	if !errors.As(err, &ve) || ve.File != files[2] || ve.Line != 1 {
 		t.Errorf("VerifyFiles(without %s) = %v, want error at %s line 1", files[1], err, files[2])
@@ -343,7 +343,7 @@ func TestAuditCrashDuringRotation(t *testing.T) {
 	if len(files) != 2 {
 		t.Fatalf("AuditFiles() = %v, want 2 files", files)
 	}
-	if err := telemetry.VerifyFiles(files...); err != nil {
+	if err := verifyFiles(files...); err != nil {
 		t.Errorf("VerifyFiles = %v", err)
 	}
 }
@@ -388,7 +388,7 @@ func TestVerifyEmptyAndGarbage(t *testing.T) {
 		{"no hash", `{"seq":1,"prev":"` + telemetry.Genesis + `"}` + "\n", 1},
 	}
 	for _, tt := range tests {
-		err := telemetry.Verify(strings.NewReader(tt.in))
+		err := verify(strings.NewReader(tt.in))
 		wantVerifyError(t, tt.name, err, tt.line)
 	}
 }
@@ -407,7 +407,7 @@ func TestAuditLongLines(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.Close()
-	if err := telemetry.VerifyFiles(path); err != nil {
+	if err := verifyFiles(path); err != nil {
 		t.Errorf("VerifyFiles = %v", err)
 	}
 }
@@ -435,7 +435,7 @@ func TestAuditConcurrentWriters(t *testing.T) {
 		t.Errorf("Err() = %v", err)
 	}
 	a.Close()
-	if err := telemetry.VerifyFiles(path); err != nil {
+	if err := verifyFiles(path); err != nil {
 		t.Errorf("VerifyFiles = %v", err)
 	}
 	if got := len(readLines(t, path)); got != 8*200+2 {

@@ -99,7 +99,7 @@ func BenchmarkVerify(b *testing.B) {
 	a.Close()
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := telemetry.VerifyFiles(path); err != nil {
+		if err := verifyFiles(path); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -13,7 +13,7 @@
 //   - NewSlog: an Observer writing one log/slog record per attempt with stable
 //     attribute names and a level chosen by outcome.
 //   - Audit: a tamper-evident, append-only JSON Lines log whose lines are
-//     chained by SHA-256, with Verify and VerifyFiles to check it.
+//     chained by SHA-256, and a Verifier to check it.
 //
 // Metrics for Prometheus live in the telemetry/prometheus module, and
 // OpenTelemetry spans and metrics in the telemetry/otel module, so that

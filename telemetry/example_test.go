@@ -86,14 +86,16 @@ func ExampleNewAudit() {
 
 	f, _ := os.Open(path)
 	defer f.Close()
-	fmt.Println("verify:", telemetry.Verify(f))
+	head, err := telemetry.Verifier{}.Verify(f)
+	fmt.Println("verify:", head.Seq, err)
 
 	// Editing any line breaks the chain at that line.
 	b, _ := os.ReadFile(path)
 	edited := strings.Replace(string(b), `"allowed":false`, `"allowed":true`, 1)
-	fmt.Println("verify edited:", telemetry.Verify(strings.NewReader(edited)))
+	_, err = telemetry.Verifier{}.Verify(strings.NewReader(edited))
+	fmt.Println("verify edited:", err)
 	// Output:
-	// verify: <nil>
+	// verify: 4 <nil>
 	// verify edited: telemetry: audit log line 3: hash mismatch: the line was edited
 }
 
@@ -116,7 +118,8 @@ func ExampleAudit_Consent() {
 	fmt.Println(audit.Deletion(telemetry.Deletion{Request: "DSR-1", Stage: "someday",
 		Subject: "news-2026", Kind: "dataset"}))
 	audit.Close()
-	fmt.Println("verify:", telemetry.VerifyFiles(path))
+	_, err = telemetry.Verifier{}.VerifyFiles(path)
+	fmt.Println("verify:", err)
 	// Output:
 	// <nil>
 	// <nil>

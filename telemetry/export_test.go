@@ -5,4 +5,5 @@ var (
 	ErrProvenance  = errProvenance
 	ErrReservedKey = errReservedKey
 	ErrAuditClosed = errAuditClosed
+	Genesis        = genesis
 )

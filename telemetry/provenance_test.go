@@ -50,7 +50,7 @@ func TestProvenanceRecords(t *testing.T) {
 	if err := a.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := telemetry.VerifyFiles(path); err != nil {
+	if err := verifyFiles(path); err != nil {
 		t.Fatalf("VerifyFiles: %v", err)
 	}
 

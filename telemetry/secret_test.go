@@ -90,7 +90,7 @@ func TestSecretAppearsNowhere(t *testing.T) {
 	for _, e := range events {
 		strs = append(strs, fmt.Sprintf("%+v", e))
 	}
-	if err := telemetry.Verify(strings.NewReader("garbage " + secret + "\n")); err != nil {
+	if err := verify(strings.NewReader("garbage " + secret + "\n")); err != nil {
 		strs = append(strs, err.Error())
 	}
 

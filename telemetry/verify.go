@@ -5,19 +5,14 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strconv"
 )
 
-// ErrTruncated matches (errors.Is) a *VerifyError reporting a last line
-// cut short, as a crash in the middle of a write leaves it. NewAudit
-// repairs such a log when it reopens it.
-var ErrTruncated = errors.New("telemetry: audit log ends with a truncated line")
-
-// VerifyError reports the first bad line of an audit log.
+// VerifyError reports the first bad line of an audit log, for the
+// operator to look at.
 type VerifyError struct {
 	// File names the file, when verifying files; "" for a reader.
 	File string
@@ -29,10 +24,13 @@ type VerifyError struct {
 	// edited".
 	Reason string
 	// Truncated is true when the bad line is a last line without its
-	// newline: an interrupted write rather than tampering.
+	// newline, and the rest of the log is intact: an interrupted write
+	// (a crash) rather than tampering. NewAudit repairs such a log when it
+	// reopens it.
 	Truncated bool
 }
 
+// Error says which line is bad and why.
 func (e *VerifyError) Error() string {
 	if e.Line == 0 {
 		return fmt.Sprintf("telemetry: audit log %s: %s", e.File, e.Reason)
@@ -43,74 +41,62 @@ func (e *VerifyError) Error() string {
 	return fmt.Sprintf("telemetry: audit log line %d: %s", e.Line, e.Reason)
 }
 
-// Is reports whether target is ErrTruncated and e is a truncation.
-func (e *VerifyError) Is(target error) bool { return target == ErrTruncated && e.Truncated }
-
-// Verifier checks audit logs. The zero Verifier checks a whole log from
-// its first line.
+// Verifier checks audit logs: an operator's tool (cmd/egressaudit), or a
+// crawler author's check of its own log. The zero Verifier checks a whole
+// log from its first line.
 type Verifier struct {
 	// Start is where the checked lines chain from: the Head of the line
 	// just before them. The zero Head means the start of the log (seq 0,
-	// hash Genesis). Set it to verify only the files written after a
-	// Head checked earlier.
+	// and the prev of the log's first line, 64 zeros). Set it to verify
+	// only the files written after a Head checked earlier.
 	Start Head
 	// Anchor, when its Seq is not zero, is a Head recorded earlier
-	// (Audit.Head) and kept outside the log; the log must contain that
-	// line. It detects lines removed from the end of the log, which the
-	// chain alone cannot.
+	// (Audit.Head, or the head command of cmd/egressaudit) and kept outside
+	// the log; the log must contain that line. It detects lines removed
+	// from the end of the log, which the chain alone cannot.
 	Anchor Head
 }
 
-// Verify checks a whole audit log read from r (one file, or rotated files
-// concatenated in order) from Genesis. It returns nil when every line is
-// intact and in order, a *VerifyError naming the first bad line otherwise
-// (one that matches ErrTruncated when the only fault is a last line cut
-// short), or an error from r.
-func Verify(r io.Reader) error { return Verifier{}.Verify(r) }
-
-// VerifyFiles checks the files of one audit log, oldest first (see
-// AuditFiles), as one chain. Errors name the file.
-func VerifyFiles(paths ...string) error { return Verifier{}.VerifyFiles(paths...) }
-
-// Verify checks the log read from r; see the package-level Verify.
-func (v Verifier) Verify(r io.Reader) error {
+// Verify checks an audit log read from r: one file, or rotated files
+// concatenated in order. It returns the Head of the last line, which
+// later checks may take as Start or Anchor, when every line is intact, in
+// order, and chains from Start; otherwise the zero Head and a *VerifyError
+// naming the first bad line (with Truncated set when the only fault is a
+// last line cut short), or an error from r.
+func (v Verifier) Verify(r io.Reader) (Head, error) {
 	st := v.state()
 	if err := st.read(r, ""); err != nil {
-		return err
+		return Head{}, err
 	}
-	return st.done("")
+	if err := st.done(""); err != nil {
+		return Head{}, err
+	}
+	return st.head(), nil
 }
 
-// VerifyFiles checks the files, oldest first, as one chain.
-func (v Verifier) VerifyFiles(paths ...string) error {
-	_, _, err := v.VerifyFilesHead(paths...)
-	return err
-}
-
-// VerifyFilesHead checks the files as VerifyFiles does and, when they are
-// intact, returns the Head of the last line it checked and the number of
-// lines checked. Both come from the same reading as the check: on a log
-// being appended to, the Head is of a verified line, never of one written
-// after.
-func (v Verifier) VerifyFilesHead(paths ...string) (Head, int, error) {
+// VerifyFiles checks the files of one audit log, oldest first (see
+// AuditFiles), as one chain, as Verify does; errors name the file. The
+// Head comes from the same reading as the check: on a log being appended
+// to, it is of a verified line, never of one written after.
+func (v Verifier) VerifyFiles(paths ...string) (Head, error) {
 	st := v.state()
 	last := ""
 	for _, p := range paths {
 		f, err := os.Open(p)
 		if err != nil {
-			return Head{}, 0, fmt.Errorf("telemetry: verify audit log: %w", err)
+			return Head{}, fmt.Errorf("telemetry: verify audit log: %w", err)
 		}
 		err = st.read(f, p)
 		f.Close()
 		if err != nil {
-			return Head{}, 0, err
+			return Head{}, err
 		}
 		last = p
 	}
 	if err := st.done(last); err != nil {
-		return Head{}, 0, err
+		return Head{}, err
 	}
-	return Head{Seq: st.seq, Hash: string(st.hash)}, st.total, nil
+	return st.head(), nil
 }
 
 type verifyState struct {
@@ -121,10 +107,13 @@ type verifyState struct {
 	total  int
 }
 
+// head is the Head of the last line checked.
+func (st *verifyState) head() Head { return Head{Seq: st.seq, Hash: string(st.hash)} }
+
 func (v Verifier) state() *verifyState {
 	st := &verifyState{seq: v.Start.Seq, hash: []byte(v.Start.Hash), anchor: v.Anchor}
 	if v.Start == (Head{}) {
-		st.hash = []byte(Genesis)
+		st.hash = []byte(genesis)
 	}
 	return st
 }
@@ -172,7 +161,7 @@ func (st *verifyState) check(line []byte) string {
 		return reason
 	}
 	if !bytes.Equal(prev, st.hash) {
-		if st.total == 1 && string(st.hash) == Genesis {
+		if st.total == 1 && string(st.hash) == genesis {
 			return "does not chain from the start of the log: earlier lines were deleted"
 		}
 		return "prev does not match the previous line's hash: a line was deleted, inserted or reordered here"
@@ -204,7 +193,7 @@ func (st *verifyState) done(file string) error {
 // and its hash. It does not decode the JSON: a line whose hash matches was
 // written by a writer that computes the hash, which is Audit (whose lines
 // are valid JSON) or a forger who could as well have written valid JSON;
-// decoding would only slow Verify down. It returns the line's seq, prev and hash, or a
+// decoding would only slow verification down. It returns the line's seq, prev and hash, or a
 // reason why the line is bad.
 func parseLine(line []byte) (seq uint64, prev, hash []byte, reason string) {
 	if len(line) < minLineLen {

@@ -10,9 +10,10 @@ import (
 	"github.com/egresskit/egresskit/telemetry"
 )
 
-// TestVerifyFilesHead: the Head VerifyFilesHead returns is the writer's
-// last Head and the count is of the lines checked, over rotated files and
-// from a Start; a log that fails the check returns no Head.
+// TestVerifyFilesHead: the Head VerifyFiles returns is the writer's last
+// Head, and its Seq less the Start's is the count of the lines checked,
+// over rotated files and from a Start; a log that fails the check returns
+// no Head.
 func TestVerifyFilesHead(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "audit.jsonl")
 	a := newAudit(t, telemetry.AuditConfig{Path: path, MaxBytes: 4096, SyncEvery: -1})
@@ -28,17 +29,17 @@ func TestVerifyFilesHead(t *testing.T) {
 	for _, f := range files {
 		total += len(readLines(t, f))
 	}
-	h, n, err := telemetry.Verifier{}.VerifyFilesHead(files...)
-	if err != nil || h != a.Head() || n != total {
-		t.Errorf("VerifyFilesHead(all) = %v, %d, %v; want %v, %d, nil", h, n, err, a.Head(), total)
+	h, err := telemetry.Verifier{}.VerifyFiles(files...)
+	if err != nil || h != a.Head() || h.Seq != uint64(total) {
+		t.Errorf("VerifyFiles(all) = %v, %v; want %v (%d lines), nil", h, err, a.Head(), total)
 	}
 
 	first := readLines(t, files[0])
 	last := decode(t, first[len(first)-1])
 	start := telemetry.Head{Seq: uint64(last["seq"].(float64)), Hash: last["hash"].(string)}
-	h, n, err = telemetry.Verifier{Start: start}.VerifyFilesHead(files[1:]...)
-	if want := total - len(first); err != nil || h != a.Head() || n != want {
-		t.Errorf("VerifyFilesHead(from %v) = %v, %d, %v; want %v, %d, nil", start, h, n, err, a.Head(), want)
+	h, err = telemetry.Verifier{Start: start}.VerifyFiles(files[1:]...)
+	if want := total - len(first); err != nil || h != a.Head() || h.Seq-start.Seq != uint64(want) {
+		t.Errorf("VerifyFiles(from %v) = %v, %v; want %v (%d lines), nil", start, h, err, a.Head(), want)
 	}
 
 	// The last line removed: its Head is gone from what is checked, and an
@@ -52,13 +53,13 @@ func TestVerifyFilesHead(t *testing.T) {
 	if err := os.WriteFile(path, b[:cut], 0o600); err != nil {
 		t.Fatal(err)
 	}
-	h, n, err = telemetry.Verifier{}.VerifyFilesHead(files...)
-	if err != nil || h.Seq != a.Head().Seq-1 || n != total-1 {
-		t.Errorf("VerifyFilesHead(last line removed) = %v, %d, %v; want seq %d, %d lines", h, n, err, a.Head().Seq-1, total-1)
+	h, err = telemetry.Verifier{}.VerifyFiles(files...)
+	if err != nil || h.Seq != a.Head().Seq-1 || h.Seq != uint64(total-1) {
+		t.Errorf("VerifyFiles(last line removed) = %v, %v; want seq %d, %d lines", h, err, a.Head().Seq-1, total-1)
 	}
-	h, n, err = telemetry.Verifier{Anchor: a.Head()}.VerifyFilesHead(files...)
+	h, err = telemetry.Verifier{Anchor: a.Head()}.VerifyFiles(files...)
 	var ve *telemetry.VerifyError
-	if !errors.As(err, &ve) || h != (telemetry.Head{}) || n != 0 {
-		t.Errorf("VerifyFilesHead(anchored past the end) = %v, %d, %v; want no Head and a *VerifyError", h, n, err)
+	if !errors.As(err, &ve) || h != (telemetry.Head{}) {
+		t.Errorf("VerifyFiles(anchored past the end) = %v, %v; want no Head and a *VerifyError", h, err)
 	}
 }

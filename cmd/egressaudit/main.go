@@ -163,10 +163,13 @@ func files(path string) ([]string, error) {
 func parseAnchor(s string) (telemetry.Head, error) {
 	seqText, hash, ok := strings.Cut(s, ":")
 	seq, err := strconv.ParseUint(seqText, 10, 64)
-	if !ok || err != nil || seq == 0 || len(hash) != len(telemetry.Genesis) || strings.Trim(hash, "0123456789abcdef") != "" {
+	if !ok || err != nil || seq == 0 || len(hash) != hashLen || strings.Trim(hash, "0123456789abcdef") != "" {
 		return telemetry.Head{}, usagef("-anchor %q: want SEQ:HASH as head prints it (a positive number, a colon, 64 lower-case hex digits)", s)
 	}
 	return telemetry.Head{Seq: seq, Hash: hash}, nil
 }
+
+// hashLen is the length of a line's hash: a SHA-256 in lower-case hex.
+const hashLen = 64
 
 func formatHead(h telemetry.Head) string { return strconv.FormatUint(h.Seq, 10) + ":" + h.Hash }

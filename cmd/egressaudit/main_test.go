@@ -245,7 +245,7 @@ func TestShow(t *testing.T) {
 	}
 	// -json prints the lines as written: they verify on their own.
 	r := runBinary(t, "show", "-json", path)
-	if err := telemetry.Verify(strings.NewReader(r.stdout)); r.code != exitOK || err != nil {
+	if _, err := (telemetry.Verifier{}).Verify(strings.NewReader(r.stdout)); r.code != exitOK || err != nil {
 		t.Errorf("show -json: exit %d, Verify(output) = %v; want the log itself", r.code, err)
 	}
 	// A tampered log is still shown, and reported.

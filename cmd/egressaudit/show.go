@@ -165,7 +165,7 @@ func showCmd(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	// What was shown is only as good as the chain.
-	if err := telemetry.VerifyFiles(paths...); err != nil {
+	if _, err := (telemetry.Verifier{}).VerifyFiles(paths...); err != nil {
 		var ve *telemetry.VerifyError
 		if errors.As(err, &ve) {
 			fmt.Fprintln(stderr, "egressaudit: the log does not verify; the lines shown may have been altered:")

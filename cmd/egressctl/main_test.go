@@ -174,7 +174,7 @@ func TestCLI(t *testing.T) {
 	if code, out, _ := ctl(t, nil, args("show", key)...); code != 0 || !strings.Contains(out, "resumed") || !strings.Contains(out, "owner allowed us") {
 		t.Errorf("show after resume: %d\n%s", code, out)
 	}
-	if err := telemetry.VerifyFiles(logPath); err != nil {
+	if _, err := (telemetry.Verifier{}).VerifyFiles(logPath); err != nil {
 		t.Errorf("audit log: %v", err)
 	}
 	if b, _ := os.ReadFile(logPath); !strings.Contains(string(b), `"kind":"resume","host":"`+key+`","by":"ana","reason":"owner allowed us"`) {

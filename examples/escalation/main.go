@@ -214,7 +214,7 @@ func run(ctx context.Context, out io.Writer, dir string) error {
 	if err != nil {
 		return err
 	}
-	if err := telemetry.VerifyFiles(files...); err != nil {
+	if _, err := (telemetry.Verifier{}).VerifyFiles(files...); err != nil {
 		return fmt.Errorf("audit log does not verify: %w", err)
 	}
 	kinds, err := countKinds(auditPath)

@@ -75,7 +75,7 @@ func TestRun(t *testing.T) {
 	}
 	lines[3] = edited
 	var verr *telemetry.VerifyError
-	if err := telemetry.Verify(strings.NewReader(strings.Join(lines, ""))); !errors.As(err, &verr) || verr.Line != 4 {
+	if _, err := (telemetry.Verifier{}).Verify(strings.NewReader(strings.Join(lines, ""))); !errors.As(err, &verr) || verr.Line != 4 {
 		t.Errorf("Verify(log with line 4 edited) = %v, want a *VerifyError at line 4", err)
 	}
 }

@@ -406,7 +406,7 @@ func TestCrawlLeaksNoSecret(t *testing.T) {
 	if err := audit.Close(); err != nil {
 		t.Errorf("audit: %v", err)
 	}
-	if err := telemetry.VerifyFiles(auditPath); err != nil {
+	if _, err := (telemetry.Verifier{}).VerifyFiles(auditPath); err != nil {
 		t.Errorf("audit log does not verify: %v", err)
 	}
 	auditText, err := os.ReadFile(auditPath)
