@@ -81,8 +81,8 @@ func start(listen string) (*crawler, error) {
 		BreakerCounts: func() map[string]int {
 			n := c.state.Counts()
 			return map[string]int{
-				egressprom.StateClosed: n.Closed, egressprom.StateHalfOpen: n.HalfOpen,
-				egressprom.StateOpen: n.Open, egressprom.StateHalted: n.Halted,
+				"closed": n.Closed, "half-open": n.HalfOpen,
+				"open": n.Open, "halted": n.Halted,
 			}
 		},
 		Watch:        watch,
@@ -153,7 +153,7 @@ func (c *crawler) hostState(host string) string {
 	case err != nil:
 		return ""
 	case st.Halted:
-		return egressprom.StateHalted
+		return "halted"
 	default:
 		return st.Breaker.String()
 	}

@@ -24,17 +24,17 @@ const ScopeName = "github.com/egresskit/egresskit/telemetry/otel"
 // Breaker states, as the breaker-state metrics and span attributes spell
 // them; the same words as the Prometheus collector's.
 const (
-	StateClosed   = "closed"
-	StateHalfOpen = "half-open"
-	StateOpen     = "open"
-	StateHalted   = "halted"
+	stateClosed   = "closed"
+	stateHalfOpen = "half-open"
+	stateOpen     = "open"
+	stateHalted   = "halted"
 )
 
-var states = [...]string{StateClosed, StateHalfOpen, StateOpen, StateHalted}
+var states = [...]string{stateClosed, stateHalfOpen, stateOpen, stateHalted}
 
-// DefaultBuckets are the explicit bucket bounds of the duration
+// defaultBuckets are the explicit bucket bounds of the duration
 // histograms, in seconds: those of the Prometheus collector.
-func DefaultBuckets() []float64 {
+func defaultBuckets() []float64 {
 	return []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
 }
 
@@ -51,14 +51,15 @@ type Config struct {
 	// give the chain's Redactor when it has extra rules.
 	Redactor telemetry.Redactor
 	// Buckets are the bounds of the duration histograms, in seconds. Nil
-	// means DefaultBuckets().
+	// means those of the Prometheus collector: 0.005, 0.01, 0.025, 0.05,
+	// 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30 and 60.
 	Buckets []float64
 	// MaxReasons bounds the distinct values of the egress_reason
 	// attribute; later new values are counted as "other". Zero means 32.
 	MaxReasons int
 	// BreakerCounts returns how many hosts are in each breaker state (keys
-	// StateClosed, StateHalfOpen, StateOpen, StateHalted; missing keys
-	// count 0). It is called at each collection. Nil omits
+	// "closed", "half-open", "open" and "halted", the words of
+	// breaker.State's String and of a halted host; missing keys count 0). It is called at each collection. Nil omits
 	// egresskit.breaker.hosts.
 	BreakerCounts func() map[string]int
 	// Watch lists the hosts (host keys) whose breaker state and pacing
@@ -108,7 +109,7 @@ func New(cfg Config) (*Telemetry, error) {
 		cfg.MeterProvider = otelglobal.GetMeterProvider()
 	}
 	if cfg.Buckets == nil {
-		cfg.Buckets = DefaultBuckets()
+		cfg.Buckets = defaultBuckets()
 	}
 	if cfg.MaxReasons <= 0 {
 		cfg.MaxReasons = 32
@@ -294,7 +295,7 @@ func (t *Telemetry) count(ctx context.Context, e *telemetry.Event) {
 		t.retries.Add(ctx, 1)
 	}
 	t.latency.Record(ctx, e.Duration.Seconds(), metric.WithAttributeSet(sets.outcome))
-	if e.Breaker == StateHalted { // its result halted the host
+	if e.Breaker == stateHalted { // its result halted the host
 		t.halts.Add(ctx, 1)
 	}
 	t.wait.Record(ctx, e.Wait.Seconds())
@@ -366,7 +367,7 @@ func (t *Telemetry) observeHosts(ctx context.Context, o metric.Observer, g metri
 		}
 		cur := st.Breaker.String()
 		if st.Halted {
-			cur = StateHalted
+			cur = stateHalted
 		}
 		host := attribute.String("host", h)
 		for _, s := range states {

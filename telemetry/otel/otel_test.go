@@ -57,7 +57,7 @@ func newRig(t *testing.T, watch ...string) *rig {
 		MeterProvider:  mp,
 		BreakerCounts: func() map[string]int {
 			n := mem.Counts()
-			return map[string]int{otel.StateClosed: n.Closed, otel.StateHalfOpen: n.HalfOpen, otel.StateOpen: n.Open, otel.StateHalted: n.Halted}
+			return map[string]int{"closed": n.Closed, "half-open": n.HalfOpen, "open": n.Open, "halted": n.Halted}
 		},
 		Watch:  watch,
 		Status: func(ctx context.Context, host string) (hoststate.Status, error) { return chain.Status(ctx, host) },

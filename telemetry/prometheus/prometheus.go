@@ -7,7 +7,7 @@
 //
 //	c := prometheus.New(prometheus.Config{BreakerCounts: ..., Endpoints: ...})
 //	registry.MustRegister(c)
-//	// egresskit.Config{Observers: telemetry.Fanout(c, ...)}
+//	// egresskit.Config{Observers: []telemetry.Observer{c, ...}}
 //
 // Cardinality is bounded by design: no metric has a label per crawled host
 // except the breaker state of the hosts on the operator's watch list, and
@@ -29,17 +29,17 @@ import (
 
 // Breaker states as reported by Config.BreakerCounts and Config.BreakerState.
 const (
-	StateClosed   = "closed"
-	StateHalfOpen = "half-open"
-	StateOpen     = "open"
-	StateHalted   = "halted"
+	stateClosed   = "closed"
+	stateHalfOpen = "half-open"
+	stateOpen     = "open"
+	stateHalted   = "halted"
 )
 
-// States lists the breaker states every state metric exports, in order.
-var states = [...]string{StateClosed, StateHalfOpen, StateOpen, StateHalted}
+// states lists the breaker states every state metric exports, in order.
+var states = [...]string{stateClosed, stateHalfOpen, stateOpen, stateHalted}
 
-// DefaultBuckets are the classic latency buckets, in seconds.
-func DefaultBuckets() []float64 {
+// defaultBuckets are the classic latency buckets, in seconds.
+func defaultBuckets() []float64 {
 	return []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
 }
 
@@ -49,7 +49,8 @@ type Config struct {
 	// Namespace prefixes every metric name; "" means "egresskit".
 	Namespace string
 	// Buckets are the classic buckets of the latency and wait histograms,
-	// in seconds; nil means DefaultBuckets().
+	// in seconds; nil means 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,
+	// 2.5, 5, 10, 30 and 60.
 	Buckets []float64
 	// NativeBucketFactor is the growth factor of the native (sparse)
 	// histograms kept alongside the classic buckets; zero means 1.1, a
@@ -59,16 +60,17 @@ type Config struct {
 	// later new values are counted as "other". Zero means 32.
 	MaxReasons int
 	// BreakerCounts returns how many hosts are in each breaker state
-	// (keys StateClosed, StateHalfOpen, StateOpen, StateHalted; missing
-	// keys count 0). It is called on every scrape, without locks held,
+	// (keys "closed", "half-open", "open" and "halted", the words of
+	// breaker.State's String and of a halted host; missing keys count 0). It is called on every scrape, without locks held,
 	// and should be fast. Nil omits egresskit_breaker_hosts.
 	BreakerCounts func() map[string]int
 	// Watch lists the hosts whose own breaker state is exported
 	// (egresskit_host_breaker_state, one series per state and host). Nil
 	// exports none: never one series per crawled host by default.
 	Watch []string
-	// BreakerState returns a watched host's breaker state; it is called on
-	// every scrape for each watched host. Nil means the state seen in the
+	// BreakerState returns a watched host's breaker state, one of the
+	// words of BreakerCounts' keys; it is called on every scrape for each
+	// watched host. Nil means the state seen in the
 	// host's latest event ("" until the first, exported as no series).
 	BreakerState func(host string) string
 	// PacingRate returns a watched host's current pacing rate, in
@@ -129,7 +131,7 @@ func New(cfg Config) *Collector {
 		cfg.Namespace = "egresskit"
 	}
 	if cfg.Buckets == nil {
-		cfg.Buckets = DefaultBuckets()
+		cfg.Buckets = defaultBuckets()
 	}
 	if cfg.NativeBucketFactor == 0 {
 		cfg.NativeBucketFactor = 1.1
@@ -214,7 +216,7 @@ func (c *Collector) Observe(_ context.Context, e *telemetry.Event) {
 		c.retries.Inc()
 	}
 	c.latency.WithLabelValues(outcome).Observe(e.Duration.Seconds())
-	if e.Breaker == StateHalted { // its result halted the host
+	if e.Breaker == stateHalted { // its result halted the host
 		c.halts.Inc()
 	}
 	c.wait.Observe(e.Wait.Seconds())

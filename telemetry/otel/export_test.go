@@ -1,0 +1,4 @@
+package otel
+
+// DefaultBuckets is defaultBuckets, for the external tests.
+var DefaultBuckets = defaultBuckets
