@@ -84,7 +84,8 @@ type Event struct {
 	Unsent string
 }
 
-// Observer receives events. Observe is called synchronously on the request
+// Observer receives events: a crawler author's own, or those of this
+// package (NewSlog, Audit) and of the exporters. Observe is called synchronously on the request
 // path, once per attempt, possibly from many goroutines at once; it must be
 // fast and safe for concurrent use, and must not retain e or anything it
 // points to after it returns (copy what it keeps). Wrap a slow or an
@@ -93,7 +94,8 @@ type Observer interface {
 	Observe(ctx context.Context, e *Event)
 }
 
-// ObserverFunc adapts a function to the Observer interface.
+// ObserverFunc adapts a function to the Observer interface, for a crawler
+// author's own observer.
 type ObserverFunc func(ctx context.Context, e *Event)
 
 // Observe calls f(ctx, e).

@@ -7,7 +7,8 @@ import (
 	"strings"
 )
 
-// Redacted replaces every secret value removed by a Redactor.
+// Redacted replaces every secret value removed by a Redactor: the word an
+// operator finds in logs, events and audit lines where a credential was.
 const Redacted = "REDACTED"
 
 // Redactor removes credentials from URLs, headers and error text. It is the

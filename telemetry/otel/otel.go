@@ -18,7 +18,9 @@ import (
 	"github.com/egresskit/egresskit/telemetry"
 )
 
-// ScopeName is the instrumentation scope of the tracer and the meter.
+// ScopeName is the instrumentation scope of the tracer and the meter, by
+// which an operator selects egresskit's spans and instruments (views,
+// sampling, filters).
 const ScopeName = "github.com/egresskit/egresskit/telemetry/otel"
 
 // Breaker states, as the breaker-state metrics and span attributes spell
