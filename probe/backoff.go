@@ -53,9 +53,8 @@ type Recommendation struct {
 	// decimals.
 	Concurrency float64
 	// MaxConcurrency is Workers(Options.Workers), the recommended number
-	// of requests in flight for the crawl, set by Run; Diagnose leaves it
-	// 0 (it does not know the plan). Zero when the recommendation is to
-	// halt.
+	// of requests in flight for the crawl. Zero when the recommendation
+	// is to halt.
 	MaxConcurrency int
 	// HostPerMinute is the recommended pacing, in requests per minute, of
 	// every host that rate-limited a probe, by host key: one request per

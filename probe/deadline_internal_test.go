@@ -108,7 +108,7 @@ func TestRunDeadlineFakeTime(t *testing.T) {
 				got[kind] = map[string]int{}
 			}
 			got[kind][r.OutcomeName()]++
-			if kind == "hang" && (!r.Deadline || r.Err != "deadline" || r.Outcome != classify.Canceled || r.Stage == StageQueued) {
+			if kind == "hang" && (!r.Deadline || r.Err != "deadline" || r.Outcome != classify.Canceled || r.Stage == "queued") {
 				t.Errorf("hanging probe %d = %+v, want cut by the deadline in flight", i, r)
 			}
 			if kind != "hang" && r.Latency != 10*time.Millisecond {
@@ -138,7 +138,7 @@ func TestRunDeadlineFakeTime(t *testing.T) {
 func TestRunDeadlineCases(t *testing.T) {
 	type want struct {
 		outcome string
-		queued  bool // never started: reported in StageQueued
+		queued  bool // never started: reported in "queued"
 		err     string
 	}
 	ok, cut, queued := want{"ok", false, ""}, want{"deadline", false, "deadline"}, want{"deadline", true, "deadline"}
@@ -193,7 +193,7 @@ func TestRunDeadlineCases(t *testing.T) {
 				}
 				for i, r := range rep.Results {
 					w := tt.want[i]
-					queuedOK := w.queued == (r.Stage == StageQueued)
+					queuedOK := w.queued == (r.Stage == "queued")
 					if r.OutcomeName() != w.outcome || r.Err != w.err || !queuedOK || r.Deadline != (w.outcome == "deadline") {
 						t.Errorf("Results[%d] (%s) = outcome %s, err %q, stage %v, deadline %v; want %s, %q, queued %v",
 							i, tt.paths[i], r.OutcomeName(), r.Err, r.Stage, r.Deadline, w.outcome, w.err, w.queued)

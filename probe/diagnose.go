@@ -127,9 +127,9 @@ type Latency struct {
 	P50, P95, P99, Max time.Duration
 }
 
-// Percentile returns the nearest-rank p-th percentile (0 < p <= 100) of
+// percentile returns the nearest-rank p-th percentile (0 < p <= 100) of
 // sorted, or zero when sorted is empty.
-func Percentile(sorted []time.Duration, p int) time.Duration {
+func percentile(sorted []time.Duration, p int) time.Duration {
 	n := len(sorted)
 	if n == 0 || p <= 0 {
 		return 0
@@ -156,7 +156,7 @@ type Breakdown struct {
 }
 
 // Diagnosis is the verdict drawn from a set of results. It is a pure
-// function of the results and the thresholds (see Diagnose).
+// function of the results and the thresholds.
 type Diagnosis struct {
 	// Status is the verdict.
 	Status Verdict
@@ -195,7 +195,7 @@ type Diagnosis struct {
 	// ended by PerRequestTimeout or by the Run's deadline;
 	// timeout_count in JSON.
 	Timeouts int
-	// NotStarted counts results the deadline came before (Stage queued).
+	// NotStarted counts results the deadline came before (Stage "queued").
 	NotStarted int
 	// Disallowed counts the probes robots.txt disallowed; they were not
 	// sent and are not measured.
@@ -243,12 +243,12 @@ func isBlocked(r TargetResult) bool {
 // isHang: the probe was sent and got no answer in time, ended by its own
 // timeout or by the Run's deadline.
 func isHang(r TargetResult) bool {
-	return r.TimedOut || (r.Deadline && r.Stage != StageQueued && r.Status == 0 && !r.Disallowed)
+	return r.TimedOut || (r.Deadline && !r.notStarted() && r.Status == 0 && !r.Disallowed)
 }
 
 func isCallerCanceled(r TargetResult) bool { return r.Outcome == classify.Canceled && !r.Deadline }
 
-// Diagnose draws the diagnosis from results under th (zero fields mean the
+// diagnose draws the diagnosis from results under th (zero fields mean the
 // defaults). It is deterministic: the same results in any order give the
 // same diagnosis.
 //
@@ -259,7 +259,7 @@ func isCallerCanceled(r TargetResult) bool { return r.Outcome == classify.Cancel
 // CriticalSuccessRate is CRITICAL; below DegradedSuccessRate is DEGRADED; a
 // mean latency above DegradedLatency is DEGRADED. The status is CRITICAL
 // exactly when Recommendation.Halt() is true.
-func Diagnose(results []TargetResult, th Thresholds) Diagnosis {
+func diagnose(results []TargetResult, th Thresholds) Diagnosis {
 	th = th.withDefaults()
 	d := Diagnosis{Total: len(results)}
 	var lat []time.Duration
@@ -273,7 +273,7 @@ func Diagnose(results []TargetResult, th Thresholds) Diagnosis {
 			m[name] = b
 		}
 		b.Total++
-		if r.Success() {
+		if r.success() {
 			b.Succeeded++
 		}
 		b.Outcomes.add(r)
@@ -298,7 +298,7 @@ func Diagnose(results []TargetResult, th Thresholds) Diagnosis {
 		if r.Disallowed {
 			d.Disallowed++
 		}
-		if r.Success() {
+		if r.success() {
 			d.Succeeded++
 		}
 		if isRateLimited(r) {
@@ -313,7 +313,7 @@ func Diagnose(results []TargetResult, th Thresholds) Diagnosis {
 		if isHang(r) {
 			d.Timeouts++
 		}
-		if r.Deadline && r.Stage == StageQueued && !r.Disallowed {
+		if r.Deadline && r.notStarted() && !r.Disallowed {
 			d.NotStarted++
 		}
 		d.MaxRetryAfter = max(d.MaxRetryAfter, r.RetryAfter)
@@ -330,9 +330,9 @@ func Diagnose(results []TargetResult, th Thresholds) Diagnosis {
 		d.Latency = Latency{
 			Samples: n,
 			Mean:    sum / time.Duration(n),
-			P50:     Percentile(lat, 50),
-			P95:     Percentile(lat, 95),
-			P99:     Percentile(lat, 99),
+			P50:     percentile(lat, 50),
+			P95:     percentile(lat, 95),
+			P99:     percentile(lat, 99),
 			Max:     lat[n-1],
 		}
 	}
@@ -371,7 +371,7 @@ func attribute(results []TargetResult, egresses, hosts []Breakdown) (failing, bl
 	reachable := map[string]bool{} // hosts with a success
 	unsent := map[string]int{}     // robots.txt-disallowed probes per egress
 	for _, r := range results {
-		if r.Success() {
+		if r.success() {
 			working[r.Egress] = true
 			reachable[r.Host] = true
 		}

@@ -1,6 +1,6 @@
 // Package probe is the pre-flight check of a crawl: before a fleet is
 // dispatched, Run probes the targets (and the proxies they leave through)
-// within a strict time budget and Diagnose turns what it saw into a verdict
+// within a strict time budget and turns what it saw into a verdict
 // — HEALTHY, DEGRADED or CRITICAL — and into settings: a retry backoff, a
 // concurrency factor and per-host pacing.
 //
@@ -36,7 +36,7 @@
 // never answers. The report always holds one result per probe; nothing
 // gathered before the deadline is thrown away.
 //
-// Each result records where the probe got to (Stage) and how long each step
+// Each result records where the probe got to (TargetResult.Stage) and how long each step
 // took (Phases: DNS, connect, TLS, time to first byte, measured with
 // net/http/httptrace as blackbox_exporter measures them). URLs, proxy URLs
 // and error texts are redacted by package telemetry's rules, and the
@@ -45,7 +45,8 @@
 //
 // # Diagnosis
 //
-// Diagnose is a pure function of the results. A probe succeeds when its
+// The diagnosis (Report.Diagnosis) is a pure function of the results and
+// Options.Thresholds. A probe succeeds when its
 // outcome is classify.OK. It is rate-limited when its status is 429 or its
 // outcome Throttled; blocked when, not rate-limited, it was Refused (a
 // challenge page, a refusal naming the agent), had status 403 or 503, or got

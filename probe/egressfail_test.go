@@ -40,7 +40,4 @@ func TestDiagnoseEgressFailures(t *testing.T) {
 	if len(d.BlockingHosts) != 0 {
 		t.Errorf("BlockingHosts = %v, want none", d.BlockingHosts)
 	}
-	if got := probe.StageProxy.String(); got != "proxy" {
-		t.Errorf("StageProxy.String() = %q, want proxy", got)
-	}
 }

@@ -133,9 +133,9 @@ func TestRunStalledStages(t *testing.T) {
 	for _, r := range rep.Results {
 		want := map[string]string{"hang": "connect", "stall": "tls"}[f.kind[r.URL]]
 		if runtime.GOOS != "linux" && want == "connect" {
-			want = r.Stage.String() // only Linux can hold a handshake open
+			want = r.Stage // only Linux can hold a handshake open
 		}
-		if !r.Deadline || r.Err != "deadline" || r.Stage.String() != want {
+		if !r.Deadline || r.Err != "deadline" || r.Stage != want {
 			t.Errorf("%s target %s: deadline %v, err %q, stage %v; want cut by the deadline in stage %s",
 				f.kind[r.URL], r.URL, r.Deadline, r.Err, r.Stage, want)
 		}
@@ -160,7 +160,7 @@ func checkFleet(tb testing.TB, f fleet, rep *probe.Report) {
 			byKind[k], stages[k] = map[string]int{}, map[string]int{}
 		}
 		byKind[k][r.OutcomeName()]++
-		stages[k][r.Stage.String()]++
+		stages[k][r.Stage]++
 		if r.Deadline && (r.Err != "deadline" || r.Outcome != classify.Canceled) {
 			tb.Errorf("deadline result %+v: want Err \"deadline\", Outcome Canceled", r)
 		}

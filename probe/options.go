@@ -11,27 +11,8 @@ import (
 	"github.com/egresskit/egresskit/classify"
 	"github.com/egresskit/egresskit/egress"
 	"github.com/egresskit/egresskit/internal/configerr"
+	"github.com/egresskit/egresskit/internal/probeinput"
 )
-
-// Defaults for Options.
-const (
-	// DefaultDeadline bounds a whole Run.
-	DefaultDeadline = 10 * time.Second
-	// DefaultConcurrency is the number of probes in flight at once.
-	DefaultConcurrency = 64
-	// DefaultMaxRedirects is the number of redirects a probe follows.
-	DefaultMaxRedirects = 5
-	// DefaultPerHost is the number of probes in flight to one host.
-	DefaultPerHost = 2
-	// DefaultWorkers is the crawl's planned concurrency when
-	// Options.Workers is zero.
-	DefaultWorkers = 16
-)
-
-// DefaultUserAgent is sent when Options.UserAgent is empty: the chain's own
-// User-Agent, so that the probe is judged by robots.txt, and named in
-// refusals, under the same agent token as the crawl it prepares.
-const DefaultUserAgent = egresskit.DefaultUserAgent
 
 // Options configures Run. The zero value works: direct egress, GET, a 10 s
 // deadline, 64 probes in flight, the default classifier and the default
@@ -55,13 +36,13 @@ type Options struct {
 	// goes through every egress its rule allows, and Report.Rules says per
 	// rule and host whether an eligible egress got through; without
 	// Matrix a target naming an excluded egress, or with none of Proxies
-	// allowed, is an error wrapping ErrExcludedEgress.
+	// allowed, is a *TargetError.
 	Rules []egress.Rule
 
 	// Deadline bounds the whole Run, measured from its start; ctx's own
 	// deadline applies when earlier. Probes still running when it passes
-	// are cancelled and reported with outcome "deadline". Zero means
-	// DefaultDeadline; negative is an error.
+	// are cancelled and reported with outcome "deadline". Zero means 10 s;
+	// negative is an error.
 	Deadline time.Duration
 
 	// PerRequestTimeout bounds each probe; a probe that runs out of it is
@@ -70,11 +51,11 @@ type Options struct {
 	PerRequestTimeout time.Duration
 
 	// Concurrency is the number of probes in flight at once. Zero means
-	// DefaultConcurrency; negative is an error.
+	// 64; negative is an error.
 	Concurrency int
 
 	// PerHost is the number of probes in flight to one host (by host key,
-	// across egresses). Zero means DefaultPerHost; negative means no cap.
+	// across egresses). Zero means 2; negative means no cap.
 	// Probes to a host at its cap wait while probes to other hosts go.
 	PerHost int
 
@@ -89,15 +70,15 @@ type Options struct {
 	IgnoreRobots bool
 
 	// Workers is the crawl's planned concurrency, which
-	// Recommendation.MaxConcurrency scales. Zero means DefaultWorkers;
-	// negative is an error.
+	// Recommendation.MaxConcurrency scales. Zero means 16; negative is an
+	// error.
 	Workers int
 
 	// Method is http.MethodGet (when empty) or http.MethodHead.
 	Method string
 
 	// MaxRedirects is the number of redirects a probe follows; the final
-	// response is the one classified. Zero means DefaultMaxRedirects;
+	// response is the one classified. Zero means 5;
 	// negative means none are followed.
 	MaxRedirects int
 
@@ -107,7 +88,9 @@ type Options struct {
 	Classifier *classify.Classifier
 
 	// UserAgent is sent with every probe and with its robots.txt fetch.
-	// Empty means DefaultUserAgent, the chain's default; set it to the
+	// Empty means egresskit.DefaultUserAgent, the chain's own, so that the
+	// probe is judged by robots.txt, and named in refusals, under the same
+	// agent token as the crawl it prepares; set it to the
 	// crawler's own User-Agent. A value that is not a valid header value
 	// (a control character such as CR or LF) is an error.
 	UserAgent string
@@ -163,7 +146,7 @@ func (o Options) resolve() (settings, error) {
 	case o.Deadline < 0:
 		return bad("Deadline", "must not be negative")
 	case o.Deadline == 0:
-		s.Deadline = DefaultDeadline
+		s.Deadline = probeinput.DefaultDeadline
 	}
 	if o.PerRequestTimeout < 0 {
 		return bad("PerRequestTimeout", "must not be negative")
@@ -172,7 +155,7 @@ func (o Options) resolve() (settings, error) {
 	case o.Concurrency < 0:
 		return bad("Concurrency", "must not be negative")
 	case o.Concurrency == 0:
-		s.Concurrency = DefaultConcurrency
+		s.Concurrency = probeinput.DefaultConcurrency
 	}
 	switch o.Method {
 	case "":
@@ -185,18 +168,18 @@ func (o Options) resolve() (settings, error) {
 	case o.MaxRedirects < 0:
 		s.maxRedirects = -1
 	case o.MaxRedirects == 0:
-		s.maxRedirects = DefaultMaxRedirects
+		s.maxRedirects = probeinput.DefaultMaxRedirects
 	default:
 		s.maxRedirects = o.MaxRedirects
 	}
 	if o.UserAgent == "" {
-		s.UserAgent = DefaultUserAgent
-	} else if err := ValidHeaderValue(o.UserAgent); err != nil {
+		s.UserAgent = egresskit.DefaultUserAgent
+	} else if err := probeinput.ValidHeaderValue(o.UserAgent); err != nil {
 		return bad("UserAgent", err.Error())
 	}
 	switch {
 	case o.PerHost == 0:
-		s.PerHost = DefaultPerHost
+		s.PerHost = probeinput.DefaultPerHost
 	case o.PerHost < 0:
 		s.PerHost = 0 // no cap
 	}
@@ -204,7 +187,7 @@ func (o Options) resolve() (settings, error) {
 	case o.Workers < 0:
 		return bad("Workers", "must not be negative")
 	case o.Workers == 0:
-		s.Workers = DefaultWorkers
+		s.Workers = probeinput.DefaultWorkers
 	}
 	if o.Classifier == nil {
 		s.Classifier = classify.New(classify.Config{AgentToken: productToken(s.UserAgent)})
@@ -216,20 +199,6 @@ func (o Options) resolve() (settings, error) {
 		return settings{}, err
 	}
 	return s, nil
-}
-
-// ValidHeaderValue reports why v cannot be sent as an HTTP header field
-// value (RFC 9110 section 5.5): it returns an error naming the first
-// offending byte's position for a control character other than horizontal
-// tab (CR and LF among them) or DEL, and nil otherwise. The error never
-// contains v.
-func ValidHeaderValue(v string) error {
-	for i := 0; i < len(v); i++ {
-		if c := v[i]; (c < ' ' && c != '\t') || c == 0x7f {
-			return fmt.Errorf("has a control character (0x%02x) at byte %d", c, i)
-		}
-	}
-	return nil
 }
 
 // productToken returns the product token of a User-Agent: the text before

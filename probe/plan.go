@@ -6,10 +6,11 @@ import (
 	"strconv"
 
 	"github.com/egresskit/egresskit/egress"
+	"github.com/egresskit/egresskit/internal/probeinput"
 )
 
 // direct is the ID of the egress without a proxy.
-const direct = "direct"
+const direct = probeinput.Direct
 
 // exit is one egress of a Run.
 type exit struct {
@@ -57,17 +58,17 @@ func newPlan(targets []Target, s settings) (*plan, error) {
 	}
 	for _, ep := range s.Proxies {
 		if ep.ID == "" {
-			return nil, &InvalidProxyError{Err: fmt.Errorf("%w: empty endpoint ID", ErrSyntax)}
+			return nil, &InvalidProxyError{Err: fmt.Errorf("%w: empty endpoint ID", probeinput.ErrSyntax)}
 		}
 		if byID[ep.ID] != nil {
-			return nil, &InvalidProxyError{ID: ep.ID, Err: fmt.Errorf("%w: duplicate endpoint ID", ErrSyntax)}
+			return nil, &InvalidProxyError{ID: ep.ID, Err: fmt.Errorf("%w: duplicate endpoint ID", probeinput.ErrSyntax)}
 		}
 		e, err := newExit(ep.ID, ep.Proxy)
 		if err != nil {
 			return nil, &InvalidProxyError{ID: ep.ID, Err: err}
 		}
 		if ep.ID == direct && e.proxy != nil {
-			return nil, &InvalidProxyError{ID: ep.ID, Err: fmt.Errorf("%w: ID %q is reserved for no proxy", ErrSyntax, direct)}
+			return nil, &InvalidProxyError{ID: ep.ID, Err: fmt.Errorf("%w: ID %q is reserved for no proxy", probeinput.ErrSyntax, direct)}
 		}
 		e.labels = ep.Labels
 		p.scrub.add(e.proxy)
@@ -85,11 +86,11 @@ func newPlan(targets []Target, s settings) (*plan, error) {
 	// exitFor resolves a Target.Egress that is not empty.
 	exitFor := func(i int, eg string) (*exit, error) {
 		switch {
-		case !isProxyURL(eg):
+		case !probeinput.IsProxyURL(eg):
 			if e := byID[eg]; e != nil {
 				return e, nil
 			}
-			return nil, &TargetError{Index: i, Err: fmt.Errorf("%w %q", ErrUnknownEgress, eg)}
+			return nil, &TargetError{Index: i, Err: fmt.Errorf("%w %q", probeinput.ErrUnknownEgress, eg)}
 		case eg == direct:
 			return directExit(), nil
 		case byURL[eg] != nil:
@@ -120,7 +121,7 @@ func newPlan(targets []Target, s settings) (*plan, error) {
 	}
 	cs := make([]checked, len(targets))
 	for i, t := range targets {
-		u, key, err := parseTargetURL(t.URL)
+		u, key, err := probeinput.TargetURL(t.URL)
 		if err != nil {
 			return nil, &TargetError{Index: i, URL: showURL(t.URL), Err: err}
 		}
@@ -146,8 +147,8 @@ func newPlan(targets []Target, s settings) (*plan, error) {
 		if len(p.exits) == 0 {
 			directExit()
 		}
-		if n := len(cs) * len(p.exits); n > MaxProbes {
-			return nil, fmt.Errorf("%w: %d targets x %d egresses = %d (limit %d)", ErrTooManyProbes, len(cs), len(p.exits), n, MaxProbes)
+		if n := len(cs) * len(p.exits); n > probeinput.MaxProbes {
+			return nil, fmt.Errorf("%w: %d targets x %d egresses = %d (limit %d)", ErrTooManyProbes, len(cs), len(p.exits), n, probeinput.MaxProbes)
 		}
 		for _, c := range cs {
 			for _, e := range p.exits {
@@ -158,8 +159,8 @@ func newPlan(targets []Target, s settings) (*plan, error) {
 		}
 		return p, nil
 	}
-	if len(cs) > MaxProbes {
-		return nil, fmt.Errorf("%w: %d targets (limit %d)", ErrTooManyProbes, len(cs), MaxProbes)
+	if len(cs) > probeinput.MaxProbes {
+		return nil, fmt.Errorf("%w: %d targets (limit %d)", ErrTooManyProbes, len(cs), probeinput.MaxProbes)
 	}
 	next := 0
 	for i, c := range cs {
@@ -196,7 +197,7 @@ func newExit(id, raw string) (*exit, error) {
 	if raw == "" && id != "" {
 		raw = direct
 	}
-	u, err := parseProxyURL(raw)
+	u, err := probeinput.ProxyURL(raw)
 	if err != nil {
 		return nil, err
 	}

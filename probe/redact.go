@@ -64,3 +64,16 @@ func (s *scrubber) scrub(err error) string {
 	}
 	return msg
 }
+
+// showURL returns the redacted form of a URL for an error message, or ""
+// when s is too long or does not parse.
+func showURL(s string) string {
+	if len(s) > 256 {
+		return ""
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return ""
+	}
+	return redactURL(u)
+}

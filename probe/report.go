@@ -175,11 +175,11 @@ func (r TargetResult) wire() wireResult {
 	w := wireResult{
 		URL:        r.URL,
 		LatencyMS:  ms(r.Latency),
-		Success:    r.Success(),
+		Success:    r.success(),
 		Egress:     r.Egress,
 		Host:       r.Host,
 		Outcome:    r.OutcomeName(),
-		Stage:      r.Stage.String(),
+		Stage:      r.Stage,
 		EgressFail: r.EgressFailure,
 		Markers:    nonNil(r.Markers),
 		RetryAfter: secs(r.RetryAfter),

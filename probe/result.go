@@ -9,37 +9,24 @@ import (
 	"github.com/egresskit/egresskit/classify"
 )
 
-// Stage names the last step a probe reached. For a probe that failed or was
-// cut short it says where it stalled.
-type Stage uint8
+// stage is the last step a probe reached; TargetResult.Stage spells it.
+type stage uint8
 
 // The stages, in order.
 const (
-	// StageQueued: the probe never started (the deadline came first).
-	StageQueued Stage = iota
-	// StageDNS: resolving the host name (or the proxy's).
-	StageDNS
-	// StageConnect: the TCP handshake with the target or the proxy.
-	StageConnect
-	// StageTLS: the TLS handshake.
-	StageTLS
-	// StageRequest: connected; the request is written and no response
-	// byte has arrived yet.
-	StageRequest
-	// StageResponse: the response began to arrive.
-	StageResponse
-	// StageProxy: the probe failed on its egress route, at the proxy,
-	// whatever step it had reached: the proxy refused the credentials,
-	// could not be reached, failed its TLS or SOCKS handshake or answered
-	// with an error of its own. TargetResult.EgressFailure says which; the
-	// target was not judged.
-	StageProxy
+	stageQueued stage = iota
+	stageDNS
+	stageConnect
+	stageTLS
+	stageRequest
+	stageResponse
+	stageProxy
 )
 
 var stageNames = [...]string{"queued", "dns", "connect", "tls", "request", "response", "proxy"}
 
 // String returns the lower-case name of s ("queued", "dns", ...).
-func (s Stage) String() string {
+func (s stage) String() string {
 	if int(s) < len(stageNames) {
 		return stageNames[s]
 	}
@@ -93,15 +80,26 @@ type TargetResult struct {
 	// TimedOut is true when the probe ran out of PerRequestTimeout.
 	TimedOut bool
 	// Disallowed is true when robots.txt disallows the URL for the
-	// probe's agent: the probe was not sent (Stage queued, Outcome
+	// probe's agent: the probe was not sent (Stage "queued", Outcome
 	// Permanent) and is not among the measured probes.
 	Disallowed bool
-	// Stage is the last step the probe reached.
-	Stage Stage
+	// Stage is the last step the probe reached; for a probe that failed
+	// or was cut short it says where it stalled. Its values, in order:
+	// "queued" (the probe never started: the deadline came first, or
+	// robots.txt disallowed it), "dns" (resolving the host name or the
+	// proxy's), "connect" (the TCP handshake with the target or the
+	// proxy), "tls" (the TLS handshake), "request" (connected; the request
+	// is written and no response byte has arrived yet), "response" (the
+	// response began to arrive), and "proxy": the probe failed on its
+	// egress route, at the proxy, whatever step it had reached (the proxy
+	// refused the credentials, could not be reached, failed its TLS or
+	// SOCKS handshake or answered with an error of its own);
+	// EgressFailure says which, and the target was not judged.
+	Stage string
 	// EgressFailure is the kind of egress failure (egress.FailureKind:
 	// "auth", "dial", "tls", "handshake", "proxy") when the probe failed
 	// on its egress route rather than at the target; Stage is then
-	// StageProxy. Such a result counts against its egress, never in its
+	// "proxy". Such a result counts against its egress, never in its
 	// host's breakdown. Empty otherwise.
 	EgressFailure string
 	// Reused is true when the probe went over a connection an earlier probe
@@ -127,11 +125,12 @@ type TargetResult struct {
 	Err string
 }
 
-// Success reports whether the probe succeeded: its Outcome is classify.OK
+// success reports whether the probe succeeded: its Outcome is classify.OK
 // (a response that is neither a failure nor a challenge page).
-func (r TargetResult) Success() bool { return r.Outcome == classify.OK && !r.Deadline && r.Status != 0 }
+func (r TargetResult) success() bool { return r.Outcome == classify.OK && !r.Deadline && r.Status != 0 }
 
-// OutcomeName is the outcome as the report spells it: "deadline" for a probe
+// OutcomeName is the outcome as the report spells it (its "outcome"
+// field), for an operator reading the results: "deadline" for a probe
 // cut short by the Run's deadline, else Outcome.String().
 func (r TargetResult) OutcomeName() string {
 	if r.Deadline {
@@ -140,8 +139,9 @@ func (r TargetResult) OutcomeName() string {
 	return r.Outcome.String()
 }
 
-// Started reports whether the probe was sent at all.
-func (r TargetResult) Started() bool { return r.Stage != StageQueued }
+// notStarted reports whether the probe was never sent: its Stage is
+// "queued", or empty, as in a result built by hand.
+func (r TargetResult) notStarted() bool { return r.Stage == "" || r.Stage == stageQueued.String() }
 
 // recorder collects httptrace events for one probe. The transport may call
 // it from its dialing goroutine even after the probe has returned, so it is
@@ -152,7 +152,7 @@ type recorder struct {
 
 	mu        sync.Mutex // guards the fields below
 	frozen    bool
-	stage     Stage
+	stage     stage
 	reused    bool
 	dnsStart  time.Time
 	connStart time.Time
@@ -161,7 +161,7 @@ type recorder struct {
 }
 
 func newRecorder(now func() time.Time) *recorder {
-	return &recorder{now: now, start: now(), stage: StageDNS}
+	return &recorder{now: now, start: now(), stage: stageDNS}
 }
 
 // event applies f under the lock unless the recorder is frozen.
@@ -176,7 +176,7 @@ func (r *recorder) event(f func(t time.Time)) {
 
 // advance moves the stage forward (never back: a redirect's new
 // connection does not undo "response").
-func (r *recorder) advance(s Stage) {
+func (r *recorder) advance(s stage) {
 	if s > r.stage {
 		r.stage = s
 	}
@@ -185,7 +185,7 @@ func (r *recorder) advance(s Stage) {
 func (r *recorder) trace() *httptrace.ClientTrace {
 	return &httptrace.ClientTrace{
 		DNSStart: func(httptrace.DNSStartInfo) {
-			r.event(func(t time.Time) { r.dnsStart = t; r.advance(StageDNS) })
+			r.event(func(t time.Time) { r.dnsStart = t; r.advance(stageDNS) })
 		},
 		DNSDone: func(httptrace.DNSDoneInfo) {
 			r.event(func(t time.Time) {
@@ -200,7 +200,7 @@ func (r *recorder) trace() *httptrace.ClientTrace {
 				if r.connStart.IsZero() {
 					r.connStart = t
 				}
-				r.advance(StageConnect)
+				r.advance(stageConnect)
 			})
 		},
 		ConnectDone: func(_, _ string, err error) {
@@ -212,7 +212,7 @@ func (r *recorder) trace() *httptrace.ClientTrace {
 			})
 		},
 		TLSHandshakeStart: func() {
-			r.event(func(t time.Time) { r.tlsStart = t; r.advance(StageTLS) })
+			r.event(func(t time.Time) { r.tlsStart = t; r.advance(stageTLS) })
 		},
 		TLSHandshakeDone: func(tls.ConnectionState, error) {
 			r.event(func(t time.Time) {
@@ -223,16 +223,16 @@ func (r *recorder) trace() *httptrace.ClientTrace {
 			})
 		},
 		GotConn: func(info httptrace.GotConnInfo) {
-			r.event(func(time.Time) { r.reused = r.reused || info.Reused; r.advance(StageRequest) })
+			r.event(func(time.Time) { r.reused = r.reused || info.Reused; r.advance(stageRequest) })
 		},
 		GotFirstResponseByte: func() {
-			r.event(func(t time.Time) { r.phases.TTFB = t.Sub(r.start); r.advance(StageResponse) })
+			r.event(func(t time.Time) { r.phases.TTFB = t.Sub(r.start); r.advance(stageResponse) })
 		},
 	}
 }
 
 // freeze stops recording and returns what was recorded.
-func (r *recorder) freeze() (Stage, Phases, bool) {
+func (r *recorder) freeze() (stage, Phases, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.frozen = true

@@ -1,17 +1,12 @@
 package probe
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 
 	"github.com/egresskit/egresskit/egress"
+	"github.com/egresskit/egresskit/internal/probeinput"
 )
-
-// ErrExcludedEgress: the egress rule that governs a target's host
-// (Options.Rules) excludes the egress the target names, or every egress
-// a non-matrix run could send it through.
-var ErrExcludedEgress = errors.New("excluded by egress rule")
 
 // RuleCoverage says, for one host governed by an egress rule, which
 // eligible egresses a matrix run probed it through and which of them got
@@ -64,7 +59,7 @@ func excluded(i int, shown string, rule *egress.Rule, e *exit) error {
 	if e != nil {
 		what = fmt.Sprintf("egress %q", e.id)
 	}
-	return &TargetError{Index: i, URL: shown, Err: fmt.Errorf("%w: rule %q excludes %s", ErrExcludedEgress, rule.Name, what)}
+	return &TargetError{Index: i, URL: shown, Err: fmt.Errorf("%w: rule %q excludes %s", probeinput.ErrExcludedEgress, rule.Name, what)}
 }
 
 // coverage builds Report.Rules from the results of a matrix run: one

@@ -103,22 +103,3 @@ func TestRulesWithoutMatrix(t *testing.T) {
 	}
 }
 
-func TestParseProxiesLabels(t *testing.T) {
-	in := "fra-1 http://u:p=w@10.0.0.5:3128 region=eu kind=datacenter\nhttp://10.0.0.6:3128 region=us\ndirect\n"
-	eps, err := probe.ParseProxies(strings.NewReader(in))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []map[string]string{{"region": "eu", "kind": "datacenter"}, {"region": "us"}, nil}
-	for i, e := range eps {
-		if !reflect.DeepEqual(e.Labels, want[i]) {
-			t.Errorf("endpoint %d (%s) labels = %v, want %v", i, e.ID, e.Labels, want[i])
-		}
-	}
-	if eps[0].ID != "fra-1" || eps[0].Proxy != "http://u:p=w@10.0.0.5:3128" {
-		t.Errorf("endpoint 0 = %q %q", eps[0].ID, eps[0].Proxy)
-	}
-	if _, err := probe.ParseProxies(strings.NewReader("http://10.0.0.5:3128 =eu\n")); !errors.Is(err, probe.ErrSyntax) {
-		t.Errorf("a label without key: %v, want ErrSyntax", err)
-	}
-}

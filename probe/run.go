@@ -100,7 +100,7 @@ func Run(ctx context.Context, targets []Target, opts Options) (*Report, error) {
 	}
 	// Closing the pool and diagnosing overlap; both are done on return.
 	wg.Go(r.close)
-	rep.Diagnosis = Diagnose(rep.Results, s.Thresholds)
+	rep.Diagnosis = diagnose(rep.Results, s.Thresholds)
 	if s.Matrix {
 		rep.Rules = coverage(p.jobs, rep.Results)
 	}
@@ -311,7 +311,7 @@ func (r *runner) probe(j *job) TargetResult {
 	ctx, done, ok := r.start(j)
 	if !ok {
 		cut := r.cut()
-		res.Outcome, res.Deadline, res.Err, res.Reason, res.Stage = classify.Canceled, cut == "deadline", cut, cut, StageQueued
+		res.Outcome, res.Deadline, res.Err, res.Reason, res.Stage = classify.Canceled, cut == "deadline", cut, cut, stageQueued.String()
 		return res
 	}
 	defer done()
@@ -328,7 +328,7 @@ func (r *runner) probe(j *job) TargetResult {
 		}
 		var de *robots.DisallowedError
 		if errors.As(err, &de) && de.Source == robots.Parsed {
-			res.Outcome, res.Disallowed, res.Stage = classify.Permanent, true, StageQueued
+			res.Outcome, res.Disallowed, res.Stage = classify.Permanent, true, stageQueued.String()
 			res.Err, res.Reason = "disallowed by robots.txt", "disallowed by robots.txt"
 			return res
 		}
@@ -342,14 +342,15 @@ func (r *runner) probe(j *job) TargetResult {
 	}
 	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, rec.trace()), r.Method, j.url, nil)
 	if err != nil { // the URL was validated; this is not expected
-		res.Stage, res.Outcome, res.Err, res.Reason = StageDNS, classify.Permanent, "invalid request", "invalid request"
+		res.Stage, res.Outcome, res.Err, res.Reason = stageDNS.String(), classify.Permanent, "invalid request", "invalid request"
 		return res
 	}
 	req.Header.Set("User-Agent", r.UserAgent)
 
 	resp, err := r.clients[j.exit].Do(req)
 	res.Latency = r.Now().Sub(rec.start)
-	res.Stage, res.Phases, res.Reused = rec.freeze()
+	st, phases, reused := rec.freeze()
+	res.Stage, res.Phases, res.Reused = st.String(), phases, reused
 	if resp != nil {
 		defer drainClose(resp)
 	}
@@ -370,9 +371,9 @@ func (r *runner) probe(j *job) TargetResult {
 	case err != nil:
 		res.Status, res.Err = 0, r.scrub.scrub(err)
 		if pe, ok := errors.AsType[*egress.ProxyError](err); ok && pe.EndpointFault() {
-			res.Stage, res.EgressFailure, res.Reason = StageProxy, string(pe.Kind), egressReason(pe.Kind)
+			res.Stage, res.EgressFailure, res.Reason = stageProxy.String(), string(pe.Kind), egressReason(pe.Kind)
 		}
-	case !res.Success():
+	case !res.success():
 		res.Err = "HTTP status " + strconv.Itoa(res.Status)
 	}
 	return res

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/egresskit/egresskit/egress"
+	"github.com/egresskit/egresskit/internal/preflightinput"
 	"github.com/egresskit/egresskit/probe"
 )
 
@@ -49,7 +50,7 @@ func readTargets(cfg *config, stdin io.Reader) ([]probe.Target, error) {
 	var targets []probe.Target
 	stdinRead := false
 	fromReader := func(name string, r io.Reader) error {
-		ts, err := probe.ParseTargets(r)
+		ts, err := preflightinput.Targets(r)
 		if errors.Is(err, probe.ErrNoTargets) {
 			return nil // an empty source is fine if another has targets
 		}
@@ -88,7 +89,7 @@ func readTargets(cfg *config, stdin io.Reader) ([]probe.Target, error) {
 		if strings.ContainsAny(a, " \t\r\n") {
 			return nil, usagef("%s: a URL contains no white space", name)
 		}
-		ts, err := probe.ParseTargets(strings.NewReader(a))
+		ts, err := preflightinput.Targets(strings.NewReader(a))
 		if err != nil {
 			return nil, describe(name, err)
 		}
@@ -125,7 +126,7 @@ func readProxies(cfg *config) ([]egress.Endpoint, error) {
 		if strings.ContainsAny(p, " \t\r\n") {
 			return nil, usagef("%s: a proxy URL contains no white space", name)
 		}
-		got, err := probe.ParseProxies(strings.NewReader(p))
+		got, err := preflightinput.Proxies(strings.NewReader(p))
 		if err != nil {
 			return nil, describe(name, err)
 		}
@@ -133,7 +134,7 @@ func readProxies(cfg *config) ([]egress.Endpoint, error) {
 	}
 	if f := cfg.proxiesFile; f != "" {
 		err := fromFile(f, func(name string, r io.Reader) error {
-			got, err := probe.ParseProxies(r)
+			got, err := preflightinput.Proxies(r)
 			if err != nil {
 				return describe(name, err)
 			}
@@ -169,7 +170,7 @@ func describe(source string, err error) error {
 			where = fmt.Sprintf("%s: line %d", source, pe.Line)
 		}
 		return usagef("%s: proxy: %v", where, pe.Err)
-	case errors.Is(err, probe.ErrNoProxies), errors.Is(err, probe.ErrNoTargets), errors.Is(err, probe.ErrTooManyProbes):
+	case errors.Is(err, preflightinput.ErrNoProxies), errors.Is(err, probe.ErrNoTargets), errors.Is(err, probe.ErrTooManyProbes):
 		return usagef("%s: %v", source, err)
 	}
 	// A read error: the input is unreadable, which the caller fixes like

@@ -14,6 +14,7 @@ import (
 
 	"github.com/egresskit/egresskit"
 	"github.com/egresskit/egresskit/egress"
+	"github.com/egresskit/egresskit/internal/probeinput"
 	"github.com/egresskit/egresskit/probe"
 )
 
@@ -86,18 +87,18 @@ func newFlagSet(cfg *config, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&cfg.targetsFile, "targets", "", "read targets from `FILE` (- for standard input)")
 	fs.Var(&cfg.proxies, "proxy", "probe through the proxy `URL` (http, https, socks5, socks5h or direct; repeatable)")
 	fs.StringVar(&cfg.proxiesFile, "proxies", "", "read proxies from `FILE`, one \"[ID] URL\" per line")
-	fs.DurationVar(&cfg.timeout, "timeout", probe.DefaultDeadline, "global deadline of the whole run")
+	fs.DurationVar(&cfg.timeout, "timeout", probeinput.DefaultDeadline, "global deadline of the whole run")
 	fs.DurationVar(&cfg.perRequest, "per-request-timeout", 0, "deadline of each probe (default: the global deadline)")
-	fs.IntVar(&cfg.concurrency, "concurrency", probe.DefaultConcurrency, "probes in flight at once")
-	fs.IntVar(&cfg.perHost, "per-host", probe.DefaultPerHost, "probes in flight to one host (-1: no cap)")
-	fs.IntVar(&cfg.workers, "workers", probe.DefaultWorkers, "the crawl's planned concurrency, scaled into recommendation.max_concurrency")
+	fs.IntVar(&cfg.concurrency, "concurrency", probeinput.DefaultConcurrency, "probes in flight at once")
+	fs.IntVar(&cfg.perHost, "per-host", probeinput.DefaultPerHost, "probes in flight to one host (-1: no cap)")
+	fs.IntVar(&cfg.workers, "workers", probeinput.DefaultWorkers, "the crawl's planned concurrency, scaled into recommendation.max_concurrency")
 	fs.BoolVar(&cfg.noRobots, "ignore-robots", false, "probe URLs that robots.txt disallows")
 	fs.BoolVar(&cfg.matrix, "matrix", false, "probe every target through every proxy")
 	fs.StringVar(&cfg.rulesFile, "rules", "", "egress rules `FILE` (JSON, package egress): probe hosts only through the proxies their rule allows; with -matrix, report per rule and host whether an eligible proxy got through")
 	fs.StringVar(&cfg.method, "method", "GET", "request method, GET or HEAD")
 	fs.StringVar(&cfg.format, "format", "json", "output format on standard output, json or text")
 	fs.BoolVar(&cfg.exitZero, "exit-zero", false, "exit 0 whatever the status (usage errors still exit 64)")
-	fs.StringVar(&cfg.userAgent, "user-agent", probe.DefaultUserAgent, "User-Agent of the probes and their robots.txt fetches: the crawler's own")
+	fs.StringVar(&cfg.userAgent, "user-agent", egresskit.DefaultUserAgent, "User-Agent of the probes and their robots.txt fetches: the crawler's own")
 	fs.Usage = func() {} // run prints the usage itself, on standard output
 	return fs
 }
@@ -238,7 +239,7 @@ func prepare(cfg *config, set map[string]bool, stdin io.Reader, start time.Time)
 	if cfg.workers <= 0 {
 		return nil, opts, usagef("-workers %d: must be positive", cfg.workers)
 	}
-	if err := probe.ValidHeaderValue(cfg.userAgent); err != nil {
+	if err := probeinput.ValidHeaderValue(cfg.userAgent); err != nil {
 		return nil, opts, usagef("-user-agent: %v", err)
 	}
 	targets, proxies, err := readInputs(cfg, stdin, start.Add(cfg.timeout))

@@ -1,4 +1,7 @@
-package probe
+// Package preflightinput reads the preflight command's target and proxy
+// files: one target or proxy per line, validated as probe.Run validates
+// them (package probeinput), with errors that name the line.
+package preflightinput
 
 import (
 	"bufio"
@@ -10,7 +13,13 @@ import (
 	"strings"
 
 	"github.com/egresskit/egresskit/egress"
+	"github.com/egresskit/egresskit/internal/probeinput"
+	"github.com/egresskit/egresskit/probe"
+	"github.com/egresskit/egresskit/telemetry"
 )
+
+// ErrNoProxies: a proxy list is empty.
+var ErrNoProxies = errors.New("probe: no proxies")
 
 // utf8BOM is the UTF-8 encoding of U+FEFF, the byte order mark.
 var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
@@ -26,7 +35,7 @@ func (e *lineError) Error() string { return e.err.Error() }
 // lines calls fn for every non-blank, non-comment ('#') line of r with its
 // 1-based number and its whitespace-separated fields. A UTF-8 byte order
 // mark at the start of r is skipped, as editors on some systems write one. A line longer than
-// MaxLineLength stops the scan with a *lineError naming it; errors from fn
+// probeinput.MaxLineLength stops the scan with a *lineError naming it; errors from fn
 // are returned as they are; a read error is returned wrapped.
 func lines(r io.Reader, fn func(line int, fields []string) error) error {
 	br := bufio.NewReaderSize(r, 4096)
@@ -40,8 +49,8 @@ func lines(r io.Reader, fn func(line int, fields []string) error) error {
 		for {
 			var frag []byte
 			frag, err = br.ReadSlice('\n')
-			if len(buf)+len(frag) > MaxLineLength+1 { // +1: the newline
-				return &lineError{line: n, err: fmt.Errorf("%w: line longer than %d bytes", ErrTooLong, MaxLineLength)}
+			if len(buf)+len(frag) > probeinput.MaxLineLength+1 { // +1: the newline
+				return &lineError{line: n, err: fmt.Errorf("%w: line longer than %d bytes", probeinput.ErrTooLong, probeinput.MaxLineLength)}
 			}
 			buf = append(buf, frag...)
 			if err != bufio.ErrBufferFull {
@@ -63,34 +72,35 @@ func lines(r io.Reader, fn func(line int, fields []string) error) error {
 	}
 }
 
-// ParseTargets reads a target list: one target per line, "URL" or
+// Targets reads a target list: one target per line, "URL" or
 // "URL EGRESS" separated by white space, where EGRESS is a proxy URL, an
 // endpoint ID or "direct". Blank lines and lines starting with '#' are
-// skipped. Every URL is validated as Run would validate it.
+// skipped. Every URL is validated as probe.Run would validate it.
 //
-// Errors name the 1-based line: a *TargetError wrapping ErrTooLong,
-// ErrSyntax, ErrMalformedURL, ErrUnsupportedScheme, ErrMissingHost or
-// ErrBadPort; a *InvalidProxyError for a malformed proxy URL in the EGRESS field;
-// ErrNoTargets when there is no target at all; ErrTooManyProbes past
-// MaxProbes lines.
-func ParseTargets(r io.Reader) ([]Target, error) {
-	var targets []Target
+// Errors name the 1-based line: a *probe.TargetError wrapping one of
+// probeinput's ErrTooLong, ErrSyntax, ErrMalformedURL,
+// ErrUnsupportedScheme, ErrMissingHost or ErrBadPort; a
+// *probe.InvalidProxyError for a malformed proxy URL in the EGRESS field;
+// probe.ErrNoTargets when there is no target at all;
+// probe.ErrTooManyProbes past probeinput.MaxProbes lines.
+func Targets(r io.Reader) ([]probe.Target, error) {
+	var targets []probe.Target
 	err := lines(r, func(n int, f []string) error {
 		if len(f) > 2 {
-			return &TargetError{Index: len(targets), Line: n, Err: fmt.Errorf("%w: %d fields (want URL [EGRESS])", ErrSyntax, len(f))}
+			return &probe.TargetError{Index: len(targets), Line: n, Err: fmt.Errorf("%w: %d fields (want URL [EGRESS])", probeinput.ErrSyntax, len(f))}
 		}
-		if len(targets) == MaxProbes {
-			return fmt.Errorf("%w: more than %d targets", ErrTooManyProbes, MaxProbes)
+		if len(targets) == probeinput.MaxProbes {
+			return fmt.Errorf("%w: more than %d targets", probe.ErrTooManyProbes, probeinput.MaxProbes)
 		}
-		if _, _, err := parseTargetURL(f[0]); err != nil {
-			return &TargetError{Index: len(targets), Line: n, URL: showURL(f[0]), Err: err}
+		if _, _, err := probeinput.TargetURL(f[0]); err != nil {
+			return &probe.TargetError{Index: len(targets), Line: n, URL: showURL(f[0]), Err: err}
 		}
-		t := Target{URL: f[0]}
+		t := probe.Target{URL: f[0]}
 		if len(f) == 2 {
 			t.Egress = f[1]
-			if isProxyURL(t.Egress) {
-				if _, err := parseProxyURL(t.Egress); err != nil {
-					return &InvalidProxyError{Line: n, Err: err}
+			if probeinput.IsProxyURL(t.Egress) {
+				if _, err := probeinput.ProxyURL(t.Egress); err != nil {
+					return &probe.InvalidProxyError{Line: n, Err: err}
 				}
 			}
 		}
@@ -99,19 +109,19 @@ func ParseTargets(r io.Reader) ([]Target, error) {
 	})
 	var le *lineError
 	if errors.As(err, &le) {
-		return nil, &TargetError{Index: len(targets), Line: le.line, Err: le.err}
+		return nil, &probe.TargetError{Index: len(targets), Line: le.line, Err: le.err}
 	}
 	if err != nil {
 		return nil, err
 	}
 	if len(targets) == 0 {
-		return nil, ErrNoTargets
+		return nil, probe.ErrNoTargets
 	}
 	return targets, nil
 }
 
 // showURL returns the redacted form of a URL for an error message, or ""
-// when s is too long or does not parse.
+// when s is too long or does not parse, as package probe shows it.
 func showURL(s string) string {
 	if len(s) > 256 {
 		return ""
@@ -120,10 +130,10 @@ func showURL(s string) string {
 	if err != nil {
 		return ""
 	}
-	return redactURL(u)
+	return telemetry.RedactURL(u)
 }
 
-// ParseProxies reads a proxy list: one endpoint per line, "PROXY-URL" or
+// Proxies reads a proxy list: one endpoint per line, "PROXY-URL" or
 // "ID PROXY-URL", where PROXY-URL is an http, https, socks5 or socks5h URL
 // (credentials allowed) or "direct", optionally followed by labels
 // "key=value" for egress rules (Options.Rules), as in
@@ -131,11 +141,12 @@ func showURL(s string) string {
 // lines starting with '#' are skipped. An endpoint without an ID is named by its URL without
 // credentials. The URLs are validated as package egress validates them.
 //
-// Errors name the 1-based line: a *InvalidProxyError wrapping ErrTooLong,
-// ErrSyntax (too many fields, a duplicate ID), ErrMalformedURL,
-// ErrUnsupportedScheme, ErrMissingHost or ErrBadPort; ErrNoProxies when
-// there is none.
-func ParseProxies(r io.Reader) ([]egress.Endpoint, error) {
+// Errors name the 1-based line: a *probe.InvalidProxyError wrapping one of
+// probeinput's ErrTooLong, ErrSyntax (too many fields, a duplicate ID),
+// ErrMalformedURL, ErrUnsupportedScheme, ErrMissingHost or ErrBadPort;
+// ErrNoProxies when there is none; probe.ErrTooManyProbes past
+// probeinput.MaxProbes lines.
+func Proxies(r io.Reader) ([]egress.Endpoint, error) {
 	var eps []egress.Endpoint
 	seen := map[string]bool{}
 	err := lines(r, func(n int, f []string) error {
@@ -147,7 +158,7 @@ func ParseProxies(r io.Reader) ([]egress.Endpoint, error) {
 				break
 			}
 			if k == "" {
-				return &InvalidProxyError{Line: n, Err: fmt.Errorf("%w: label %q without a key", ErrSyntax, f[len(f)-1])}
+				return &probe.InvalidProxyError{Line: n, Err: fmt.Errorf("%w: label %q without a key", probeinput.ErrSyntax, f[len(f)-1])}
 			}
 			if labels == nil {
 				labels = map[string]string{}
@@ -161,23 +172,23 @@ func ParseProxies(r io.Reader) ([]egress.Endpoint, error) {
 		case 2:
 			id, raw = f[0], f[1]
 		default:
-			return &InvalidProxyError{Line: n, Err: fmt.Errorf("%w: %d fields (want [ID] PROXY-URL [key=value ...])", ErrSyntax, len(f))}
+			return &probe.InvalidProxyError{Line: n, Err: fmt.Errorf("%w: %d fields (want [ID] PROXY-URL [key=value ...])", probeinput.ErrSyntax, len(f))}
 		}
-		e, err := newExit(id, raw)
+		u, err := probeinput.ProxyURL(raw)
 		if err != nil {
-			return &InvalidProxyError{ID: id, Line: n, Err: err}
+			return &probe.InvalidProxyError{ID: id, Line: n, Err: err}
 		}
 		if id == "" {
-			id = e.shown
-			if e.proxy == nil {
-				id = direct
+			id = probeinput.Direct
+			if u != nil {
+				id = telemetry.RedactURL(u)
 			}
 		}
 		if seen[id] {
-			return &InvalidProxyError{ID: id, Line: n, Err: fmt.Errorf("%w: duplicate ID", ErrSyntax)}
+			return &probe.InvalidProxyError{ID: id, Line: n, Err: fmt.Errorf("%w: duplicate ID", probeinput.ErrSyntax)}
 		}
-		if len(eps) == MaxProbes {
-			return fmt.Errorf("%w: more than %d proxies", ErrTooManyProbes, MaxProbes)
+		if len(eps) == probeinput.MaxProbes {
+			return fmt.Errorf("%w: more than %d proxies", probe.ErrTooManyProbes, probeinput.MaxProbes)
 		}
 		seen[id] = true
 		eps = append(eps, egress.Endpoint{ID: id, Proxy: raw, Labels: labels})
@@ -185,7 +196,7 @@ func ParseProxies(r io.Reader) ([]egress.Endpoint, error) {
 	})
 	var le *lineError
 	if errors.As(err, &le) {
-		return nil, &InvalidProxyError{Line: le.line, Err: le.err}
+		return nil, &probe.InvalidProxyError{Line: le.line, Err: le.err}
 	}
 	if err != nil {
 		return nil, err
