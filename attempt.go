@@ -290,8 +290,8 @@ func (e *attemptEnd) settled(r classify.Result) {
 			t.escalate(e.key, e.req, head, r, e.sent, suspected)
 		}
 	}
-	if t.cfg.Audit != nil && e.choice != nil && e.choice.Reason == egress.ReasonForced {
-		auditrec.ForcedEgress(t.cfg.Audit, e.key, e.choice.EndpointID, string(e.choice.Reason))
+	if t.cfg.Audit != nil && e.choice != nil && e.choice.Reason == "forced" {
+		auditrec.ForcedEgress(t.cfg.Audit, e.key, e.choice.EndpointID, e.choice.Reason)
 	}
 	e.a.observe(e.ctx, e.req, e.key, e.attempt, e.sent, e.adm.Wait, e.took, r, &eff, e.choice, err, "", e.late)
 }
@@ -550,7 +550,7 @@ func (a *gatedSender) observe(ctx context.Context, req *http.Request, key string
 		e.Breaker = eff.To.String()
 	}
 	if choice != nil {
-		e.Egress, e.EgressReason, e.EgressRule = choice.EndpointID, string(choice.Reason), choice.Rule
+		e.Egress, e.EgressReason, e.EgressRule = choice.EndpointID, choice.Reason, choice.Rule
 	}
 	if err != nil {
 		e.Err = t.cfg.Redactor.RedactError(err)

@@ -314,7 +314,7 @@ func TestEventFieldDocs(t *testing.T) {
 			if err := r.get(context.Background(), srv.URL+"/"); err != nil {
 				t.Fatal(err)
 			}
-			if e := r.last(t); e.Egress != "eu-1" || e.EgressReason != string(egress.ReasonAffinity) || e.EgressRule != "eu-only" {
+			if e := r.last(t); e.Egress != "eu-1" || e.EgressReason != "affinity" || e.EgressRule != "eu-only" {
 				t.Errorf("through the pool: Egress %q EgressReason %q EgressRule %q, want eu-1, affinity, eu-only", e.Egress, e.EgressReason, e.EgressRule)
 			}
 			plain := newEventRig(t, egresskit.Config{IgnoreRobots: true}, nil)

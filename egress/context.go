@@ -2,28 +2,14 @@ package egress
 
 import "context"
 
-// Reason says why an endpoint was chosen.
-type Reason string
-
-// The reasons of a Choice.
+// The reasons of a choice, the values of Choice.Reason.
 const (
-	// ReasonAffinity: the healthiest endpoint with a free slot in the
-	// host's subset.
-	ReasonAffinity Reason = "affinity"
-	// ReasonAffinityUnhealthy: every endpoint of the host's subset is
-	// quarantined; the endpoint is outside the subset.
-	ReasonAffinityUnhealthy Reason = "affinity_unhealthy"
-	// ReasonCapacity: the host's subset has a usable endpoint, but all
-	// usable ones are full; the endpoint is outside the subset.
-	ReasonCapacity Reason = "capacity"
-	// ReasonForced: an operator named the endpoint (WithForced).
-	ReasonForced Reason = "forced"
-	// ReasonSticky: the request's session is bound to the endpoint
-	// (WithBinding).
-	ReasonSticky Reason = "sticky"
-	// ReasonProbe: the endpoint's quarantine is over and this request is
-	// the single probe that decides whether it is readmitted.
-	ReasonProbe Reason = "probe"
+	reasonAffinity          = "affinity"
+	reasonAffinityUnhealthy = "affinity_unhealthy"
+	reasonCapacity          = "capacity"
+	reasonForced            = "forced"
+	reasonSticky            = "sticky"
+	reasonProbe             = "probe"
 )
 
 // Choice is the endpoint chosen for a request and why. It never contains
@@ -31,8 +17,20 @@ const (
 type Choice struct {
 	// EndpointID is the chosen endpoint.
 	EndpointID string
-	// Reason is why it was chosen.
-	Reason Reason
+	// Reason is why it was chosen, one of:
+	//
+	//   - "affinity": the healthiest endpoint with a free slot in the
+	//     host's subset.
+	//   - "affinity_unhealthy": every endpoint of the host's subset is
+	//     quarantined; the endpoint is outside the subset.
+	//   - "capacity": the host's subset has a usable endpoint, but all
+	//     usable ones are full; the endpoint is outside the subset.
+	//   - "forced": an operator named the endpoint (WithForced).
+	//   - "sticky": the request's session is bound to the endpoint
+	//     (WithBinding).
+	//   - "probe": the endpoint's quarantine is over and this request is
+	//     the single probe that decides whether it is readmitted.
+	Reason string
 	// Rule is the name of the rule that decided which endpoints were
 	// eligible (see Rule), or "" when no rule governs the host and every
 	// endpoint was.
@@ -42,9 +40,9 @@ type Choice struct {
 // String returns "id (reason)", or "id (reason, rule name)".
 func (c Choice) String() string {
 	if c.Rule != "" {
-		return c.EndpointID + " (" + string(c.Reason) + ", rule " + c.Rule + ")"
+		return c.EndpointID + " (" + c.Reason + ", rule " + c.Rule + ")"
 	}
-	return c.EndpointID + " (" + string(c.Reason) + ")"
+	return c.EndpointID + " (" + c.Reason + ")"
 }
 
 type ctxKey uint8
@@ -57,7 +55,7 @@ const (
 
 // WithForced returns a context that makes the Pool send the request
 // through endpointID, whatever the host's subset and the endpoint's health
-// (ReasonForced); it still waits for a free slot. It is meant for an
+// (Reason "forced"); it still waits for a free slot. It is meant for an
 // operator's deliberate action; a forced choice anywhere else is a bug.
 // Forcing takes precedence over a binding. An empty endpointID removes
 // the override.
@@ -67,7 +65,7 @@ func WithForced(ctx context.Context, endpointID string) context.Context {
 
 // WithBinding returns a context that binds the request to endpointID, as
 // a session does for its life so that it keeps one address: the Pool uses
-// exactly that endpoint (ReasonSticky) while it is present, not draining
+// exactly that endpoint (Reason "sticky") while it is present, not draining
 // and not quarantined, waiting for a free slot if need be; otherwise the
 // request fails with ErrBindingUnavailable and is never moved elsewhere.
 // An empty endpointID removes the binding.

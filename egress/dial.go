@@ -43,7 +43,7 @@ func (p *Pool) newTransport(e *endpoint) *http.Transport {
 			start := p.now()
 			c, err := nd.DialContext(ctx, network, addr)
 			if err != nil {
-				return nil, e.fail(ctx, KindDial, err)
+				return nil, e.fail(ctx, failDial, err)
 			}
 			if e.proxy.kind == kindHTTP {
 				p.sampleSetup(e, p.now().Sub(start))
@@ -71,7 +71,7 @@ func (p *Pool) newTransport(e *endpoint) *http.Transport {
 
 // fail wraps an egress-path error, unless the caller's context ended it:
 // a cancelled request says nothing about the endpoint.
-func (e *endpoint) fail(ctx context.Context, kind FailureKind, err error) error {
+func (e *endpoint) fail(ctx context.Context, kind string, err error) error {
 	if ctx.Err() != nil {
 		return err
 	}
@@ -84,7 +84,7 @@ func (p *Pool) dialTLSProxy(ctx context.Context, e *endpoint, nd *net.Dialer, ne
 	start := p.now()
 	raw, err := nd.DialContext(ctx, network, addr)
 	if err != nil {
-		return nil, e.fail(ctx, KindDial, err)
+		return nil, e.fail(ctx, failDial, err)
 	}
 	cfg := p.set.proxyTLSConfig.Clone()
 	if cfg == nil {
@@ -103,7 +103,7 @@ func (p *Pool) dialTLSProxy(ctx context.Context, e *endpoint, nd *net.Dialer, ne
 	tc := tls.Client(raw, cfg)
 	if err := tc.HandshakeContext(hctx); err != nil {
 		raw.Close()
-		return nil, e.fail(ctx, KindTLS, err)
+		return nil, e.fail(ctx, failTLS, err)
 	}
 	p.sampleSetup(e, p.now().Sub(start))
 	return tc, nil
@@ -128,31 +128,31 @@ func (p *Pool) dialSOCKS(ctx context.Context, e *endpoint, nd *net.Dialer, netwo
 	fwd := &sniffDialer{nd: nd}
 	d, err := proxy.SOCKS5("tcp", e.proxy.addr, auth, fwd)
 	if err != nil {
-		return nil, e.fail(ctx, KindHandshake, err)
+		return nil, e.fail(ctx, failHandshake, err)
 	}
 	cd, ok := d.(proxy.ContextDialer)
 	if !ok {
-		return nil, e.fail(ctx, KindHandshake, errors.New("socks dialer without context support"))
+		return nil, e.fail(ctx, failHandshake, errors.New("socks dialer without context support"))
 	}
 	start := p.now()
 	c, err := cd.DialContext(ctx, network, addr)
 	if err != nil {
 		if fwd.err != nil {
-			return nil, e.fail(ctx, KindDial, fwd.err)
+			return nil, e.fail(ctx, failDial, fwd.err)
 		}
 		var seen []byte
 		if fwd.conn != nil {
 			seen = fwd.conn.seen()
 		}
 		kind := socksFailure(seen)
-		if kind == KindAuth {
+		if kind == failAuth {
 			err = authCause(auth != nil)
 		}
 		if rep, ok := socksReply(seen); ok && rep == socksGeneralFailure && e.proxy.kind == kindSOCKS5H && !isIPAddr(addr) {
 			// The proxy resolved the name for us, and microsocks 1.0.3
 			// (compared in TestRealSOCKS5HUnresolvable) reports a name
 			// that does not resolve as a general failure: the target's.
-			kind = KindDestination
+			kind = failDestination
 		}
 		return nil, e.fail(ctx, kind, err)
 	}
@@ -285,34 +285,34 @@ func isIPAddr(addr string) bool {
 // socksFailure classifies a failed SOCKS5 handshake from the bytes the
 // proxy sent: method selection [VER METHOD], then for username/password
 // authentication [VER STATUS], then the reply [VER REP RSV ATYP ...].
-func socksFailure(seen []byte) FailureKind {
+func socksFailure(seen []byte) string {
 	if len(seen) < 2 || seen[0] != socksVersion {
-		return KindHandshake
+		return failHandshake
 	}
 	off := 2
 	switch seen[1] {
 	case socksNoAcceptable:
-		return KindAuth
+		return failAuth
 	case socksUserPass:
 		if len(seen) < 4 {
-			return KindAuth // hung up on our credentials
+			return failAuth // hung up on our credentials
 		}
 		if seen[3] != 0 {
-			return KindAuth
+			return failAuth
 		}
 		off = 4
 	}
 	if len(seen) < off+2 || seen[off] != socksVersion {
-		return KindHandshake
+		return failHandshake
 	}
 	switch seen[off+1] {
 	case 0x00: // succeeded, but the reply was malformed
-		return KindHandshake
+		return failHandshake
 	case 0x04, 0x05, 0x06: // host unreachable, connection refused, TTL expired
-		return KindDestination
+		return failDestination
 	case 0x07, 0x08: // command or address type not supported
-		return KindHandshake
+		return failHandshake
 	default: // general failure, not allowed by ruleset, network unreachable, unassigned
-		return KindProxy
+		return failProxy
 	}
 }

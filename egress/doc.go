@@ -35,15 +35,15 @@
 // # Choice inside the subset
 //
 // Inside the subset the request goes to the healthiest endpoint with a
-// free slot (ReasonAffinity); within a health tier (healthy, or degraded)
+// free slot (Choice.Reason "affinity"); within a health tier (healthy, or degraded)
 // to the least loaded — requests in flight over Capacity, an endpoint
 // without a limit counting as unloaded — and between equals in the host's
 // rendezvous order, so a host keeps its first endpoint while load allows.
 // A saturated member therefore never makes a request wait while another
 // member has room. When every subset endpoint is quarantined, the request
-// goes outside the subset (ReasonAffinityUnhealthy); when a subset
+// goes outside the subset (Choice.Reason "affinity_unhealthy"); when a subset
 // endpoint is usable but full, it goes outside the subset too
-// (ReasonCapacity). Outside the subset the best tier wins and, within a
+// (Choice.Reason "capacity"). Outside the subset the best tier wins and, within a
 // tier, the host's rendezvous order decides: displaced hosts spread over the
 // pool instead of piling onto the one endpoint with the best score.
 // Selection is blind to outcomes: nothing a target answers changes a rule,
@@ -61,8 +61,8 @@
 // is full until its next token is due.
 //
 // Context values override selection: WithForced names an endpoint chosen by
-// an operator (ReasonForced), WithBinding a session's sticky endpoint
-// (ReasonSticky), which is used exactly, or the request fails with
+// an operator (Choice.Reason "forced"), WithBinding a session's sticky endpoint
+// (Choice.Reason "sticky"), which is used exactly, or the request fails with
 // ErrBindingUnavailable; it never silently moves a session to another
 // address. WithRecorder lets outer layers read the Choice made.
 //
@@ -82,21 +82,21 @@
 // its traffic to another address.
 //
 // A proxy's own answers are told from the target's as follows (see
-// FailureKind). Every answer to CONNECT other than 200 is the proxy's. On
+// ProxyError.Kind). Every answer to CONNECT other than 200 is the proxy's. On
 // an absolute-form request (an http:// target through an HTTP proxy) an
 // answer is the proxy's only when marked so: by RFC 9209 Proxy-Status, by
 // squid's X-Squid-Error, or as tinyproxy's own page (Server: tinyproxy/...
 // and no Via). The mark also says whom the proxy blames: squid's
 // ERR_CONNECT_FAIL or ERR_DNS_FAIL, tinyproxy's "500 Unable to connect",
 // Proxy-Status connection_refused and SOCKS replies 4, 5 and 6 blame the
-// target (KindDestination: no count against the endpoint; on absolute-form
+// target (Kind "destination": no count against the endpoint; on absolute-form
 // the proxy's page is returned as the target's answer); squid's
 // ERR_ACCESS_DENIED, Proxy-Status dns_timeout or proxy_internal_error, and
 // SOCKS reply 1 (general failure) blame the proxy — except when a socks5h
 // proxy was handed a name to resolve: microsocks answers a name that does
 // not resolve with reply 1, so there it blames the target.
 //
-// Every refusal of credentials is an egress fault (KindAuth): a 407; a 401
+// Every refusal of credentials is an egress fault (Kind "auth"): a 407; a 401
 // to CONNECT; a 401 to an absolute-form request carrying only
 // Proxy-Authenticate or marked as the proxy's own — tinyproxy answers a
 // wrong password with 401 and WWW-Authenticate, and 407 only when no
@@ -128,7 +128,7 @@
 // doubled for every quarantine that follows without a full recovery in
 // between, capped at QuarantineMax: 5s, 10s, 20s, ... 10m by default. When
 // it ends, exactly one request of a host whose subset holds the endpoint is
-// let through as a probe (ReasonProbe): success readmits it at the lower
+// let through as a probe (Choice.Reason "probe"): success readmits it at the lower
 // edge of the healthy tier, failure quarantines it again for longer.
 // Results of requests sent before a quarantine are ignored. Direct
 // endpoints have no proxy to judge and stay healthy.

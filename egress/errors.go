@@ -58,7 +58,7 @@ var (
 	ErrClosed = errors.New("egress: pool closed")
 )
 
-// Causes of a KindAuth *ProxyError, in its Err field.
+// Causes of a *ProxyError of Kind "auth", in its Err field.
 var (
 	// ErrProxyAuthRequired: the proxy wants credentials and the endpoint's
 	// proxy URL has none.
@@ -125,40 +125,14 @@ func (e *ConfigError) Unwrap() error { return e.Err }
 // ConfigError is.
 func (e *ConfigError) Is(target error) bool { return target == configerr.ErrInvalid }
 
-// FailureKind says how an endpoint failed.
-type FailureKind string
-
-// The kinds of egress failure. All but KindDestination count against the
-// endpoint's health.
+// The kinds of egress failure, the values of ProxyError.Kind.
 const (
-	// KindDial: the proxy could not be reached (refused, timeout,
-	// unreachable).
-	KindDial FailureKind = "dial"
-	// KindTLS: the TLS handshake with an https:// proxy failed. When the
-	// proxy's certificate is not trusted (Err wraps an x509 error), the
-	// endpoint is quarantined at once.
-	KindTLS FailureKind = "tls"
-	// KindAuth: the proxy rejected our credentials, or wanted some and got
-	// none: HTTP 407; a 401 from the proxy itself (any 401 to CONNECT; on an
-	// absolute-form request, a 401 carrying only Proxy-Authenticate, or one
-	// marked as the proxy's own page, as tinyproxy answers a wrong
-	// password); SOCKS authentication failure or no acceptable method. Err
-	// is ErrProxyAuthRequired or ErrProxyAuthRejected. The endpoint is
-	// quarantined at once: credentials do not heal by themselves.
-	KindAuth FailureKind = "auth"
-	// KindHandshake: the proxy broke its protocol (a malformed SOCKS
-	// reply, a SOCKS command or address type it refuses).
-	KindHandshake FailureKind = "handshake"
-	// KindProxy: the proxy answered with an error of its own: a non-200
-	// CONNECT response, or a Proxy-Status error that is the proxy's
-	// (dns_timeout, proxy_internal_error, connection_limit_reached, ...),
-	// or a SOCKS general failure.
-	KindProxy FailureKind = "proxy"
-	// KindDestination: the proxy reports that it could not reach the
-	// target (Proxy-Status connection_refused, destination_unavailable,
-	// ...; SOCKS host unreachable, connection refused). The endpoint did
-	// its job; this is not held against it.
-	KindDestination FailureKind = "destination"
+	failDial        = "dial"
+	failTLS         = "tls"
+	failAuth        = "auth"
+	failHandshake   = "handshake"
+	failProxy       = "proxy"
+	failDestination = "destination"
 )
 
 // ProxyError is an error of the egress path itself, returned by RoundTrip
@@ -167,8 +141,34 @@ const (
 type ProxyError struct {
 	// EndpointID is the endpoint that failed.
 	EndpointID string
-	// Kind classifies the failure.
-	Kind FailureKind
+	// Kind says how the endpoint failed, for a crawler author or an
+	// operator deciding what to fix. All kinds but "destination" count
+	// against the endpoint's health:
+	//
+	//   - "dial": the proxy could not be reached (refused, timeout,
+	//     unreachable).
+	//   - "tls": the TLS handshake with an https:// proxy failed. When the
+	//     proxy's certificate is not trusted (Err wraps an x509 error),
+	//     the endpoint is quarantined at once.
+	//   - "auth": the proxy rejected our credentials, or wanted some and
+	//     got none: HTTP 407; a 401 from the proxy itself (any 401 to
+	//     CONNECT; on an absolute-form request, a 401 carrying only
+	//     Proxy-Authenticate, or one marked as the proxy's own page, as
+	//     tinyproxy answers a wrong password); SOCKS authentication
+	//     failure or no acceptable method. Err is ErrProxyAuthRequired or
+	//     ErrProxyAuthRejected. The endpoint is quarantined at once:
+	//     credentials do not heal by themselves.
+	//   - "handshake": the proxy broke its protocol (a malformed SOCKS
+	//     reply, a SOCKS command or address type it refuses).
+	//   - "proxy": the proxy answered with an error of its own: a non-200
+	//     CONNECT response, or a Proxy-Status error that is the proxy's
+	//     (dns_timeout, proxy_internal_error, connection_limit_reached,
+	//     ...), or a SOCKS general failure.
+	//   - "destination": the proxy reports that it could not reach the
+	//     target (Proxy-Status connection_refused,
+	//     destination_unavailable, ...; SOCKS host unreachable, connection
+	//     refused). The endpoint did its job; this is not held against it.
+	Kind string
 	// Status is the status code of the proxy's own response (407, 502,
 	// ...), or 0 when the proxy sent none.
 	Status int
@@ -188,15 +188,15 @@ func (e *ProxyError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "egress: endpoint %q: ", e.EndpointID)
 	switch e.Kind {
-	case KindDial:
+	case failDial:
 		b.WriteString("proxy unreachable")
-	case KindTLS:
+	case failTLS:
 		b.WriteString("TLS handshake with proxy failed")
-	case KindAuth:
+	case failAuth:
 		b.WriteString("proxy authentication failed")
-	case KindHandshake:
+	case failHandshake:
 		b.WriteString("proxy handshake failed")
-	case KindDestination:
+	case failDestination:
 		b.WriteString("proxy could not reach the target")
 	default:
 		b.WriteString("proxy error")
@@ -223,11 +223,11 @@ func (e *ProxyError) Unwrap() error { return e.Err }
 // hard reports whether the failure will not heal by waiting: refused
 // credentials, or a proxy certificate that is not trusted.
 func (e *ProxyError) hard() bool {
-	if e.Kind == KindAuth {
+	if e.Kind == failAuth {
 		return true
 	}
 	var cve *tls.CertificateVerificationError
-	return e.Kind == KindTLS && errors.As(e.Err, &cve)
+	return e.Kind == failTLS && errors.As(e.Err, &cve)
 }
 
 // noEndpointError is ErrNoEndpoint with the last failure of the endpoints
@@ -245,5 +245,5 @@ func (e *noEndpointError) Error() string {
 func (e *noEndpointError) Unwrap() []error { return []error{ErrNoEndpoint, e.cause} }
 
 // EndpointFault reports whether the failure counts against the endpoint:
-// true for every kind but KindDestination.
-func (e *ProxyError) EndpointFault() bool { return e.Kind != KindDestination }
+// true for every Kind but "destination".
+func (e *ProxyError) EndpointFault() bool { return e.Kind != failDestination }

@@ -4,3 +4,20 @@ package egress
 // that a test can act on a waiting request instead of hoping it waits. Set
 // it before p serves any request.
 func OnWait(p *Pool, f func()) { p.onWait = f }
+
+// The values of ProxyError.Kind and Choice.Reason, for the external tests.
+const (
+	KindDial        = failDial
+	KindTLS         = failTLS
+	KindAuth        = failAuth
+	KindHandshake   = failHandshake
+	KindProxy       = failProxy
+	KindDestination = failDestination
+
+	ReasonAffinity          = reasonAffinity
+	ReasonAffinityUnhealthy = reasonAffinityUnhealthy
+	ReasonCapacity          = reasonCapacity
+	ReasonForced            = reasonForced
+	ReasonSticky            = reasonSticky
+	ReasonProbe             = reasonProbe
+)

@@ -80,7 +80,7 @@ func TestCapacity(t *testing.T) {
 	target.open()
 	wg.Wait()
 
-	reasons := map[egress.Reason]int{}
+	reasons := map[string]int{}
 	for i, r := range results {
 		if r.err != nil || r.body != fullBody {
 			t.Fatalf("request %d = %q, %v; want the full body", i, r.body, r.err)

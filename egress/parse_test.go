@@ -64,22 +64,22 @@ func FuzzParseProxyStatus(f *testing.F) {
 func TestSOCKSFailure(t *testing.T) {
 	tests := []struct {
 		seen []byte
-		want FailureKind
+		want string
 	}{
-		{nil, KindHandshake},
-		{[]byte{4, 0}, KindHandshake},
-		{[]byte{5, 0xff}, KindAuth},
-		{[]byte{5, 2}, KindAuth},            // hung up on our credentials
-		{[]byte{5, 2, 1, 1}, KindAuth},      // credentials refused
-		{[]byte{5, 2, 1, 0}, KindHandshake}, // hung up after authentication
-		{[]byte{5, 2, 1, 0, 5, 4, 0, 1}, KindDestination},
-		{[]byte{5, 0, 5, 1, 0, 1}, KindProxy},
-		{[]byte{5, 0, 5, 2, 0, 1}, KindProxy},
-		{[]byte{5, 0, 5, 3, 0, 1}, KindProxy},
-		{[]byte{5, 0, 5, 5, 0, 1}, KindDestination},
-		{[]byte{5, 0, 5, 6, 0, 1}, KindDestination},
-		{[]byte{5, 0, 5, 7, 0, 1}, KindHandshake},
-		{[]byte{5, 0, 5, 0, 1, 9}, KindHandshake},
+		{nil, failHandshake},
+		{[]byte{4, 0}, failHandshake},
+		{[]byte{5, 0xff}, failAuth},
+		{[]byte{5, 2}, failAuth},            // hung up on our credentials
+		{[]byte{5, 2, 1, 1}, failAuth},      // credentials refused
+		{[]byte{5, 2, 1, 0}, failHandshake}, // hung up after authentication
+		{[]byte{5, 2, 1, 0, 5, 4, 0, 1}, failDestination},
+		{[]byte{5, 0, 5, 1, 0, 1}, failProxy},
+		{[]byte{5, 0, 5, 2, 0, 1}, failProxy},
+		{[]byte{5, 0, 5, 3, 0, 1}, failProxy},
+		{[]byte{5, 0, 5, 5, 0, 1}, failDestination},
+		{[]byte{5, 0, 5, 6, 0, 1}, failDestination},
+		{[]byte{5, 0, 5, 7, 0, 1}, failHandshake},
+		{[]byte{5, 0, 5, 0, 1, 9}, failHandshake},
 	}
 	for _, tt := range tests {
 		if got := socksFailure(tt.seen); got != tt.want {
@@ -94,14 +94,14 @@ func TestSOCKSFailure(t *testing.T) {
 // a "succeeded" reply that still failed (0x00) and for command (0x07) or
 // address type (0x08) not supported; the proxy's own fault for every other
 // code (general failure, ruleset, network unreachable, unassigned).
-func socksReplyKind(rep byte) FailureKind {
+func socksReplyKind(rep byte) string {
 	switch rep {
 	case 0x04, 0x05, 0x06:
-		return KindDestination
+		return failDestination
 	case 0x00, 0x07, 0x08:
-		return KindHandshake
+		return failHandshake
 	}
-	return KindProxy
+	return failProxy
 }
 
 // FuzzSOCKSFailure reads arbitrary proxy bytes as the three SOCKS5 phases —
@@ -121,16 +121,16 @@ func FuzzSOCKSFailure(f *testing.F) {
 	f.Add([]byte{5, 0, 5})
 	f.Add([]byte{5, 2, 1, 0, 5})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		want, end := KindHandshake, len(b)
+		want, end := failHandshake, len(b)
 		var rep byte // the reply code, when the bytes got that far
 		hasRep := false
 		switch {
 		case len(b) < 2 || b[0] != 5:
 			// not a SOCKS5 method selection
 		case b[1] == 0xff:
-			want, end = KindAuth, 2
+			want, end = failAuth, 2
 		case b[1] == 0x02 && (len(b) < 4 || b[3] != 0):
-			want, end = KindAuth, min(len(b), 4)
+			want, end = failAuth, min(len(b), 4)
 		default:
 			off := 2
 			if b[1] == 0x02 {

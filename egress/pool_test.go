@@ -144,7 +144,7 @@ func TestDeadProxyQuarantinedAndRecovers(t *testing.T) {
 	if first.EndpointID == "b" {
 		dead, peer = pb, "a"
 	}
-	want := func(step string, r result, id string, reason egress.Reason) {
+	want := func(step string, r result, id string, reason string) {
 		t.Helper()
 		if r.err != nil {
 			t.Fatalf("%s: %v", step, r.err)

@@ -160,7 +160,7 @@ func TestSOCKSNameResolution(t *testing.T) {
 }
 
 // TestWrongCredentialsQuarantine checks that a proxy refusing our
-// credentials yields a *ProxyError of KindAuth naming the cause, never the
+// credentials yields a *ProxyError of failAuth naming the cause, never the
 // proxy's response, and quarantines the endpoint at once; the next
 // request's ErrNoEndpoint names the same cause.
 func TestWrongCredentialsQuarantine(t *testing.T) {
@@ -238,7 +238,7 @@ func TestProxyErrorsToldApart(t *testing.T) {
 		status      int
 		proxyStatus string
 		socksReply  byte
-		wantKind    egress.FailureKind // "" = the response comes back
+		wantKind    string // "" = the response comes back
 		wantScore1  bool
 	}{
 		{"absolute-form, Proxy-Status dns_timeout", false, 502, "dns_timeout", 0, egress.KindProxy, false},

@@ -30,7 +30,7 @@ import (
 
 // verdict is what a proxy's own answer says.
 type verdict struct {
-	kind FailureKind
+	kind string
 	ps   string // Proxy-Status error type, if any
 	code string // X-Squid-Error code or tinyproxy's reason phrase, if any
 }
@@ -51,17 +51,17 @@ func proxyVerdict(resp *http.Response) (verdict, bool) {
 		if k, known := squidErrorKind(code); known {
 			return verdict{kind: k, code: code}, true
 		}
-		return verdict{kind: KindProxy, code: code}, true
+		return verdict{kind: failProxy, code: code}, true
 	}
 	if strings.HasPrefix(first(h["Server"]), "tinyproxy/") && len(h["Via"]) == 0 {
 		_, reason, _ := strings.Cut(resp.Status, " ")
 		switch {
 		case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusProxyAuthRequired:
-			return verdict{kind: KindAuth, code: reason}, true
+			return verdict{kind: failAuth, code: reason}, true
 		case reason == "Unable to connect":
-			return verdict{kind: KindDestination, code: reason}, true
+			return verdict{kind: failDestination, code: reason}, true
 		}
-		return verdict{kind: KindProxy, code: reason}, true
+		return verdict{kind: failProxy, code: reason}, true
 	}
 	return verdict{}, false
 }
@@ -76,19 +76,19 @@ func first(vs []string) string {
 // squidErrorKind says whom a squid error page blames, by its X-Squid-Error
 // code. It reports false for codes about our own request (ERR_INVALID_URL,
 // ERR_UNSUP_REQ, ...), which blame no one.
-func squidErrorKind(code string) (FailureKind, bool) {
+func squidErrorKind(code string) (string, bool) {
 	switch code {
 	case "ERR_CACHE_ACCESS_DENIED": // 407: credentials missing or wrong
-		return KindAuth, true
+		return failAuth, true
 	case "ERR_ACCESS_DENIED", "ERR_FORWARDING_DENIED", "ERR_CACHE_MGR_ACCESS_DENIED",
 		"ERR_ACL_TIME_QUOTA_EXCEEDED", "ERR_SHUTTING_DOWN", "ERR_SOCKET_FAILURE",
 		"ERR_ICAP_FAILURE", "ERR_NO_RELAY", "ERR_CANNOT_FORWARD", "ERR_GATEWAY_FAILURE",
 		"ERR_TOO_BIG":
-		return KindProxy, true
+		return failProxy, true
 	case "ERR_CONNECT_FAIL", "ERR_DNS_FAIL", "ERR_READ_TIMEOUT", "ERR_LIFETIME_EXP",
 		"ERR_READ_ERROR", "ERR_WRITE_ERROR", "ERR_ZERO_SIZE_OBJECT", "ERR_INVALID_RESP",
 		"ERR_SECURE_CONNECT_FAIL":
-		return KindDestination, true
+		return failDestination, true
 	}
 	return "", false
 }
@@ -105,14 +105,14 @@ func authCause(sentCredentials bool) error {
 // connectFailure turns the proxy's non-200 answer to CONNECT into a
 // *ProxyError. Go would return only the status text.
 func connectFailure(id string, resp *http.Response, sentCredentials bool) *ProxyError {
-	pe := &ProxyError{EndpointID: id, Kind: KindProxy, Status: resp.StatusCode}
+	pe := &ProxyError{EndpointID: id, Kind: failProxy, Status: resp.StatusCode}
 	if v, ok := proxyVerdict(resp); ok {
 		pe.Kind, pe.ProxyStatus, pe.ProxyCode = v.kind, v.ps, v.code
 	}
 	if resp.StatusCode == http.StatusProxyAuthRequired || resp.StatusCode == http.StatusUnauthorized {
-		pe.Kind = KindAuth
+		pe.Kind = failAuth
 	}
-	if pe.Kind == KindAuth {
+	if pe.Kind == failAuth {
 		pe.Err = authCause(sentCredentials)
 	}
 	return pe
@@ -129,10 +129,10 @@ func forwardedFailure(id string, resp *http.Response, sentCredentials bool) *Pro
 	switch {
 	case resp.StatusCode == http.StatusProxyAuthRequired,
 		resp.StatusCode == http.StatusUnauthorized && h.Get("Proxy-Authenticate") != "" && h.Get("Www-Authenticate") == "",
-		resp.StatusCode == http.StatusUnauthorized && own && v.kind == KindAuth:
-		return &ProxyError{EndpointID: id, Kind: KindAuth, Status: resp.StatusCode,
+		resp.StatusCode == http.StatusUnauthorized && own && v.kind == failAuth:
+		return &ProxyError{EndpointID: id, Kind: failAuth, Status: resp.StatusCode,
 			ProxyStatus: v.ps, ProxyCode: v.code, Err: authCause(sentCredentials)}
-	case own && v.kind != KindDestination && v.kind != KindAuth:
+	case own && v.kind != failDestination && v.kind != failAuth:
 		return &ProxyError{EndpointID: id, Kind: v.kind, Status: resp.StatusCode, ProxyStatus: v.ps, ProxyCode: v.code}
 	}
 	return nil

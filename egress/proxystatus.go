@@ -176,7 +176,7 @@ func isTchar(c byte) bool {
 // count against the endpoint; errors about the next hop — the target —
 // do not, or egress would learn to route around a target that refuses us.
 // It reports false for types it does not know, which blame no one.
-func proxyStatusKind(errType string) (FailureKind, bool) {
+func proxyStatusKind(errType string) (string, bool) {
 	switch errType {
 	case "dns_timeout", // the proxy's resolver
 		"destination_not_found",     // the proxy has no route configured
@@ -187,7 +187,7 @@ func proxyStatusKind(errType string) (FailureKind, bool) {
 		"proxy_internal_error",
 		"proxy_configuration_error",
 		"proxy_loop_detected":
-		return KindProxy, true
+		return failProxy, true
 	case "dns_error",
 		"destination_unavailable",
 		"connection_refused",
@@ -211,7 +211,7 @@ func proxyStatusKind(errType string) (FailureKind, bool) {
 		"http_upgrade_failed",
 		"http_protocol_error",
 		"proxy_internal_response":
-		return KindDestination, true
+		return failDestination, true
 	}
 	return "", false
 }

@@ -103,7 +103,7 @@ func TestRealProxyKinds(t *testing.T) {
 
 // TestRealAuthRefused presents no credentials and a wrong password to each
 // real proxy, for http and https targets: each refusal is a *ProxyError of
-// KindAuth naming the cause (tinyproxy's 401 to a wrong password
+// failAuth naming the cause (tinyproxy's 401 to a wrong password
 // included), the endpoint is quarantined at once, the proxy forwards
 // nothing, and the next request's ErrNoEndpoint names the cause.
 func TestRealAuthRefused(t *testing.T) {
@@ -127,7 +127,7 @@ func TestRealAuthRefused(t *testing.T) {
 					r := fetch(context.Background(), pool, target.URL)
 					var pe *egress.ProxyError
 					if !errors.As(r.err, &pe) || pe.Kind != egress.KindAuth || !errors.Is(r.err, creds.want) {
-						t.Fatalf("fetch = %d, %v; want a KindAuth *ProxyError wrapping %v", r.status, r.err, creds.want)
+						t.Fatalf("fetch = %d, %v; want a failAuth *ProxyError wrapping %v", r.status, r.err, creds.want)
 					}
 					t.Logf("%s: %v", name, r.err)
 					if strings.Contains(r.err.Error(), "pw-") {
@@ -171,10 +171,10 @@ func TestRealDeadTarget(t *testing.T) {
 					switch {
 					case errors.As(r.err, &pe):
 						if pe.Kind != egress.KindDestination || pe.EndpointFault() {
-							t.Fatalf("dead target through %s: %v (kind %q), want KindDestination", k.name, r.err, pe.Kind)
+							t.Fatalf("dead target through %s: %v (kind %q), want failDestination", k.name, r.err, pe.Kind)
 						}
 					case r.err != nil:
-						t.Fatalf("dead target through %s: %v, want a KindDestination *ProxyError or the proxy's error page", k.name, r.err)
+						t.Fatalf("dead target through %s: %v, want a failDestination *ProxyError or the proxy's error page", k.name, r.err)
 					case r.status < 500:
 						t.Fatalf("dead target through %s answered %d, want the proxy's 5xx", k.name, r.status)
 					}
@@ -206,7 +206,7 @@ func TestRealProxyDownAndUntrusted(t *testing.T) {
 		}
 		var pe *egress.ProxyError
 		if !errors.As(last, &pe) || pe.Kind != egress.KindDial {
-			t.Errorf("cause = %v, want a KindDial *ProxyError", last)
+			t.Errorf("cause = %v, want a failDial *ProxyError", last)
 		}
 	})
 	t.Run("untrusted proxy certificate", func(t *testing.T) {
@@ -264,7 +264,7 @@ func TestRealSOCKS5HUnresolvable(t *testing.T) {
 		r := fetch(ctx, pool, "http://name-that-does-not-resolve.invalid/")
 		var pe *egress.ProxyError
 		if !errors.As(r.err, &pe) || pe.Kind != egress.KindDestination {
-			t.Fatalf("unresolvable name through socks5h: %d, %v; want a KindDestination *ProxyError", r.status, r.err)
+			t.Fatalf("unresolvable name through socks5h: %d, %v; want a failDestination *ProxyError", r.status, r.err)
 		}
 	}
 	if st := stateOf(t, pool, "real"); st.Score != 1 || st.Quarantined {

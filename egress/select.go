@@ -174,7 +174,7 @@ func (e *endpoint) load() float64 {
 	return float64(e.inFlight) / float64(e.ep.Capacity)
 }
 
-func (e *endpoint) decide(r Reason, rule *Rule, probe bool) decision {
+func (e *endpoint) decide(r string, rule *Rule, probe bool) decision {
 	c := Choice{EndpointID: e.ep.ID, Reason: r}
 	if rule != nil {
 		c.Rule = rule.Name
@@ -197,7 +197,7 @@ func (p *Pool) decideLocked(now time.Time, host, forced, bound string) (decision
 		case !e.hasSlot(now):
 			return decision{}, errFull
 		}
-		return e.decide(ReasonForced, rt.rule, false), nil
+		return e.decide(reasonForced, rt.rule, false), nil
 	}
 	if bound != "" {
 		e := p.byID[bound]
@@ -217,14 +217,14 @@ func (p *Pool) decideLocked(now time.Time, host, forced, bound string) (decision
 		if !e.hasSlot(now) {
 			return decision{}, errFull
 		}
-		return e.decide(ReasonSticky, rt.rule, probe), nil
+		return e.decide(reasonSticky, rt.rule, probe), nil
 	}
 
 	subset := rt.subset
 	// A subset endpoint whose quarantine is over gets its probe first.
 	for _, e := range subset {
 		if e.h.state(now) == stateHalfOpen && e.hasSlot(now) {
-			return e.decide(ReasonProbe, rt.rule, true), nil
+			return e.decide(reasonProbe, rt.rule, true), nil
 		}
 	}
 	// The healthiest subset endpoint with a slot; within a health tier
@@ -246,11 +246,11 @@ func (p *Pool) decideLocked(now time.Time, host, forced, bound string) (decision
 		}
 	}
 	if best != nil {
-		return best.decide(ReasonAffinity, rt.rule, false), nil
+		return best.decide(reasonAffinity, rt.rule, false), nil
 	}
-	reason := ReasonAffinityUnhealthy
+	reason := reasonAffinityUnhealthy
 	if usable {
-		reason = ReasonCapacity
+		reason = reasonCapacity
 	}
 
 	// Outside the subset, among the eligible: the best tier, then the
@@ -288,7 +288,7 @@ func (p *Pool) decideLocked(now time.Time, host, forced, bound string) (decision
 	case out != nil:
 		return out.decide(reason, rt.rule, false), nil
 	case probe != nil:
-		return probe.decide(ReasonProbe, rt.rule, true), nil
+		return probe.decide(reasonProbe, rt.rule, true), nil
 	case usable:
 		return decision{}, errFull
 	case rt.rule != nil:

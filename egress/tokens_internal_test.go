@@ -68,14 +68,14 @@ func TestOrDefault(t *testing.T) {
 func TestSquidErrorKind(t *testing.T) {
 	for _, tt := range []struct {
 		code string
-		kind FailureKind
+		kind string
 		ok   bool
 	}{
-		{"ERR_CACHE_ACCESS_DENIED", KindAuth, true},
-		{"ERR_ACCESS_DENIED", KindProxy, true},
-		{"ERR_SHUTTING_DOWN", KindProxy, true},
-		{"ERR_CONNECT_FAIL", KindDestination, true},
-		{"ERR_DNS_FAIL", KindDestination, true},
+		{"ERR_CACHE_ACCESS_DENIED", failAuth, true},
+		{"ERR_ACCESS_DENIED", failProxy, true},
+		{"ERR_SHUTTING_DOWN", failProxy, true},
+		{"ERR_CONNECT_FAIL", failDestination, true},
+		{"ERR_DNS_FAIL", failDestination, true},
 		{"ERR_INVALID_URL", "", false},
 		{"ERR_UNSUP_REQ", "", false},
 		{"", "", false},

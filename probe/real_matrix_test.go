@@ -52,7 +52,7 @@ func TestRealMatrixProxyAuthFailure(t *testing.T) {
 	}
 	for _, r := range rep.Results {
 		if r.Egress == "tinyproxy" {
-			if r.Stage != probe.StageProxy || r.EgressFailure != string(egress.KindAuth) || r.Reason != "proxy authentication failed" || r.Status != 0 {
+			if r.Stage != probe.StageProxy || r.EgressFailure != "auth" || r.Reason != "proxy authentication failed" || r.Status != 0 {
 				t.Errorf("tinyproxy row %s: stage %v, egress failure %q, reason %q, status %d; want proxy, auth, proxy authentication failed, 0",
 					r.URL, r.Stage, r.EgressFailure, r.Reason, r.Status)
 			}

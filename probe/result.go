@@ -96,7 +96,7 @@ type TargetResult struct {
 	// SOCKS handshake or answered with an error of its own);
 	// EgressFailure says which, and the target was not judged.
 	Stage string
-	// EgressFailure is the kind of egress failure (egress.FailureKind:
+	// EgressFailure is the kind of egress failure (egress.ProxyError.Kind:
 	// "auth", "dial", "tls", "handshake", "proxy") when the probe failed
 	// on its egress route rather than at the target; Stage is then
 	// "proxy". Such a result counts against its egress, never in its

@@ -371,7 +371,7 @@ func (r *runner) probe(j *job) TargetResult {
 	case err != nil:
 		res.Status, res.Err = 0, r.scrub.scrub(err)
 		if pe, ok := errors.AsType[*egress.ProxyError](err); ok && pe.EndpointFault() {
-			res.Stage, res.EgressFailure, res.Reason = stageProxy.String(), string(pe.Kind), egressReason(pe.Kind)
+			res.Stage, res.EgressFailure, res.Reason = stageProxy.String(), pe.Kind, egressReason(pe.Kind)
 		}
 	case !res.success():
 		res.Err = "HTTP status " + strconv.Itoa(res.Status)
@@ -393,16 +393,17 @@ func drainClose(resp *http.Response) {
 	resp.Body.Close()
 }
 
-// egressReason is the Reason of a probe that failed on its egress route.
-func egressReason(k egress.FailureKind) string {
-	switch k {
-	case egress.KindAuth:
+// egressReason is the Reason of a probe that failed on its egress route,
+// by the egress.ProxyError's Kind.
+func egressReason(kind string) string {
+	switch kind {
+	case "auth":
 		return "proxy authentication failed"
-	case egress.KindDial:
+	case "dial":
 		return "proxy unreachable"
-	case egress.KindTLS:
+	case "tls":
 		return "proxy TLS handshake failed"
-	case egress.KindHandshake:
+	case "handshake":
 		return "proxy handshake failed"
 	}
 	return "proxy error"

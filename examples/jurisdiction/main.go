@@ -121,7 +121,7 @@ func run(w io.Writer) error {
 			if c.Rule != "" {
 				rule = c.Rule
 			}
-			ep, reason := c.EndpointID, string(c.Reason)
+			ep, reason := c.EndpointID, c.Reason
 			if ep == "" {
 				ep, reason = "-", "-"
 			}
