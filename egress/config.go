@@ -135,7 +135,7 @@ func (c *Config) settings() (settings, error) {
 		now:                   c.Now,
 	}
 	bad := func(field string, v int) (settings, error) {
-		return s, &ConfigError{Field: field, Value: strconv.Itoa(v), Err: errBadSetting}
+		return s, &configError{Field: field, Value: strconv.Itoa(v), Err: errBadSetting}
 	}
 	switch {
 	case s.subsetSize < 0:

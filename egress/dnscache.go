@@ -175,16 +175,16 @@ func newDNSCache(c DNSConfig, now func() time.Time, fallback *net.Resolver) (*dn
 			s = net.JoinHostPort(strings.Trim(s, "[]"), "53")
 		}
 		if host, _, _ := net.SplitHostPort(s); host == "" {
-			return nil, &ConfigError{Field: "DNS.Servers", Value: s, Err: errBadSetting}
+			return nil, &configError{Field: "DNS.Servers", Value: s, Err: errBadSetting}
 		}
 		norm[i] = s
 	}
 	bad := func(field string, d time.Duration) (*dnsCache, error) {
-		return nil, &ConfigError{Field: field, Value: d.String(), Err: errBadSetting}
+		return nil, &configError{Field: field, Value: d.String(), Err: errBadSetting}
 	}
 	switch {
 	case c.MaxEntries < 0:
-		return nil, &ConfigError{Field: "DNS.MaxEntries", Value: fmt.Sprint(c.MaxEntries), Err: errBadSetting}
+		return nil, &configError{Field: "DNS.MaxEntries", Value: fmt.Sprint(c.MaxEntries), Err: errBadSetting}
 	case c.MaxTTL < 0:
 		return bad("DNS.MaxTTL", c.MaxTTL)
 	case c.NegativeTTL < 0:

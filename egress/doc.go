@@ -154,8 +154,8 @@
 //
 // Proxy URLs are checked strictly: a path other than "/", a query, a
 // fragment, surrounding spaces or credentials whose unencoded '/', '?' or
-// '#' cut them short are rejected with a *ConfigError rather than guessed
-// at. Proxy credentials never appear in an error, a Choice, an
+// '#' cut them short are rejected with an egresskit.ErrInvalidConfig
+// error rather than guessed at. Proxy credentials never appear in an error, a Choice, an
 // EndpointStatus or the String form of an Endpoint.
 //
 // # Connection tuning

@@ -112,7 +112,7 @@ func isDirect(s string) bool {
 	return s == "" || strings.EqualFold(s, "direct")
 }
 
-// parseProxy validates a proxy URL. Its errors are *ConfigError values that
+// parseProxy validates a proxy URL. Its errors are *configError values that
 // name the endpoint and never contain the URL's credentials: the parser's
 // own messages are dropped because they quote the raw URL, and no part of
 // a URL whose credentials may have spilled into its path is quoted.
@@ -124,7 +124,7 @@ func isDirect(s string) bool {
 // (RFC 3986) and is normalised to lower case.
 func parseProxy(id, raw string) (parsedProxy, error) {
 	fail := func(err error, value string) (parsedProxy, error) {
-		return parsedProxy{}, &ConfigError{EndpointID: id, Field: "Proxy", Value: value, Err: err}
+		return parsedProxy{}, &configError{EndpointID: id, Field: "Proxy", Value: value, Err: err}
 	}
 	malformed := func(why string) (parsedProxy, error) {
 		return fail(fmt.Errorf("%w: %s", errMalformedProxy, why), "")
@@ -222,16 +222,16 @@ func validateEndpoint(e Endpoint, i int) (parsedProxy, error) {
 		if i >= 0 {
 			field = fmt.Sprintf("Endpoints[%d].ID", i)
 		}
-		return parsedProxy{}, &ConfigError{Field: field, Err: errEmptyID}
+		return parsedProxy{}, &configError{Field: field, Err: errEmptyID}
 	}
 	if e.Capacity < 0 {
-		return parsedProxy{}, &ConfigError{EndpointID: e.ID, Field: "Capacity", Value: strconv.Itoa(e.Capacity), Err: errBadCapacity}
+		return parsedProxy{}, &configError{EndpointID: e.ID, Field: "Capacity", Value: strconv.Itoa(e.Capacity), Err: errBadCapacity}
 	}
 	if r := e.Rate; r < 0 || math.IsNaN(r) || math.IsInf(r, 0) {
-		return parsedProxy{}, &ConfigError{EndpointID: e.ID, Field: "Rate", Value: strconv.FormatFloat(r, 'g', -1, 64), Err: errBadRate}
+		return parsedProxy{}, &configError{EndpointID: e.ID, Field: "Rate", Value: strconv.FormatFloat(r, 'g', -1, 64), Err: errBadRate}
 	}
 	if w := e.Weight; w < 0 || math.IsNaN(w) || math.IsInf(w, 0) {
-		return parsedProxy{}, &ConfigError{EndpointID: e.ID, Field: "Weight", Value: strconv.FormatFloat(w, 'g', -1, 64), Err: errBadWeight}
+		return parsedProxy{}, &configError{EndpointID: e.ID, Field: "Weight", Value: strconv.FormatFloat(w, 'g', -1, 64), Err: errBadWeight}
 	}
 	return parseProxy(e.ID, e.Proxy)
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/egresskit/egresskit/internal/configerr"
 )
 
-// The reasons of configuration errors, in a *ConfigError.
+// The reasons of configuration errors, in a *configError.
 var (
 	// errEmptyPool: the pool has no endpoint. Use Proxy "direct" for a
 	// pool that may send without a proxy.
@@ -67,26 +67,27 @@ var (
 	ErrProxyAuthRejected = errors.New("egress: proxy rejected the credentials")
 )
 
-// NotSentError wraps an error of selection (ErrBindingUnavailable,
+// notSentError wraps an error of selection (ErrBindingUnavailable,
 // ErrNoEndpoint, ErrAtCapacity, ErrUnknownEndpoint, ErrClosed, a *RuleError)
 // returned by RoundTrip: the request never left, so it says nothing about
 // the target.
-// Layers above recognise it by its NotSent method without importing egress.
-type NotSentError struct {
+// Layers above recognise it by its NotSent method.
+type notSentError struct {
 	Err error
 }
 
-func (e *NotSentError) Error() string { return e.Err.Error() }
+func (e *notSentError) Error() string { return e.Err.Error() }
 
 // Unwrap returns the selection error.
-func (e *NotSentError) Unwrap() error { return e.Err }
+func (e *notSentError) Unwrap() error { return e.Err }
 
 // NotSent reports true: the request was not sent.
-func (e *NotSentError) NotSent() bool { return true }
+func (e *notSentError) NotSent() bool { return true }
 
-// ConfigError reports an invalid endpoint or setting. It names the
-// endpoint by ID and never contains the proxy's credentials.
-type ConfigError struct {
+// configError reports an invalid endpoint or setting: errors.Is matches
+// egresskit.ErrInvalidConfig. It names the endpoint by ID and never
+// contains the proxy's credentials.
+type configError struct {
 	// EndpointID is the offending endpoint, or "" for a pool-level setting.
 	EndpointID string
 	// Field is the offending field, e.g. "Proxy", "Capacity",
@@ -100,7 +101,7 @@ type ConfigError struct {
 	Err error
 }
 
-func (e *ConfigError) Error() string {
+func (e *configError) Error() string {
 	var b strings.Builder
 	b.WriteString("egress: ")
 	if e.EndpointID != "" {
@@ -119,11 +120,11 @@ func (e *ConfigError) Error() string {
 }
 
 // Unwrap returns the reason.
-func (e *ConfigError) Unwrap() error { return e.Err }
+func (e *configError) Unwrap() error { return e.Err }
 
 // Is reports whether target is egresskit.ErrInvalidConfig, which every
-// ConfigError is.
-func (e *ConfigError) Is(target error) bool { return target == configerr.ErrInvalid }
+// configError is.
+func (e *configError) Is(target error) bool { return target == configerr.ErrInvalid }
 
 // The kinds of egress failure, the values of ProxyError.Kind.
 const (

@@ -21,3 +21,7 @@ const (
 	ReasonSticky            = reasonSticky
 	ReasonProbe             = reasonProbe
 )
+
+// ConfigError is the error of an invalid configuration, whose fields the
+// external tests check.
+type ConfigError = configError

@@ -48,7 +48,7 @@ type HealthConfig struct {
 // withDefaults fills zero fields and checks ranges.
 func (c HealthConfig) withDefaults() (HealthConfig, error) {
 	bad := func(field string, v any) (HealthConfig, error) {
-		return c, &ConfigError{Field: "Health." + field, Value: fmt.Sprint(v), Err: errBadSetting}
+		return c, &configError{Field: "Health." + field, Value: fmt.Sprint(v), Err: errBadSetting}
 	}
 	if c.Smoothing == 0 {
 		c.Smoothing = 0.3

@@ -110,8 +110,8 @@ func (p *Pool) lockWithTime() time.Time {
 }
 
 // New validates cfg and builds a Pool. For a configuration it cannot
-// honour it returns a *ConfigError (errors.Is egresskit.ErrInvalidConfig)
-// naming the endpoint (never its credentials) and the field: an unknown
+// honour it returns an error wrapping egresskit.ErrInvalidConfig, for the
+// operator who wrote the configuration to read, naming the endpoint (never its credentials) and the field: an unknown
 // scheme, a missing host, a port out of range, a malformed proxy URL, an
 // empty or duplicate ID, a negative capacity, rate or weight, no endpoint
 // at all, a malformed rule, or a pool-level setting out of range.
@@ -121,7 +121,7 @@ func New(cfg Config) (*Pool, error) {
 		return nil, err
 	}
 	if len(cfg.Endpoints) == 0 {
-		return nil, &ConfigError{Field: "Endpoints", Err: errEmptyPool}
+		return nil, &configError{Field: "Endpoints", Err: errEmptyPool}
 	}
 	p := &Pool{
 		set:  s,
@@ -144,7 +144,7 @@ func New(cfg Config) (*Pool, error) {
 		}
 		if p.byID[e.ID] != nil {
 			p.closeTransports(p.order)
-			return nil, &ConfigError{EndpointID: e.ID, Field: "ID", Err: errDuplicateID}
+			return nil, &configError{EndpointID: e.ID, Field: "ID", Err: errDuplicateID}
 		}
 		p.byID[e.ID] = ep
 		p.order = append(p.order, ep)
@@ -189,7 +189,7 @@ func (p *Pool) rebuildLocked() {
 		for _, r := range p.rules.list {
 			var el []*endpoint
 			for _, e := range p.members {
-				if r.Eligible(e.ep) {
+				if r.eligible(e.ep) {
 					el = append(el, e)
 				}
 			}
@@ -214,8 +214,8 @@ func (p *Pool) closeTransports(eps []*endpoint) {
 }
 
 // Add adds an endpoint. Only the hosts whose subset it enters move to it.
-// It returns the errors New returns for a bad endpoint, a *ConfigError
-// when the ID is present (draining included), and
+// It returns the errors New returns for a bad endpoint, an error wrapping
+// egresskit.ErrInvalidConfig when the ID is present (draining included), and
 // ErrClosed after Close.
 func (p *Pool) Add(e Endpoint) error {
 	if p == nil {
@@ -230,7 +230,7 @@ func (p *Pool) Add(e Endpoint) error {
 	case p.closed:
 		err = ErrClosed
 	case p.byID[e.ID] != nil:
-		err = &ConfigError{EndpointID: e.ID, Field: "ID", Err: errDuplicateID}
+		err = &configError{EndpointID: e.ID, Field: "ID", Err: errDuplicateID}
 	default:
 		p.byID[e.ID] = ep
 		p.order = append(p.order, ep)

@@ -21,14 +21,16 @@ import (
 // unreachable, refused our credentials, failed its handshake or answered
 // with an error of its own (its 407, or a response whose Proxy-Status
 // blames it, is closed and replaced by the error). Other errors: those
-// Select returns (ErrAtCapacity only with FailWhenFull), wrapped in a
-// *NotSentError, an error wrapping
+// Select returns (ErrAtCapacity only with FailWhenFull), wrapped in an
+// error whose NotSent method reports true (the request never left, so it
+// says nothing about the target: package classify and the chain's layers
+// recognise it by that method), an error wrapping
 // the context's error when it ends while waiting for a slot, and the
 // endpoint transport's own errors.
 func (p *Pool) RoundTrip(req *http.Request) (*http.Response, error) {
 	if p == nil {
 		closeRequestBody(req)
-		return nil, &NotSentError{Err: ErrClosed}
+		return nil, &notSentError{Err: ErrClosed}
 	}
 	if req.URL == nil {
 		closeRequestBody(req)
@@ -39,7 +41,7 @@ func (p *Pool) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		closeRequestBody(req)
 		if ctx.Err() == nil {
-			err = &NotSentError{Err: err}
+			err = &notSentError{Err: err}
 		}
 		return nil, err
 	}

@@ -47,8 +47,8 @@ type Rule struct {
 	Labels map[string]string `json:"labels,omitempty"`
 }
 
-// Eligible reports whether e carries every label the rule requires.
-func (r *Rule) Eligible(e Endpoint) bool { return labelsMatch(r.Labels, e.Labels) }
+// eligible reports whether e carries every label the rule requires.
+func (r *Rule) eligible(e Endpoint) bool { return labelsMatch(r.Labels, e.Labels) }
 
 func labelsMatch(want, have map[string]string) bool {
 	for k, v := range want {
@@ -59,7 +59,7 @@ func labelsMatch(want, have map[string]string) bool {
 	return true
 }
 
-// The reasons of rule validation errors, in a *ConfigError naming the rule.
+// The reasons of rule validation errors, in a *configError naming the rule.
 var (
 	// errBadPattern: a host pattern is malformed, or a site: pattern is
 	// not a registrable domain.
@@ -79,7 +79,8 @@ var (
 // leaves no usable endpoint.
 var ErrRuleUnsatisfied = errors.New("egress: no usable endpoint is eligible under the rule")
 
-// RuleError is returned, wrapped in a *NotSentError, when a host's rule
+// RuleError is returned, wrapped in an error whose NotSent method reports
+// true (see RoundTrip), when a host's rule
 // leaves no usable endpoint: every eligible endpoint is quarantined,
 // draining or removed, or the endpoint a request is forced or bound to is
 // not eligible. The request was not sent.
@@ -111,8 +112,8 @@ type RuleSet struct {
 }
 
 // NewRuleSet validates rules against the endpoints whose labels they
-// select, and returns the set. Errors are *ConfigError values whose Field
-// names the rule: no name, a duplicate name or no hosts, a malformed host
+// select, and returns the set. Errors wrap egresskit.ErrInvalidConfig and
+// name the rule: no name, a duplicate name or no hosts, a malformed host
 // pattern, two rules claiming the same hosts, a label no endpoint carries,
 // or no endpoint eligible.
 func NewRuleSet(rules []Rule, endpoints []Endpoint) (*RuleSet, error) {
@@ -131,7 +132,7 @@ func NewRuleSet(rules []Rule, endpoints []Endpoint) (*RuleSet, error) {
 			field = fmt.Sprintf("Rules[%q]", r.Name)
 		}
 		fail := func(err error, value string) (*RuleSet, error) {
-			return nil, &ConfigError{Field: field, Value: value, Err: err}
+			return nil, &configError{Field: field, Value: value, Err: err}
 		}
 		switch {
 		case r.Name == "":
@@ -147,7 +148,7 @@ func NewRuleSet(rules []Rule, endpoints []Endpoint) (*RuleSet, error) {
 				return fail(errUnknownLabel, k)
 			}
 		}
-		if !slices.ContainsFunc(endpoints, r.Eligible) {
+		if !slices.ContainsFunc(endpoints, r.eligible) {
 			return fail(errNoEligible, formatLabels(r.Labels))
 		}
 		for j, pat := range r.Hosts {

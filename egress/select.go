@@ -192,7 +192,7 @@ func (p *Pool) decideLocked(now time.Time, host, forced, bound string) (decision
 		switch {
 		case e == nil:
 			return decision{}, fmt.Errorf("%w %q", ErrUnknownEndpoint, forced)
-		case rt.rule != nil && !rt.rule.Eligible(e.ep):
+		case rt.rule != nil && !rt.rule.eligible(e.ep):
 			return decision{}, &RuleError{Rule: rt.rule.Name, Host: host, EndpointID: forced}
 		case !e.hasSlot(now):
 			return decision{}, errFull
@@ -204,7 +204,7 @@ func (p *Pool) decideLocked(now time.Time, host, forced, bound string) (decision
 		if e == nil || e.draining {
 			return decision{}, fmt.Errorf("%w: %q", ErrBindingUnavailable, bound)
 		}
-		if rt.rule != nil && !rt.rule.Eligible(e.ep) {
+		if rt.rule != nil && !rt.rule.eligible(e.ep) {
 			return decision{}, &RuleError{Rule: rt.rule.Name, Host: host, EndpointID: bound}
 		}
 		probe := false

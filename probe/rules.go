@@ -50,7 +50,17 @@ func (rp rulePlan) match(hostname string) *egress.Rule {
 
 // allows reports whether rule (nil: none) lets a probe leave from e.
 func allows(rule *egress.Rule, e *exit) bool {
-	return rule == nil || rule.Eligible(egress.Endpoint{ID: e.id, Labels: e.labels})
+	if rule == nil {
+		return true
+	}
+	// Eligible: the endpoint carries every label the rule requires, with
+	// its exact value, as package egress decides it.
+	for k, v := range rule.Labels {
+		if have, ok := e.labels[k]; !ok || have != v {
+			return false
+		}
+	}
+	return true
 }
 
 // excluded is the error of a target whose egress the rule excludes.

@@ -43,8 +43,9 @@ var ErrCanceled = errors.New("probe: run cancelled")
 //
 // Run returns an error before sending any request when the input is
 // invalid: ErrNoTargets, ErrTooManyProbes, a *TargetError, a *InvalidProxyError,
-// an error wrapping egresskit.ErrInvalidConfig that names the Options
-// field, or an *egress.ConfigError. When ctx
+// or an error wrapping egresskit.ErrInvalidConfig that names the Options
+// field, or the endpoint or rule of Options.Proxies or Options.Rules at
+// fault. When ctx
 // is cancelled (rather than reaching its deadline) Run returns the partial
 // report and an error wrapping ErrCanceled and ctx's cause.
 func Run(ctx context.Context, targets []Target, opts Options) (*Report, error) {

@@ -206,8 +206,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 func isInputError(err error) bool {
 	var te *probe.TargetError
 	var pe *probe.InvalidProxyError
-	var ce *egress.ConfigError
-	return errors.As(err, &te) || errors.As(err, &pe) || errors.As(err, &ce) ||
+	return errors.As(err, &te) || errors.As(err, &pe) ||
 		errors.Is(err, probe.ErrNoTargets) || errors.Is(err, probe.ErrTooManyProbes) ||
 		errors.Is(err, egresskit.ErrInvalidConfig)
 }
