@@ -31,7 +31,7 @@ type site struct {
 	hosts   map[string]http.HandlerFunc
 	robots  map[string]string
 	counts  map[string]int // "host" and "host/robots.txt"
-	handler *egresstest.HandlerTransport
+	handler *egresstest.Transport
 }
 
 func newSite() *site {

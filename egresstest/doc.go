@@ -6,13 +6,13 @@
 // In-memory transports, for unit tests and for testing/synctest bubbles
 // (they start no goroutines and open no sockets, so fake time advances):
 //
-//   - [Script] replays a declared sequence of responses or errors, one
-//     [Step] per request, the last step repeating.
-//   - [HandlerTransport] serves each request by calling an [http.Handler]
-//     directly.
+//   - [NewScript] returns a [Transport] that replays a declared sequence of
+//     responses or errors, one [Step] per request, the last step repeating.
+//   - [NewHandlerTransport] returns a [Transport] that serves each request
+//     by calling an [http.Handler] directly.
 //
-// Both record every request ([Call]), count requests in total and per
-// host, and count response bodies that were handed out and never closed.
+// A Transport records every request ([Call]), counts requests, and counts
+// response bodies that were handed out and never closed.
 //
 // Real fault servers on 127.0.0.1, for end-to-end tests of timeouts and
 // connection handling. Each is a [*Server] whose Close waits for every

@@ -9,7 +9,7 @@ import (
 	"github.com/egresskit/egresskit/egresstest"
 )
 
-// A Script replays declared answers, one per request, the last repeating.
+// A script replays declared answers, one per request, the last repeating.
 func ExampleNewScript() {
 	script := egresstest.NewScript(
 		egresstest.Step{Status: http.StatusServiceUnavailable},
@@ -27,14 +27,14 @@ func ExampleNewScript() {
 		resp.Body.Close()
 		fmt.Printf("%d %q %q\n", resp.StatusCode, resp.Header.Get("Retry-After"), body)
 	}
-	fmt.Println("requests to example.com:", script.HostRequests("example.com"))
+	fmt.Println("requests:", script.Requests())
 	fmt.Println("bodies left open:", script.OpenBodies())
 	// Output:
 	// 503 "" ""
 	// 429 "5" ""
 	// 200 "" "<html>ok</html>"
 	// 200 "" "<html>ok</html>"
-	// requests to example.com: 4
+	// requests: 4
 	// bodies left open: 0
 }
 

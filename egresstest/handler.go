@@ -10,42 +10,22 @@ import (
 	"net/http/httptest"
 )
 
-// HandlerTransport is an http.RoundTripper that serves each request by
-// calling an http.Handler directly, in the caller's goroutine, with the
-// response recorded in memory (httptest.ResponseRecorder); streaming is not
-// supported: the caller receives the response once the handler returns.
-//
-// It starts no goroutines and opens no sockets, so a server-like handler
-// can run inside a testing/synctest bubble with fake time; a handler that
-// waits should select on the request's context. It records every request.
-// It is safe for concurrent use if the handler is.
-type HandlerTransport struct {
-	h   http.Handler // immutable
-	rec recorder
-}
-
-var _ http.RoundTripper = (*HandlerTransport)(nil)
-
-// NewHandlerTransport returns a HandlerTransport serving requests with h.
-// A nil h answers every request with 404, like an empty http.ServeMux.
-func NewHandlerTransport(h http.Handler) *HandlerTransport {
+// NewHandlerTransport returns a Transport that serves each request by
+// calling h directly, in the caller's goroutine, with the response
+// recorded in memory (httptest.ResponseRecorder). A server-like handler
+// thus runs inside a testing/synctest bubble with fake time; a handler that
+// waits should select on the request's context. A nil h answers every
+// request with 404, like an empty http.ServeMux.
+func NewHandlerTransport(h http.Handler) *Transport {
 	if h == nil {
 		h = http.NotFoundHandler()
 	}
-	return &HandlerTransport{h: h}
+	return &Transport{h: h}
 }
 
-// RoundTrip records req, hands the handler a server-side copy of it and
-// returns the recorded response. It returns an error wrapping
-// [ErrInvalidRequest] for a nil request or a nil URL, and an error when the
-// handler panics (the panic does not reach the caller, as with
-// http.Server).
-func (t *HandlerTransport) RoundTrip(req *http.Request) (resp *http.Response, err error) {
-	_, call, err := t.rec.receive(req)
-	if err != nil {
-		return nil, err
-	}
-
+// serve hands the handler a server-side copy of req, recorded as call, and
+// returns the recorded response.
+func (t *Transport) serve(req *http.Request, call Call) (resp *http.Response, err error) {
 	sreq := req.Clone(req.Context())
 	sreq.Method = call.Method
 	sreq.Body = http.NoBody
@@ -91,17 +71,3 @@ func (t *HandlerTransport) RoundTrip(req *http.Request) (resp *http.Response, er
 	}
 	return resp, nil
 }
-
-// Requests returns the number of requests received so far.
-func (t *HandlerTransport) Requests() int { return t.rec.requests() }
-
-// HostRequests returns the number of requests received so far whose URL
-// host (host or host:port, exactly as in the URL) is host.
-func (t *HandlerTransport) HostRequests(host string) int { return t.rec.hostRequests(host) }
-
-// Calls returns a copy of the requests received so far, in order.
-func (t *HandlerTransport) Calls() []Call { return t.rec.snapshot() }
-
-// OpenBodies returns the number of response bodies handed out and not yet
-// closed.
-func (t *HandlerTransport) OpenBodies() int { return t.rec.openBodies() }

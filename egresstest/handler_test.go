@@ -42,9 +42,9 @@ func TestHandlerTransportServesRequests(t *testing.T) {
 	if len(seen) != 1 || seen[0] != want {
 		t.Errorf("handler saw %q, want [%q]", seen, want)
 	}
-	if ht.Requests() != 1 || ht.HostRequests("a.test") != 1 || ht.OpenBodies() != 0 {
-		t.Errorf("Requests, HostRequests(a.test), OpenBodies = %d, %d, %d; want 1, 1, 0",
-			ht.Requests(), ht.HostRequests("a.test"), ht.OpenBodies())
+	if ht.Requests() != 1 || hostRequests(ht.Calls(), "a.test") != 1 || ht.OpenBodies() != 0 {
+		t.Errorf("Requests, requests to a.test, OpenBodies = %d, %d, %d; want 1, 1, 0",
+			ht.Requests(), hostRequests(ht.Calls(), "a.test"), ht.OpenBodies())
 	}
 	if c := ht.Calls(); len(c) != 1 || string(c[0].Body) != "data" {
 		t.Errorf("Calls() = %+v, want one call with body %q", c, "data")

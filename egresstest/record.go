@@ -11,16 +11,16 @@ import (
 	"sync/atomic"
 )
 
-// Errors returned by the in-memory transports.
+// Errors returned by the in-memory transport.
 var (
-	// ErrInvalidRequest is returned (wrapped) for a nil request or a
+	// errInvalidRequest is returned (wrapped) for a nil request or a
 	// request without a URL.
-	ErrInvalidRequest = errors.New("egresstest: invalid request")
-	// ErrBodyClosed is returned by Read on a response body after Close.
-	ErrBodyClosed = errors.New("egresstest: read on closed response body")
+	errInvalidRequest = errors.New("egresstest: invalid request")
+	// errBodyClosed is returned by Read on a response body after Close.
+	errBodyClosed = errors.New("egresstest: read on closed response body")
 )
 
-// Call is one request received by a [Script] or a [HandlerTransport].
+// Call is one request received by a [Transport].
 type Call struct {
 	// Method is the request method; "GET" when the request left it empty.
 	Method string
@@ -33,11 +33,10 @@ type Call struct {
 }
 
 // recorder counts and records requests and open response bodies. It is
-// shared by Script and HandlerTransport and is safe for concurrent use.
+// shared by both kinds of Transport and is safe for concurrent use.
 type recorder struct {
-	mu    sync.Mutex // guards calls, hosts and open
+	mu    sync.Mutex // guards calls and open
 	calls []Call
-	hosts map[string]int
 	open  int
 }
 
@@ -47,11 +46,11 @@ type recorder struct {
 // cause.
 func (r *recorder) receive(req *http.Request) (int, Call, error) {
 	if req == nil {
-		return 0, Call{}, fmt.Errorf("%w: nil request", ErrInvalidRequest)
+		return 0, Call{}, fmt.Errorf("%w: nil request", errInvalidRequest)
 	}
 	if req.URL == nil {
 		closeBody(req)
-		return 0, Call{}, fmt.Errorf("%w: nil URL", ErrInvalidRequest)
+		return 0, Call{}, fmt.Errorf("%w: nil URL", errInvalidRequest)
 	}
 	if ctx := req.Context(); ctx.Err() != nil {
 		// Like a real transport, nothing is sent for an ended context.
@@ -80,10 +79,6 @@ func (r *recorder) receive(req *http.Request) (int, Call, error) {
 
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.hosts == nil {
-		r.hosts = make(map[string]int)
-	}
-	r.hosts[u.Host]++
 	r.calls = append(r.calls, c)
 	return len(r.calls) - 1, c, nil
 }
@@ -98,12 +93,6 @@ func (r *recorder) requests() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.calls)
-}
-
-func (r *recorder) hostRequests(host string) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.hosts[host]
 }
 
 func (r *recorder) snapshot() []Call {
@@ -140,7 +129,7 @@ type body struct {
 
 func (b *body) Read(p []byte) (int, error) {
 	if b.closed.Load() {
-		return 0, ErrBodyClosed
+		return 0, errBodyClosed
 	}
 	n, err := b.r.Read(p)
 	if err == io.EOF && b.err != nil {

@@ -28,25 +28,30 @@ type Step struct {
 	Delay time.Duration
 }
 
-// Script is an http.RoundTripper that replays a declared sequence of
-// steps: the n-th request receives the n-th step and, once the steps run
-// out, the last step again. It records every request it receives.
+// Transport is an in-memory http.RoundTripper for a test author's unit
+// tests: a script of steps (NewScript) or an http.Handler
+// (NewHandlerTransport) answers each request. It records every request it
+// receives, counts them, and counts the response bodies handed out and not
+// yet closed.
 //
-// A Script starts no goroutines and opens no sockets, so it works inside a
-// testing/synctest bubble, where a Step's Delay passes in fake time. It is
-// safe for concurrent use; concurrent requests take steps in the order
-// they arrive.
-type Script struct {
-	steps []Step // immutable after NewScript
+// A Transport starts no goroutines and opens no sockets, so it works
+// inside a testing/synctest bubble, where a Step's Delay (or a handler's
+// wait on a timer) passes in fake time. It is safe for concurrent use (with
+// a handler, if the handler is); concurrent requests take steps in the
+// order they arrive.
+type Transport struct {
+	steps []Step       // immutable after NewScript; nil with a handler
+	h     http.Handler // immutable after NewHandlerTransport; nil with steps
 	rec   recorder
 }
 
-var _ http.RoundTripper = (*Script)(nil)
+var _ http.RoundTripper = (*Transport)(nil)
 
-// NewScript returns a Script replaying steps. With no steps, every request
-// receives an empty 200 response.
-func NewScript(steps ...Step) *Script {
-	s := &Script{steps: make([]Step, len(steps))}
+// NewScript returns a Transport that replays steps: the n-th request
+// receives the n-th step and, once the steps run out, the last step again.
+// With no steps, every request receives an empty 200 response.
+func NewScript(steps ...Step) *Transport {
+	s := &Transport{steps: make([]Step, len(steps))}
 	for i, st := range steps {
 		st.Header = st.Header.Clone()
 		s.steps[i] = st
@@ -57,15 +62,25 @@ func NewScript(steps ...Step) *Script {
 	return s
 }
 
-// RoundTrip records req, reads and closes its body, and answers with the
-// next step. It returns an error wrapping [ErrInvalidRequest] for a nil
-// request or a nil URL, the step's Err, or context.Cause of the request's
-// context when that ends before the step answers. A request whose context
-// has already ended is neither recorded nor given a step.
-func (s *Script) RoundTrip(req *http.Request) (*http.Response, error) {
-	i, _, err := s.rec.receive(req)
+// RoundTrip records req, reads and closes its body, and answers it: with
+// the next step of a script, or with the handler's response. It returns an
+// error for a nil request or a nil URL. A request whose context has
+// already ended is neither recorded nor answered: RoundTrip returns
+// context.Cause of the context.
+//
+// A script answers with the step's Err, or with context.Cause of the
+// request's context when that ends before the step answers. A handler
+// receives a server-side copy of the request, and the caller the recorded
+// response once the handler returns (streaming is not supported); a panic
+// of the handler is returned as an error, as http.Server keeps it from the
+// client.
+func (s *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	i, call, err := s.rec.receive(req)
 	if err != nil {
 		return nil, err
+	}
+	if s.h != nil {
+		return s.serve(req, call)
 	}
 	st := s.steps[min(i, len(s.steps)-1)]
 	if err := wait(req.Context(), st.Delay); err != nil {
@@ -122,15 +137,12 @@ func wait(ctx context.Context, d time.Duration) error {
 }
 
 // Requests returns the number of requests received so far.
-func (s *Script) Requests() int { return s.rec.requests() }
+func (s *Transport) Requests() int { return s.rec.requests() }
 
-// HostRequests returns the number of requests received so far whose URL
-// host (host or host:port, exactly as in the URL) is host.
-func (s *Script) HostRequests(host string) int { return s.rec.hostRequests(host) }
-
-// Calls returns a copy of the requests received so far, in order.
-func (s *Script) Calls() []Call { return s.rec.snapshot() }
+// Calls returns a copy of the requests received so far, in order: a test
+// counts the requests to one host by their URL.Host.
+func (s *Transport) Calls() []Call { return s.rec.snapshot() }
 
 // OpenBodies returns the number of response bodies handed out and not yet
 // closed. A test that ends with a non-zero count has leaked a body.
-func (s *Script) OpenBodies() int { return s.rec.openBodies() }
+func (s *Transport) OpenBodies() int { return s.rec.openBodies() }
