@@ -12,8 +12,9 @@ const (
 	reasonProbe             = "probe"
 )
 
-// Choice is the endpoint chosen for a request and why. It never contains
-// a proxy URL.
+// Choice is the endpoint chosen for a request and why, for a crawler
+// author or an operator who wants to see where a request left from (the
+// chain puts it in its events). It never contains a proxy URL.
 type Choice struct {
 	// EndpointID is the chosen endpoint.
 	EndpointID string
@@ -74,7 +75,8 @@ func WithBinding(ctx context.Context, endpointID string) context.Context {
 }
 
 // WithRecorder returns a context in which RoundTrip writes the Choice it
-// made to c, for outer layers such as telemetry. The write happens before
+// made to c, for a crawler author who uses a Pool directly and outer
+// layers such as the chain's telemetry. The write happens before
 // the request is sent; read c after RoundTrip returns.
 func WithRecorder(ctx context.Context, c *Choice) context.Context {
 	return context.WithValue(ctx, recorderKey, c)

@@ -25,3 +25,16 @@ const (
 // ConfigError is the error of an invalid configuration, whose fields the
 // external tests check.
 type ConfigError = configError
+
+// List returns the rules of the set, in the order given, for the external
+// tests.
+func (rs *RuleSet) List() []Rule {
+	if rs == nil {
+		return nil
+	}
+	out := make([]Rule, len(rs.list))
+	for i, r := range rs.list {
+		out[i] = *r
+	}
+	return out
+}

@@ -401,8 +401,9 @@ func (p *Pool) Endpoints() []EndpointStatus {
 // Transport returns a RoundTripper that sends through the endpoint alone:
 // no selection, no capacity slot. Proxy failures come back as *ProxyError
 // as from RoundTrip, and feed the endpoint's health, except that results
-// during a quarantine are ignored. The probe package uses it to test each
-// proxy. It reports false if no endpoint has the ID.
+// during a quarantine are ignored. It is for an operator's tool that tests
+// each proxy on its own, as the preflight checks of package probe do. It
+// reports false if no endpoint has the ID.
 func (p *Pool) Transport(id string) (http.RoundTripper, bool) {
 	if p == nil {
 		return nil, false

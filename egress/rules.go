@@ -104,7 +104,9 @@ func (e *RuleError) Error() string {
 func (e *RuleError) Unwrap() error { return ErrRuleUnsatisfied }
 
 // RuleSet is a validated set of rules: it finds the rule that governs a
-// host. It is immutable and safe for concurrent use.
+// host, for a crawler author or an operator who checks before a crawl
+// where its hosts may leave from (the preflight checks of package probe
+// do). A Pool keeps its own. It is immutable and safe for concurrent use.
 type RuleSet struct {
 	list   []*Rule
 	exact  map[string]*Rule // host → rule
@@ -262,18 +264,6 @@ func (rs *RuleSet) match(host string) *Rule {
 		i += 1 + j
 	}
 	return nil
-}
-
-// List returns the rules, in the order given.
-func (rs *RuleSet) List() []Rule {
-	if rs == nil {
-		return nil
-	}
-	out := make([]Rule, len(rs.list))
-	for i, r := range rs.list {
-		out[i] = Rule{Name: r.Name, Hosts: slices.Clone(r.Hosts), Labels: cloneLabels(r.Labels)}
-	}
-	return out
 }
 
 // maxRulesFile bounds a rules document read by ReadRules.

@@ -141,7 +141,8 @@ func percentile(sorted []time.Duration, p int) time.Duration {
 	return sorted[max(rank, 1)-1]
 }
 
-// Breakdown is the tally for one egress or one host.
+// Breakdown is the tally for one egress or one host, for an operator
+// looking for the proxy or the site at fault.
 type Breakdown struct {
 	// Name is the egress ID or the host.
 	Name string
@@ -155,8 +156,9 @@ type Breakdown struct {
 	MaxRetryAfter time.Duration
 }
 
-// Diagnosis is the verdict drawn from a set of results. It is a pure
-// function of the results and the thresholds.
+// Diagnosis is the verdict drawn from a set of results, which the
+// orchestrator that dispatches the crawl acts on. It is a pure function of
+// the results and the thresholds.
 type Diagnosis struct {
 	// Status is the verdict.
 	Status Verdict

@@ -120,7 +120,8 @@ type Options struct {
 	transport http.RoundTripper
 }
 
-// Progress is passed to Options.Progress.
+// Progress is passed to Options.Progress, for an operator's tool that
+// shows a run as it goes (the preflight command's progress line).
 type Progress struct {
 	// Done is the number of probes finished so far, this one included.
 	Done int

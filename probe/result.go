@@ -50,7 +50,8 @@ type Phases struct {
 	TTFB time.Duration
 }
 
-// TargetResult is the outcome of one probe.
+// TargetResult is the outcome of one probe, for an operator reading where
+// a probe got to and why it failed.
 type TargetResult struct {
 	// URL is the target URL, redacted: no userinfo, no fragment, secret
 	// query values replaced by REDACTED.

@@ -102,4 +102,3 @@ func TestRulesWithoutMatrix(t *testing.T) {
 		t.Errorf("Run with a rule on an unknown label = %v, want an invalid config naming the label", err)
 	}
 }
-
