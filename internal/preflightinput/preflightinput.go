@@ -130,7 +130,7 @@ func showURL(s string) string {
 	if err != nil {
 		return ""
 	}
-	return telemetry.RedactURL(u)
+	return telemetry.Redactor{}.RedactURL(u)
 }
 
 // Proxies reads a proxy list: one endpoint per line, "PROXY-URL" or
@@ -181,7 +181,7 @@ func Proxies(r io.Reader) ([]egress.Endpoint, error) {
 		if id == "" {
 			id = probeinput.Direct
 			if u != nil {
-				id = telemetry.RedactURL(u)
+				id = telemetry.Redactor{}.RedactURL(u)
 			}
 		}
 		if seen[id] {
