@@ -76,12 +76,15 @@ func (s *Set) ok(e *entry, now time.Time, quota float64) {
 			e.runStart, e.runOKs = now, 0
 		}
 		e.runOKs = min(e.runOKs+1, maxOKs)
+	} else {
+		s.revise(e, now)
 	}
 	if positive(quota) && quota < e.perMinute {
 		// The host says how fast it will go on accepting: slow to that
 		// at once, and recover from there.
 		q := max(quota, minPerMinute)
 		e.target, e.base, e.oks, e.probeN = q, q, 0, 0
+		e.cutRate = 0
 		e.probeAt = maxTime(e.probeAt, now.Add(firstBackoff))
 		e.setRate(q, now)
 		return
@@ -123,6 +126,7 @@ func (s *Set) throttled(e *entry, now time.Time, retryAfter time.Duration) (floo
 			// It let more through before than it allows over time:
 			// settle at a quarter of the rate.
 			e.lastOK = time.Time{}
+			e.cutRate = 0
 			pause = max(pause, 4*e.lastPause)
 			e.target = min(max(e.target/4, floor), e.top())
 			e.base = min(e.base, e.target)
@@ -174,26 +178,58 @@ func (s *Set) cut(e *entry, now time.Time, floor float64) {
 		e.backoff = firstBackoff
 	}
 	target := r / 2
+	e.cutRate = 0
 	switch n, d := e.runOKs, now.Sub(e.runStart); {
 	case near:
 		target = r * (1 - nearCut) * (1 - margin)
 	case n >= 3 && e.runStart.After(e.pausedUntil) && d > 0:
 		// A limiter with a burst of one request that let n through from
 		// runStart and refuses now allows less than n-1 in that time.
-		est := float64(n-1) * float64(time.Minute) / float64(d)
-		target = min(max(est, r*(1-maxOvershoot)), r) * (1 - margin)
+		// OKs still to come for attempts sent before now revise it.
+		target = estimate(r, n, d)
+		e.cutRate, e.cutStart, e.cutEnd, e.cutOKs = r, e.runStart, now, n
 	}
 	if e.probeN > 0 {
 		// The probe found the limit still between where it started (a
 		// rate the host took for a whole backoff) and r: back to the
 		// start.
 		target = min(r, e.target)
+		e.cutRate = 0
 	}
 	target = min(max(target, floor), e.top())
 	e.target, e.base, e.oks, e.probeN = target, target, 0, 0
 	e.probeAt = now.Add(e.backoff)
 	e.gaps = 0 // from now on, the rate accepted since this throttle
 	e.setRate(target, now)
+}
+
+// estimate is the rate to settle at after a refusal at r that followed n
+// OKs in d: below (n-1)/d by margin, and between half of r and r.
+func estimate(r float64, n int, d time.Duration) float64 {
+	est := float64(n-1) * float64(time.Minute) / float64(d)
+	return min(max(est, r*(1-maxOvershoot)), r) * (1 - margin)
+}
+
+// revise counts an OK answered at now, during the pause that a throttle's
+// estimate began (see cut), in that estimate: it answers an attempt sent
+// before the throttle. A limiter that delays the excess (nginx's limit_req
+// without nodelay) still holds such attempts when it refuses one, and
+// answers them later, one interval of its limit apart; a fleet's OKs held
+// back (redisstore's RecordDelay) come late too, each with the time it was
+// answered. The run then spans from its first OK to the latest one (or to
+// the throttle, if later), and the target rises to the estimate over it,
+// never above the rate refused, and never falls: a late answer may only
+// be slow.
+func (s *Set) revise(e *entry, now time.Time) {
+	if e.cutRate == 0 || now.Before(e.cutStart) {
+		return
+	}
+	e.cutOKs = min(e.cutOKs+1, maxOKs)
+	e.cutEnd = maxTime(e.cutEnd, now)
+	t := estimate(e.cutRate, e.cutOKs, e.cutEnd.Sub(e.cutStart))
+	if t = min(max(t, min(s.cfg.Floor, e.configured)), e.top()); t > e.target {
+		e.target, e.base = t, t
+	}
 }
 
 // SetCeiling caps host's rate at perMinute requests per minute (robots.txt

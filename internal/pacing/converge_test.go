@@ -13,33 +13,42 @@ import (
 	"github.com/egresskit/egresskit/ratelimit"
 )
 
-// A limiter model answers one request at t: true for 200, false for 429.
-// The models imitate the real limiters that the root package's
-// TestConvergesOn* tests run (nginx's limit_req, HAProxy's stick table);
-// these simulations only explore the algorithm on a fake clock, quickly.
-type limiter interface{ allow(t time.Duration) bool }
+// A limiter model answers one request that arrives at t: ok for 200
+// (after wait), not ok for 429 (at once). The models imitate the real
+// limiters that the root package's TestConvergesOn* tests run (nginx's
+// limit_req, HAProxy's stick table); these simulations only explore the
+// algorithm on a fake clock, quickly.
+type limiter interface {
+	allow(t time.Duration) (wait time.Duration, ok bool)
+}
 
 // leaky is nginx's limit_req (ngx_http_limit_req_module's arithmetic):
 // an excess, drained at rate a second and raised by one by every request
 // (the first one from a new client leaves it at zero); a request that
-// would raise it above burst is refused and changes nothing.
+// would raise it above burst is refused and changes nothing. With nodelay
+// a request allowed is answered at once; without (delay), it is held
+// until the excess drains, excess/rate seconds.
 type leaky struct {
 	rate, burst float64
+	delay       bool
 	excess      float64
 	last        time.Duration
 	seen        bool
 }
 
-func (l *leaky) allow(t time.Duration) bool {
+func (l *leaky) allow(t time.Duration) (time.Duration, bool) {
 	e := 0.0
 	if l.seen {
 		e = max(l.excess-l.rate*(t-l.last).Seconds()+1, 0)
 	}
 	if e > l.burst+1e-9 {
-		return false
+		return 0, false
 	}
 	l.excess, l.last, l.seen = e, t, true
-	return true
+	if !l.delay {
+		return 0, true
+	}
+	return time.Duration(e / l.rate * float64(time.Second)), true
 }
 
 // window is HAProxy's http_req_rate over a period: the current period's
@@ -53,7 +62,7 @@ type window struct {
 	prev   float64
 }
 
-func (w *window) allow(t time.Duration) bool {
+func (w *window) allow(t time.Duration) (time.Duration, bool) {
 	for t >= w.start+w.period {
 		if t >= w.start+2*w.period {
 			w.prev, w.curr = 0, 0
@@ -65,7 +74,7 @@ func (w *window) allow(t time.Duration) bool {
 	}
 	w.curr++
 	rate := w.curr + w.prev*float64(w.period-(t-w.start))/float64(w.period)
-	return rate <= float64(w.limit)
+	return 0, rate <= float64(w.limit)
 }
 
 var simTrace = false
@@ -73,9 +82,18 @@ var simTrace = false
 type simEvent struct {
 	at     time.Duration
 	worker int
-	send   bool // else: reserve
-	res    pacing.Reservation
+	kind   simKind
+	res    pacing.Reservation // send
+	ok     bool               // answer
 }
+
+type simKind int
+
+const (
+	simReserve simKind = iota
+	simSend
+	simAnswer
+)
 
 type simQueue []simEvent
 
@@ -101,9 +119,9 @@ func (r simResult) ratio(perSecond float64) float64 {
 func (r simResult) share() float64 { return float64(r.refused) / float64(r.attempts) }
 
 // simulate crawls urls pages of one host with workers workers through s
-// (on clock c) against lim, answering after latency, every 429 with
-// retryAfter. A worker whose reservation's epoch is stale when its slot
-// comes reserves again, as the chain does.
+// (on clock c) against lim, answering after latency (and the limiter's
+// wait), every 429 with retryAfter. A worker whose reservation's epoch is
+// stale when its slot comes reserves again, as the chain does.
 func simulate(s *pacing.Set, c *clock, lim limiter, urls, workers int, latency, retryAfter time.Duration, rng *rand.Rand) simResult {
 	start := c.Now()
 	q := &simQueue{}
@@ -119,7 +137,8 @@ func simulate(s *pacing.Set, c *clock, lim limiter, urls, workers int, latency, 
 		if now.After(c.Now()) {
 			c.t = now
 		}
-		if !ev.send {
+		switch ev.kind {
+		case simReserve:
 			if !pending[ev.worker] {
 				if next == urls {
 					continue
@@ -137,30 +156,31 @@ func simulate(s *pacing.Set, c *clock, lim limiter, urls, workers int, latency, 
 			if rng.IntN(20) == 0 {
 				late += time.Duration(rng.Int64N(int64(20 * time.Millisecond)))
 			}
-			heap.Push(q, simEvent{at: ev.at + res.Wait + late, worker: ev.worker, send: true, res: res})
-			continue
-		}
-		if s.Status(host).Epoch != ev.res.Epoch {
-			s.Observe(host, classify.Result{Outcome: classify.Canceled})
-			heap.Push(q, simEvent{at: ev.at, worker: ev.worker})
-			continue
-		}
-		r.attempts++
-		ok := lim.allow(ev.at)
-		c.t = start.Add(ev.at + latency)
-		if ok {
-			s.Observe(host, classify.Result{Outcome: classify.OK})
-			pending[ev.worker] = false
-			r.urls++
-			r.elapsed = ev.at + latency
-		} else {
-			r.refused++
-			if simTrace {
-				fmt.Printf("429 at %v rate %.1f\n", ev.at, s.Status(host).PerMinute)
+			heap.Push(q, simEvent{at: ev.at + res.Wait + late, worker: ev.worker, kind: simSend, res: res})
+		case simSend:
+			if s.Status(host).Epoch != ev.res.Epoch {
+				s.Observe(host, classify.Result{Outcome: classify.Canceled})
+				heap.Push(q, simEvent{at: ev.at, worker: ev.worker})
+				continue
 			}
-			s.Observe(host, classify.Result{Outcome: classify.Throttled, Status: 429, RetryAfter: retryAfter})
+			r.attempts++
+			wait, ok := lim.allow(ev.at)
+			heap.Push(q, simEvent{at: ev.at + wait + latency, worker: ev.worker, kind: simAnswer, ok: ok})
+		case simAnswer:
+			if ev.ok {
+				s.Observe(host, classify.Result{Outcome: classify.OK})
+				pending[ev.worker] = false
+				r.urls++
+				r.elapsed = ev.at
+			} else {
+				r.refused++
+				if simTrace {
+					fmt.Printf("429 at %v rate %.1f\n", ev.at, s.Status(host).PerMinute)
+				}
+				s.Observe(host, classify.Result{Outcome: classify.Throttled, Status: 429, RetryAfter: retryAfter})
+			}
+			heap.Push(q, simEvent{at: ev.at, worker: ev.worker})
 		}
-		heap.Push(q, simEvent{at: ev.at + latency, worker: ev.worker})
 	}
 	return r
 }
@@ -183,6 +203,7 @@ func TestConvergesSimulated(t *testing.T) {
 	for _, ps := range []float64{2, 10} {
 		cells = append(cells,
 			cell{fmt.Sprintf("nginx-nodelay-%v", ps), func() limiter { return &leaky{rate: ps, burst: 1} }, ps, 2 * time.Second, 0.02, 0.9},
+			cell{fmt.Sprintf("nginx-delay-%v", ps), func() limiter { return &leaky{rate: ps, burst: 1, delay: true} }, ps, 2 * time.Second, 0.02, 0.9},
 			cell{fmt.Sprintf("haproxy-window-%v", ps), func() limiter { return &window{period: 10 * time.Second, limit: int(10 * ps)} }, ps, 2 * time.Second, 0.02, 0.9},
 		)
 	}

@@ -30,6 +30,12 @@ type entry struct {
 	// one's time, and how many.
 	runStart time.Time
 	runOKs   int
+	// The run a throttle's estimate counted (see cut and revise): the rate
+	// refused (0: no estimate to revise), the run's first OK, the end of
+	// its span (the throttle, then the latest OK counted late) and its OKs.
+	cutRate          float64
+	cutStart, cutEnd time.Time
+	cutOKs           int
 	// The spacing of OK answers: the last one's time, and an average of
 	// the gaps (microseconds) over gaps samples.
 	lastOK time.Time
