@@ -26,6 +26,7 @@ func ExampleScenarios() {
 	// ThrottleSettles
 	// SettleUnderCeiling
 	// LearntCeiling
+	// LateOKsRevise
 	// ReleaseAfterPause
 	// LongerRetryAfterNeverSooner
 	// ThrottledOpensOnlyAtFloor

@@ -39,6 +39,7 @@ func Scenarios() []Scenario {
 		{"ThrottleSettles", hoststate.Config{}, throttleSettles},
 		{"SettleUnderCeiling", hoststate.Config{}, settleUnderCeiling},
 		{"LearntCeiling", hoststate.Config{Limit: ratelimit.Config{PerMinute: 120}}, learntCeiling},
+		{"LateOKsRevise", hoststate.Config{Limit: ratelimit.Config{PerMinute: 150}}, lateOKsRevise},
 		{"ReleaseAfterPause", hoststate.Config{Limit: ratelimit.Config{PerMinute: 600, Burst: 5}}, releaseAfterPause},
 		{"LongerRetryAfterNeverSooner", hoststate.Config{Limit: ratelimit.Config{PerMinute: 600}}, longerRetryAfter},
 		{"ThrottledOpensOnlyAtFloor", hoststate.Config{Limit: ratelimit.Config{Floor: 15, MaxPause: time.Minute}}, throttledOpensOnlyAtFloor},
@@ -339,6 +340,72 @@ func learntCeiling(t *testing.T, env Env) {
 	env.Advance(time.Minute)
 	ok(11)
 	wantRate("4 minutes later", r2*1.1)
+}
+
+// lateOKsRevise: a host configured at 150/min whose limiter allows
+// 120/min and delays the excess (nginx's limit_req with a burst of one,
+// without nodelay). Seven attempts go out 400ms apart; the host holds each
+// until its slot and answers the first five OK at 0, 0.5, 1, 1.5 and 2s,
+// refuses the seventh at once, at 2.4s (Retry-After 2s), and answers the
+// sixth, which it still held, at 2.5s. The throttle's estimate, 4
+// intervals in 2.4s, is 100/min: the rate settles 3 % below, at 97. The
+// sixth OK, answered in the pause for an attempt sent before the
+// throttle, revises it: 5 intervals in 2.5s, 120/min, so 116.4. A late OK
+// that would make the estimate slower (at 4s) changes nothing, nor does
+// the next run's first OK. On another host answering at once, five OKs
+// 400ms apart and a refusal at 2s settle at 116.4; three more OKs at
+// 2.1s would make the estimate 200/min, and lift the rate only to 3 %
+// below the 150/min refused.
+func lateOKsRevise(t *testing.T, env Env) {
+	start := env.Now()
+	at := func(d time.Duration) { env.Advance(start.Add(d).Sub(env.Now())) }
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	wantRate := func(h, what string, want float64) {
+		t.Helper()
+		if got := state(t, env, h).PerMinute; math.Abs(got-want) > 1e-6*want {
+			t.Errorf("%s: %s at %v, want %v", h, what, got, want)
+		}
+	}
+	ok := classify.Result{Outcome: classify.OK}
+	throttled := classify.Result{Outcome: classify.Throttled, Status: 429, RetryAfter: 2 * time.Second}
+
+	var adms []hoststate.Admission
+	for range 7 {
+		adms = append(adms, admit(t, env, host))
+	}
+	for i, ans := range []int{0, 500, 1000, 1500, 2000} {
+		at(ms(ans))
+		record(t, env, host, adms[i], ok)
+	}
+	at(ms(2400))
+	record(t, env, host, adms[6], throttled)
+	wantRate(host, "429 after 5 OKs in 2.4s", 120.0*4/4.8*0.97)
+	at(ms(2500))
+	record(t, env, host, adms[5], ok)
+	wantRate(host, "the held attempt's OK at 2.5s", 120*0.97)
+	at(ms(4000))
+	record(t, env, host, admit(t, env, host), ok) // sent before, answered slowly
+	wantRate(host, "an OK at 4s", 120*0.97)
+	send(t, env, host, classify.OK)
+	wantRate(host, "the next run's first OK", 120*0.97)
+
+	start = env.Now()
+	adms = adms[:0]
+	for range 9 {
+		adms = append(adms, admit(t, env, other))
+	}
+	for i := range 5 {
+		at(ms(400 * i))
+		record(t, env, other, adms[i], ok)
+	}
+	at(ms(2000))
+	record(t, env, other, adms[5], throttled)
+	wantRate(other, "429 after 5 OKs in 2s", 120*0.97)
+	at(ms(2100))
+	for i := 6; i < 9; i++ {
+		record(t, env, other, adms[i], ok)
+	}
+	wantRate(other, "three OKs at 2.1s", 150*0.97)
 }
 
 // releaseAfterPause: at 600/min with a burst of 5, on a host first

@@ -83,8 +83,9 @@ end
 -- writes only the fields that changed.
 local NAMES = {'bs', 'bg', 'bq', 'bx', 'bk', 'bf', 'bo', 'bu', 'bp',
   'lr', 'lc', 'lx', 'lp', 'lt', 'lf', 'la', 'lk', 'lw', 'lu', 'n0', 'n1', 'n2', 'n3', 'n4', 'n5',
-  'le', 'lg', 'lb', 'lo', 'lq', 'lm', 'll', 'lpa', 'lbo', 'lpn', 'lps', 'lrs', 'lrn'}
-local KINDS = 'iiiiiiiiirrzitiiiiiiiiiiiizzidizididii'
+  'le', 'lg', 'lb', 'lo', 'lq', 'lm', 'll', 'lpa', 'lbo', 'lpn', 'lps', 'lrs', 'lrn',
+  'lcr', 'lcs', 'lce', 'lcn'}
+local KINDS = 'iiiiiiiiirrzitiiiiiiiiiiiizzidizididiiziii'
 local f = {}
 do
   local raw = redis.pcall('HMGET', S, unpack(NAMES))
@@ -159,7 +160,9 @@ end
 -- k OKs in, the probe begun pn OKs in (0: not probing) and allowed from
 -- time pa, the learnt ceiling ll (0: none), the probe's backoff bo, the
 -- latest pause ps, the run of rn OKs since the latest pause ended begun at
--- rs, the last OK's time o and the average gap q between
+-- rs, the run a throttle's estimate counted (the rate refused cr, 0: no
+-- estimate to revise; its first OK cs, the end of its span ce, its OKs
+-- cn), the last OK's time o and the average gap q between
 -- OKs over m gaps, outcome counts n since w, last use u. The fields of
 -- the recovery, the ceiling and the spacing start at 0 when a hash
 -- written before them lacks them.
@@ -168,7 +171,7 @@ if f.lu ~= nil then
   l = {r = f.lr, c = f.lc, x = f.lx, p = f.lp, t = f.lt, tf = f.lf, a = f.la, k = f.lk, w = f.lw, u = f.lu,
        e = f.le or 0, g = f.lg or 0, bs = f.lb or 0, o = f.lo or 0, q = f.lq or 0, m = f.lm or 0,
        ll = f.ll or 0, pa = f.lpa or 0, bo = f.lbo or 0, pn = f.lpn or 0, ps = f.lps or 0,
-       rs = f.lrs or 0, rn = f.lrn or 0,
+       rs = f.lrs or 0, rn = f.lrn or 0, cr = f.lcr or 0, cs = f.lcs or 0, ce = f.lce or 0, cn = f.lcn or 0,
        n = {f.n0, f.n1, f.n2, f.n3, f.n4, f.n5}}
   need(l, {'r', 'c', 'x', 'p', 't', 'tf', 'a', 'k', 'w', 'u'})
   need(l.n, {1, 2, 3, 4, 5, 6})
@@ -183,6 +186,7 @@ end
 local function newLimiter()
   return {r = CONF, c = CONF, x = 0, p = 0, t = 1, tf = 1, a = now, k = 0, w = now, u = now,
     e = 0, g = 0, bs = 0, o = 0, q = 0, m = 0, ll = 0, pa = 0, bo = 0, pn = 0, ps = 0, rs = 0, rn = 0,
+    cr = 0, cs = 0, ce = 0, cn = 0,
     n = {0, 0, 0, 0, 0, 0}}
 end
 
@@ -198,6 +202,14 @@ end
 -- starts at FIRSTBACKOFF and doubles up to MAXBACKOFF.
 local MARGIN, MAXOVER, NEARBELOW, NEARCUT = 0.03, 0.5, 0.15, 0.1
 local FIRSTBACKOFF, MAXBACKOFF = 120000000, 480000000
+
+-- estimate is the rate to settle at after a refusal at r that followed n
+-- OKs in d microseconds: below (n-1)/d by MARGIN, and between half of r
+-- and r.
+local function estimate(r, n, d)
+  local est = (n - 1) * 60000000 / d
+  return math.min(math.max(est, r * (1 - MAXOVER)), r) * (1 - MARGIN)
+end
 
 -- settled is the highest rate short of a probe: top, and below the
 -- learnt ceiling by MARGIN.
@@ -297,6 +309,7 @@ local function save()
     put('le', l.e); put('lg', l.g); put('lb', l.bs); put('lo', l.o); put('lq', l.q); put('lm', l.m)
     put('ll', l.ll); put('lpa', l.pa); put('lbo', l.bo); put('lpn', l.pn); put('lps', l.ps)
     put('lrs', l.rs); put('lrn', l.rn)
+    put('lcr', l.cr); put('lcs', l.cs); put('lce', l.ce); put('lcn', l.cn)
   end
   if b == nil and l == nil then return end
   if n > 0 then redis.call('HSET', S, unpack(a)) end

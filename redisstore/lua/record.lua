@@ -83,12 +83,23 @@ if OUTCOME == OK then
   if now >= l.p then
     if l.rs < l.p or l.rs == 0 then l.rs, l.rn = now, 0 end
     l.rn = math.min(l.rn + 1, MAXOKS)
+  elseif l.cr > 0 and now >= l.cs then
+    -- An OK during the pause a throttle's estimate began, for an attempt
+    -- sent before the throttle (a limiter that delays the excess answers
+    -- it late; so does a fleet's held-back OK): the estimate covers it,
+    -- over the run from its first OK to the latest (or to the throttle),
+    -- and the target rises to it, never above the rate refused.
+    l.cn = math.min(l.cn + 1, MAXOKS)
+    l.ce = math.max(l.ce, now)
+    local t = math.min(math.max(estimate(l.cr, l.cn, l.ce - l.cs), math.min(FLOOR, l.c)), top())
+    if t > l.g then l.g, l.bs = t, t end
   end
   if QUOTA > 0 and QUOTA < l.r then
     -- The host says how fast it will go on accepting: slow to that at
     -- once, and stay there until the probe's backoff has passed.
     local q = math.max(QUOTA, 1 / 1440)
     l.g, l.bs, l.k, l.pn = q, q, 0, 0
+    l.cr = 0
     l.pa = math.max(l.pa, now + FIRSTBACKOFF)
     setRate(q)
   elseif l.g > 0 then
@@ -114,6 +125,7 @@ elseif OUTCOME == THROTTLED then
       -- limiter counting over a window, refused requests too). Wait four
       -- times as long as last time, and settle at a quarter of the rate.
       l.o = 0
+      l.cr = 0
       pause = math.max(pause, 4 * l.ps)
       l.g = math.min(math.max(l.g / 4, fl), top())
       l.bs = math.min(l.bs, l.g)
@@ -137,15 +149,20 @@ elseif OUTCOME == THROTTLED then
       if l.bo == 0 then l.bo = FIRSTBACKOFF end
       local target = r / 2
       local d = now - l.rs
+      l.cr = 0
       if near then
         target = r * (1 - NEARCUT) * (1 - MARGIN)
       elseif l.rn >= 3 and l.rs > l.p and d > 0 then
         -- A limiter with a burst of one request that let rn through
         -- since rs, and refuses now, allows fewer than rn-1 in that time.
-        local est = (l.rn - 1) * 60000000 / d
-        target = math.min(math.max(est, r * (1 - MAXOVER)), r) * (1 - MARGIN)
+        -- OKs still to come for attempts sent before now revise it.
+        target = estimate(r, l.rn, d)
+        l.cr, l.cs, l.ce, l.cn = r, l.rs, now, l.rn
       end
-      if l.pn > 0 then target = math.min(r, l.g) end
+      if l.pn > 0 then
+        target = math.min(r, l.g)
+        l.cr = 0
+      end
       target = math.min(math.max(target, fl), top())
       l.g, l.bs, l.k, l.pn = target, target, 0, 0
       l.pa = now + l.bo
