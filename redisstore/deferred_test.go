@@ -2,6 +2,7 @@ package redisstore_test
 
 import (
 	"context"
+	"math"
 	"strconv"
 	"testing"
 	"time"
@@ -220,4 +221,58 @@ func TestHeldOKsOfManyHostsSentInOnePipeline(t *testing.T) {
 	if n != len(hosts) || trips > 3 {
 		t.Errorf("the timer sent %d EVALSHA (all commands: %v) in %d round trips, want %d in one pipeline", n, hook.names, trips, len(hosts))
 	}
+}
+
+// TestHeldOKsJoinThrottleEstimate: a fleet's OKs held back when another
+// worker's throttle comes count in the throttle's estimate when they
+// reach Redis, at the times they were answered. At 120/min, one worker
+// records OKs at once at 0, 1 and 2s, the other holds back its OKs at 0.5
+// and 1.5s (the first rides with its admission at 1.5s); the first worker
+// is refused at 2.5s. Its estimate sees 4 OKs in 2.5s, 72/min, and the
+// rate settles 3 % below. When the held OK arrives, the run has 5 OKs in
+// 2.5s, 96/min: the rate rises to 3 % below that.
+func TestHeldOKsJoinThrottleEstimate(t *testing.T) {
+	ctx := context.Background()
+	clk := newClock()
+	now := heldConfig(t, clk, -1)
+	now.HostState.Limit.PerMinute = 120
+	held := now
+	held.RecordDelay = time.Minute
+	w, h := mustState(t, redistest.Addr(t), now), mustState(t, redistest.Addr(t), held)
+	const host = "fleet.example"
+	wantRate := func(what string, want float64) {
+		t.Helper()
+		s, err := w.Status(ctx, host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.Abs(s.PerMinute-want) > 1e-6*want {
+			t.Errorf("%s: rate %v, want %v", what, s.PerMinute, want)
+		}
+	}
+
+	start := clk.Now()
+	at := func(d time.Duration) { clk.Advance(start.Add(d).Sub(clk.Now())) }
+	for i := range 5 {
+		at(time.Duration(i) * 500 * time.Millisecond)
+		if i%2 == 0 {
+			admitOK(t, w, host)
+		} else {
+			admitOK(t, h, host)
+		}
+	}
+	at(2500 * time.Millisecond)
+	a, err := w.Admit(ctx, host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Record(ctx, host, a, classify.Result{Outcome: classify.Throttled, Status: 429, RetryAfter: 2 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	wantRate("429 with 4 of the 5 OKs applied", 72*0.97)
+	at(3 * time.Second)
+	if err := h.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wantRate("after the held OKs arrive", 96*0.97)
 }
