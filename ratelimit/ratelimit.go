@@ -14,7 +14,13 @@
 //     throttle shows: a limiter with a burst of one request that let n
 //     OKs through since the last pause ended, over a time d, and refuses
 //     now allows fewer than n-1 requests in d; the rate is set to that
-//     ((n-1)/d, at most r, at least r/2), and 3 % below. Fewer than 3 OKs
+//     ((n-1)/d, at most r, at least r/2), and 3 % below. OKs answered
+//     during the pause that follows, for attempts sent before the
+//     throttle, join that run and revise the estimate up (never above r):
+//     a limiter that delays the excess (nginx's limit_req without
+//     nodelay) still holds such attempts when it refuses one, and a fleet
+//     sharing Redis may deliver OKs it held back only after the throttle
+//     (redisstore.Config.RecordDelay). Fewer than 3 OKs
 //     since the last pause ended say only that r was far too fast: the
 //     rate halves. Refused again within 15 % below the
 //     learnt ceiling (a limiter counting over a window lets many requests
