@@ -30,7 +30,7 @@
 // Disabled (or, for robots.txt, IgnoreRobots). DefaultConfig returns the
 // defaults filled in, for printing. What surprises people first:
 //
-//	pacing           1 request per second per host, burst 1 (hoststate/ratelimit.DefaultConfig)
+//	pacing           1 request per second per host, burst 1 (ratelimit.Config)
 //	robots.txt       obeyed; fetched before a host's first request; a 5xx, 429 or an
 //	                 unreachable robots.txt blocks the host for 1 minute, doubling up to 1 hour
 //	identity         the User-Agent sent: Config.UserAgent, or the request's own (see UserAgent)
@@ -131,7 +131,7 @@ var (
 // DefaultConfig returns what the zero Config means, with the defaults of
 // its parts filled in, for printing and reading: New(Config{}) and
 // New(DefaultConfig()) behave the same. The Store stays nil (an in-memory
-// store with its defaults, hoststate.DefaultConfig).
+// store with its defaults, hoststate.NewMemory(hoststate.Config{})).
 func DefaultConfig() Config {
 	rc := robots.DefaultConfig()
 	// The chain sets these itself: the identity from UserAgent, the

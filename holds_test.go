@@ -25,7 +25,7 @@ var errStoreDown = errors.New("store down")
 // droppingStore is a store that keeps no local copy of a halt: while down,
 // Record fails and changes nothing (Admit still answers).
 type droppingStore struct {
-	*hoststate.Memory
+	hoststate.Memory
 	down atomic.Bool
 }
 

@@ -6,7 +6,7 @@ import (
 
 // mustMemory returns hoststate.NewMemory(cfg), panicking on an invalid
 // cfg: a test's fixture is valid.
-func mustMemory(cfg hoststate.Config) *hoststate.Memory {
+func mustMemory(cfg hoststate.Config) hoststate.Memory {
 	m, err := hoststate.NewMemory(cfg)
 	if err != nil {
 		panic(err)

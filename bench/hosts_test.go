@@ -35,7 +35,7 @@ func BenchmarkHosts(b *testing.B) {
 		_, scratch := newHostsChain(time.Hour)
 		ttl := max(2*time.Second, 2*numHosts/calibrationHosts*touchHosts(scratch, calibrationHosts, 0))
 		var (
-			mem            *hoststate.Memory
+			mem            hoststate.Memory
 			client         *http.Client
 			before, inUse  uint64
 			start, touched time.Time
@@ -82,7 +82,7 @@ const calibrationHosts = 5_000
 
 // newHostsChain returns the chain of BenchmarkHosts and its state, whose
 // hosts are forgotten after idling for ttl.
-func newHostsChain(ttl time.Duration) (*hoststate.Memory, *http.Client) {
+func newHostsChain(ttl time.Duration) (hoststate.Memory, *http.Client) {
 	cfg := neverBinds()
 	cfg.Breaker = breaker.Config{IdleTTL: ttl}
 	cfg.Limit.IdleTTL = ttl

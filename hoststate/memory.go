@@ -26,18 +26,23 @@ type Config struct {
 	Limit ratelimit.Config
 }
 
-// DefaultConfig returns the Config with the defaults of both parts filled
-// in.
-func DefaultConfig() Config {
-	return Config{Breaker: breaker.DefaultConfig(), Limit: ratelimit.DefaultConfig()}
+// Memory is the in-process Store that NewMemory returns: a circuit breaker
+// (package breaker) and a pacing budget (package ratelimit) per host, and
+// the halt records (HaltLog, of up to 4,096 hosts). It is safe for
+// concurrent use and starts no goroutine; idle hosts are evicted lazily as
+// the store is used. Its breakers read time.Now (test with
+// testing/synctest); a Limit.Now clock, if set, paces. A crawler author
+// passes it as the chain's Store; an operator reads Counts for a gauge.
+type Memory interface {
+	Store
+	// Counts returns how many tracked hosts are closed, half-open, open
+	// and halted, for a gauge (the BreakerCounts of the telemetry
+	// exporters).
+	Counts() breaker.Counts
 }
 
-// Memory is the in-process Store: a circuit breaker (package breaker) and
-// a pacing budget (package ratelimit) per host, and the halt records (HaltLog, of up to 4,096 hosts). It is
-// safe for concurrent use and starts no goroutine; idle hosts are evicted
-// lazily as the sets are used, or at once with Evict. Its breakers read
-// time.Now (test with testing/synctest); a Limit.Now clock, if set, paces.
-type Memory struct {
+// memory is the Memory that NewMemory returns.
+type memory struct {
 	breakers *circuits.Set
 	limits   *pacing.Set
 	// oneClock is set when pacing reads time.Now too (no Limit.Now):
@@ -46,12 +51,12 @@ type Memory struct {
 	recs     records // the HaltLog
 }
 
-var _ Store = (*Memory)(nil)
+var _ Memory = (*memory)(nil)
 
 // NewMemory returns an in-memory Store configured by cfg, or an error
 // wrapping egresskit.ErrInvalidConfig that names the field cfg cannot
 // honour (Breaker.OpenTimeout, Limit.PerMinute, ...).
-func NewMemory(cfg Config) (*Memory, error) {
+func NewMemory(cfg Config) (Memory, error) {
 	b, err := circuits.New(cfg.Breaker)
 	if err != nil {
 		return nil, configerr.In("Breaker", err)
@@ -60,7 +65,7 @@ func NewMemory(cfg Config) (*Memory, error) {
 	if err != nil {
 		return nil, configerr.In("Limit", err)
 	}
-	return &Memory{breakers: b, limits: l, oneClock: cfg.Limit.Now == nil}, nil
+	return &memory{breakers: b, limits: l, oneClock: cfg.Limit.Now == nil}, nil
 }
 
 // neutral releases an admission that was not used.
@@ -71,7 +76,7 @@ var neutral = classify.Result{Outcome: classify.Canceled, Reason: "not sent"}
 // *ratelimit.DeadlineError (errors.Is context.DeadlineExceeded), and
 // ctx.Err() when ctx is already done. When the reservation fails, the
 // breaker admission is released as neutral.
-func (m *Memory) Admit(ctx context.Context, host string) (Admission, error) {
+func (m *memory) Admit(ctx context.Context, host string) (Admission, error) {
 	now := time.Now()
 	t, err := m.breakers.AllowAt(host, now)
 	if err != nil {
@@ -96,7 +101,7 @@ func (m *Memory) Admit(ctx context.Context, host string) (Admission, error) {
 // neutral (see Store). The breaker counts only an Admission this Memory's
 // Admit returned (another one, a zero one included, changes it only by a
 // Refused result's halt). It never fails.
-func (m *Memory) Record(_ context.Context, host string, a Admission, r classify.Result) (Effect, error) {
+func (m *memory) Record(_ context.Context, host string, a Admission, r classify.Result) (Effect, error) {
 	now := time.Now()
 	var floored bool
 	if m.oneClock {
@@ -119,7 +124,7 @@ var throttledNeutral = classify.Result{Outcome: classify.Canceled, Reason: "thro
 // Resume lifts a halt on host (a key, or a host, host:port or URL keyed
 // by host); see Store. Its errors wrap ErrNotHalted, hostkey.ErrEmptyHost
 // or hostkey.ErrInvalidHost.
-func (m *Memory) Resume(_ context.Context, host string) error {
+func (m *memory) Resume(_ context.Context, host string) error {
 	key, err := hostkey.Parse(host, hostkey.ByHost)
 	if err != nil {
 		return err
@@ -132,12 +137,12 @@ func (m *Memory) Resume(_ context.Context, host string) error {
 
 // SetCeiling caps host's rate (see Store). It fails only
 // for a NaN rate (ratelimit.ErrInvalidRate).
-func (m *Memory) SetCeiling(_ context.Context, host string, perMinute float64) error {
+func (m *memory) SetCeiling(_ context.Context, host string, perMinute float64) error {
 	return m.limits.SetCeiling(host, perMinute)
 }
 
 // State returns a snapshot of host. It never fails.
-func (m *Memory) Status(_ context.Context, host string) (Status, error) {
+func (m *memory) Status(_ context.Context, host string) (Status, error) {
 	b := m.breakers.Status(host)
 	l := m.limits.Status(host)
 	return Status{
@@ -158,13 +163,13 @@ func (m *Memory) Status(_ context.Context, host string) (Status, error) {
 
 // Counts returns how many tracked hosts are closed, half-open, open and
 // halted, for a gauge.
-func (m *Memory) Counts() breaker.Counts { return m.breakers.Counts() }
+func (m *memory) Counts() breaker.Counts { return m.breakers.Counts() }
 
-// Evict forgets the hosts idle for longer than their IdleTTL now, instead
+// evict forgets the hosts idle for longer than their IdleTTL now, instead
 // of as their shards are next used, and returns how many host states it
 // dropped.
-func (m *Memory) Evict() int { return m.breakers.Evict() + m.limits.Evict() }
+func (m *memory) evict() int { return m.breakers.Evict() + m.limits.Evict() }
 
-// Len returns how many host states the store holds (breaker and pacing
+// len returns how many host states the store holds (breaker and pacing
 // counted separately).
-func (m *Memory) Len() int { return m.breakers.Len() + m.limits.Len() }
+func (m *memory) len() int { return m.breakers.Len() + m.limits.Len() }

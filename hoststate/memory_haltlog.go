@@ -39,7 +39,7 @@ func (h *history) trim() {
 }
 
 // history returns host's history, making room for it; m.recs.mu is held.
-func (m *Memory) history(host string) *history {
+func (m *memory) history(host string) *history {
 	r := &m.recs
 	if r.hosts == nil {
 		r.hosts = make(map[string]*history)
@@ -64,7 +64,7 @@ func (m *Memory) history(host string) *history {
 
 // PutHalt records the evidence of a halt; see HaltLog. It fails only for
 // a Host that is not a host (hostkey's errors).
-func (m *Memory) PutHalt(_ context.Context, h Halt) error {
+func (m *memory) PutHalt(_ context.Context, h Halt) error {
 	key, err := hostkey.Parse(h.Host, hostkey.ByHost)
 	if err != nil {
 		return err
@@ -89,7 +89,7 @@ func (m *Memory) PutHalt(_ context.Context, h Halt) error {
 
 // AddNote records an operator's note; see HaltLog. It fails only for a
 // Host that is not a host (hostkey's errors).
-func (m *Memory) AddNote(_ context.Context, n Note) error {
+func (m *memory) AddNote(_ context.Context, n Note) error {
 	key, err := hostkey.Parse(n.Host, hostkey.ByHost)
 	if err != nil {
 		return err
@@ -111,7 +111,7 @@ func (m *Memory) AddNote(_ context.Context, n Note) error {
 // Halts returns the latest record of every host halted now, newest first;
 // see HaltLog. A Memory lists only the halted hosts it has a record of. It
 // never fails.
-func (m *Memory) Halts(_ context.Context, limit int) ([]Halt, error) {
+func (m *memory) Halts(_ context.Context, limit int) ([]Halt, error) {
 	if limit <= 0 {
 		limit = 1000
 	}
@@ -139,7 +139,7 @@ func (m *Memory) Halts(_ context.Context, limit int) ([]Halt, error) {
 
 // History returns host's records, newest first; see HaltLog. Its errors
 // are hostkey's.
-func (m *Memory) History(_ context.Context, host string) ([]Halt, []Note, error) {
+func (m *memory) History(_ context.Context, host string) ([]Halt, []Note, error) {
 	key, err := hostkey.Parse(host, hostkey.ByHost)
 	if err != nil {
 		return nil, nil, err

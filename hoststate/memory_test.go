@@ -33,7 +33,7 @@ func memoryHarness(t *testing.T, cfg hoststate.Config, body func(*testing.T, hos
 			Store:   m,
 			Now:     time.Now,
 			Advance: time.Sleep,
-			Evict:   func() { m.Evict() },
+			Evict:   func() { hoststate.Evict(m) },
 		})
 	})
 }
@@ -49,7 +49,7 @@ func TestStateUnknownHost(t *testing.T) {
 	if err != nil || st != want {
 		t.Errorf("State(unknown) = %+v, %v; want %+v", st, err, want)
 	}
-	if n := m.Len(); n != 0 {
+	if n := hoststate.Len(m); n != 0 {
 		t.Errorf("Len() = %d after State of an unknown host, want 0", n)
 	}
 }
@@ -98,7 +98,7 @@ func TestConcurrent(t *testing.T) {
 				case 3:
 					m.Counts()
 				case 4:
-					m.Evict()
+					hoststate.Evict(m)
 				}
 				a, err := m.Admit(ctx, h)
 				if err != nil {
@@ -174,11 +174,11 @@ func touchAndEvict(t testing.TB, n int) (live, retained float64) {
 		m.Record(ctx, h, a, ok)
 	}
 	held := heapInUse()
-	if got := m.Len(); got != 2*n {
+	if got := hoststate.Len(m); got != 2*n {
 		t.Fatalf("Len() = %d after touching %d hosts, want %d", got, n, 2*n)
 	}
 	time.Sleep(breaker.DefaultConfig().IdleTTL)
-	if got := m.Evict(); got != 2*n {
+	if got := hoststate.Evict(m); got != 2*n {
 		t.Fatalf("Evict() = %d, want %d", got, 2*n)
 	}
 	after := heapInUse()

@@ -91,7 +91,7 @@ type Warning struct {
 // (local, true), in which case local is the fallback should the retry
 // fail. node is the Redis node of k (see nodeOf) whose outage applies,
 // when local is not nil.
-func (s *Store) route(ctx context.Context, k keys) (local *hoststate.Memory, try bool, node string) {
+func (s *Store) route(ctx context.Context, k keys) (local hoststate.Memory, try bool, node string) {
 	if !s.down.Load() {
 		return nil, false, ""
 	}
@@ -135,7 +135,7 @@ func (s *Store) nodeOf(ctx context.Context, k keys) string {
 
 // degrade switches node's hosts to local state (once per outage of node)
 // and returns it.
-func (s *Store) degrade(ctx context.Context, op string, err error, k keys) *hoststate.Memory {
+func (s *Store) degrade(ctx context.Context, op string, err error, k keys) hoststate.Memory {
 	node := s.nodeOf(ctx, k)
 	now := s.localNow()
 	s.mu.Lock()
@@ -374,14 +374,14 @@ func (s *Store) knownHalt(host string) (time.Time, bool) {
 	return t, ok
 }
 
-func (s *Store) localAdmit(ctx context.Context, local *hoststate.Memory, host string) (hoststate.Admission, error) {
+func (s *Store) localAdmit(ctx context.Context, local hoststate.Memory, host string) (hoststate.Admission, error) {
 	if since, ok := s.knownHalt(host); ok {
 		return hoststate.Admission{}, &breaker.HaltError{Host: host, HaltedAt: since}
 	}
 	return local.Admit(ctx, host)
 }
 
-func (s *Store) localRecord(ctx context.Context, local *hoststate.Memory, host string, a hoststate.Admission, r classify.Result) (hoststate.Effect, error) {
+func (s *Store) localRecord(ctx context.Context, local hoststate.Memory, host string, a hoststate.Admission, r classify.Result) (hoststate.Effect, error) {
 	eff, err := local.Record(ctx, host, a, r)
 	if err != nil || !eff.Halted {
 		return eff, err
@@ -408,7 +408,7 @@ func (s *Store) localRecord(ctx context.Context, local *hoststate.Memory, host s
 	return eff, nil
 }
 
-func (s *Store) localState(ctx context.Context, local *hoststate.Memory, host string) (hoststate.Status, error) {
+func (s *Store) localState(ctx context.Context, local hoststate.Memory, host string) (hoststate.Status, error) {
 	st, err := local.Status(ctx, host)
 	if err != nil {
 		return st, err

@@ -96,7 +96,7 @@ type Store struct {
 	// hosts run on local state (FailOpen), each with when to try Redis
 	// again.
 	outages map[string]time.Time
-	local   *hoststate.Memory
+	local   hoststate.Memory
 	pending map[string]pendingHalt // halts to write to Redis
 	known   map[string]time.Time   // halts seen: refused while degraded, written back after a loss
 	runs    map[string]serverInfo  // what the last check read of each server, by address
@@ -475,7 +475,7 @@ func (s *Store) call(ctx context.Context, op string, sc *redis.Script, k keys, a
 
 // exec runs sc for k, or tells the caller to use local state: when local
 // is not nil the caller must run the operation on it instead.
-func (s *Store) exec(ctx context.Context, op string, sc *redis.Script, k keys, args []any) (reply any, local *hoststate.Memory, err error) {
+func (s *Store) exec(ctx context.Context, op string, sc *redis.Script, k keys, args []any) (reply any, local hoststate.Memory, err error) {
 	local, try, node := s.route(ctx, k)
 	if local != nil && !try {
 		return nil, local, nil

@@ -32,7 +32,7 @@ const pagesPerHost = 8
 // crawler is the chain, its metrics and the /metrics server.
 type crawler struct {
 	targets *targets
-	state   *hoststate.Memory
+	state   hoststate.Memory
 	pool    *egress.Pool
 	chain   *egresskit.Transport
 	client  *http.Client

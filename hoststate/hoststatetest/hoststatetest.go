@@ -13,7 +13,7 @@
 //				if err != nil {
 //					t.Fatal(err)
 //				}
-//				body(t, hoststatetest.Env{Store: m, Now: time.Now, Advance: time.Sleep, Evict: func() { m.Evict() }})
+//				body(t, hoststatetest.Env{Store: m, Now: time.Now, Advance: time.Sleep})
 //			})
 //		})
 //	}
