@@ -394,9 +394,9 @@ func (t *Transport) record(ctx context.Context, key string, adm hoststate.Admiss
 func notSent(err error) error {
 	r := classify.Result{Outcome: classify.Permanent, Reason: "not admitted"}
 	switch {
-	case errors.Is(err, breaker.ErrHalted):
+	case errors.Is(err, ErrHalted):
 		r.Reason = "host halted"
-	case errors.Is(err, breaker.ErrOpen):
+	case errors.Is(err, ErrOpen):
 		r.Reason = "breaker open"
 	case errors.Is(err, context.Canceled):
 		r = classify.Result{Outcome: classify.Canceled, Reason: "canceled"}
@@ -410,9 +410,9 @@ func notSent(err error) error {
 // the chain did not send.
 func unsentReason(err error) string {
 	switch {
-	case errors.Is(err, breaker.ErrHalted):
+	case errors.Is(err, ErrHalted):
 		return "halted"
-	case errors.Is(err, breaker.ErrOpen):
+	case errors.Is(err, ErrOpen):
 		return "open"
 	case errors.Is(err, robots.ErrDisallowed):
 		return "disallowed"
@@ -542,9 +542,9 @@ func (a *gatedSender) observe(ctx context.Context, req *http.Request, key string
 	}
 	e.Retries = e.Attempt - 1
 	switch {
-	case errors.Is(err, breaker.ErrHalted) || (eff != nil && eff.Halted):
+	case errors.Is(err, ErrHalted) || (eff != nil && eff.Halted):
 		e.Breaker = "halted"
-	case errors.Is(err, breaker.ErrOpen):
+	case errors.Is(err, ErrOpen):
 		e.Breaker = breaker.Open.String()
 	case eff != nil:
 		e.Breaker = eff.To.String()

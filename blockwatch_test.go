@@ -15,7 +15,6 @@ import (
 
 	"github.com/egresskit/egresskit"
 	"github.com/egresskit/egresskit/blockwatch"
-	"github.com/egresskit/egresskit/breaker"
 	"github.com/egresskit/egresskit/hoststate"
 	"github.com/egresskit/egresskit/ratelimit"
 	"github.com/egresskit/egresskit/retry"
@@ -82,7 +81,7 @@ func TestBlockWatchHaltsRunOfRefusals(t *testing.T) {
 		}
 	}
 	_, err := c.Get(srv.URL + "/item/10")
-	if !errors.Is(err, breaker.ErrHalted) {
+	if !errors.Is(err, egresskit.ErrHalted) {
 		t.Errorf("request after the run: err = %v, want ErrHalted", err)
 	}
 	if n := served.Load(); n != 10 {

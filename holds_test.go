@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	"github.com/egresskit/egresskit"
-	"github.com/egresskit/egresskit/breaker"
 	"github.com/egresskit/egresskit/classify"
 	"github.com/egresskit/egresskit/hoststate"
 	"github.com/egresskit/egresskit/retry"
@@ -82,7 +81,7 @@ func TestHaltHeldWhenStoreDropsIt(t *testing.T) {
 	}
 	mu.Unlock()
 	for range 2 {
-		if _, err := c.Get(srv.URL + "/again"); !errors.Is(err, breaker.ErrHalted) {
+		if _, err := c.Get(srv.URL + "/again"); !errors.Is(err, egresskit.ErrHalted) {
 			t.Errorf("request with the store down: err = %v, want ErrHalted", err)
 		}
 	}
@@ -91,13 +90,13 @@ func TestHaltHeldWhenStoreDropsIt(t *testing.T) {
 	}
 
 	st.down.Store(false)
-	if _, err := c.Get(srv.URL + "/back"); !errors.Is(err, breaker.ErrHalted) {
+	if _, err := c.Get(srv.URL + "/back"); !errors.Is(err, egresskit.ErrHalted) {
 		t.Errorf("request with the store back: err = %v, want ErrHalted", err)
 	}
 	if s, _ := st.Status(ctx, key); !s.Halted {
 		t.Error("the halt was not offered to the store when it came back")
 	}
-	if _, err := c.Get(srv.URL + "/store"); !errors.Is(err, breaker.ErrHalted) {
+	if _, err := c.Get(srv.URL + "/store"); !errors.Is(err, egresskit.ErrHalted) {
 		t.Errorf("request refused by the store: err = %v, want ErrHalted", err)
 	}
 	if n := escalations.Load(); n != 1 {

@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/egresskit/egresskit"
 	"github.com/egresskit/egresskit/breaker"
 	"github.com/egresskit/egresskit/hoststate"
 	"github.com/egresskit/egresskit/ratelimit"
@@ -54,7 +55,7 @@ func TestProbeCancelledWhileWaitingIsReleased(t *testing.T) {
 			t.Fatal("the cancelled probe was sent, want it to give up waiting for its token")
 		}
 		status, err := get(c, "http://flaky.test/3")
-		if errors.Is(err, breaker.ErrOpen) {
+		if errors.Is(err, egresskit.ErrOpen) {
 			t.Fatalf("next request: %v; the abandoned probe was not handed back", err)
 		}
 		if status != 200 || s.requests("flaky.test") != 2 {

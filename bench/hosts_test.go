@@ -11,6 +11,7 @@ import (
 	"github.com/egresskit/egresskit"
 	"github.com/egresskit/egresskit/breaker"
 	"github.com/egresskit/egresskit/hoststate"
+	"github.com/egresskit/egresskit/internal/hostmem"
 	"github.com/egresskit/egresskit/retry"
 )
 
@@ -46,7 +47,7 @@ func BenchmarkHosts(b *testing.B) {
 			start = time.Now()
 			touchHosts(client, numHosts, calibrationHosts)
 			touched = time.Now()
-			if n := mem.Len(); n == 2*numHosts {
+			if n := hostmem.Len(mem); n == 2*numHosts {
 				break
 			} else if try == maxHostsTries {
 				b.Fatalf("state holds %d host entries after touching %d hosts, want %d: touching took %v, longer than IdleTTL %v",
@@ -57,7 +58,7 @@ func BenchmarkHosts(b *testing.B) {
 		inUse = heapAfterGC()
 
 		time.Sleep(time.Until(touched.Add(ttl + 10*time.Millisecond)))
-		if n := mem.Evict(); n != 2*numHosts {
+		if n := hostmem.Evict(mem); n != 2*numHosts {
 			b.Fatalf("Evict dropped %d host entries, want %d", n, 2*numHosts)
 		}
 		left := heapAfterGC()

@@ -90,11 +90,6 @@ type Config struct {
 	OnStateChange func(StateChange)
 }
 
-// DefaultConfig returns the Config with every default filled in.
-func DefaultConfig() Config {
-	return Config{FailureThreshold: 8, OpenTimeout: 300 * time.Second, HalfOpenProbes: 1, IdleTTL: 10 * time.Minute}
-}
-
 // StateChange describes one change of a host's circuit state.
 type StateChange struct {
 	Host     string

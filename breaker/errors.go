@@ -1,21 +1,14 @@
 package breaker
 
 import (
-	"errors"
 	"time"
+
+	"github.com/egresskit/egresskit/internal/sentinel"
 )
 
-// Sentinel errors; match them with errors.Is. The errors Set.Allow returns
-// are the struct types below, which wrap these.
-var (
-	// ErrOpen: the host's circuit is open (or half-open with every probe
-	// slot taken); the attempt must not be sent.
-	ErrOpen = errors.New("breaker: circuit open")
-	// ErrHalted: the host is halted until an operator resumes it.
-	ErrHalted = errors.New("breaker: host halted")
-)
-
-// OpenError reports an open circuit. errors.Is(err, ErrOpen) is true.
+// OpenError reports an open circuit: a crawler author reads Until; a store
+// implementer returns it from Admit. errors.Is(err, egresskit.ErrOpen) is
+// true.
 type OpenError struct {
 	// Host is the host key.
 	Host string
@@ -34,10 +27,12 @@ func (e *OpenError) Error() string {
 	return "breaker: circuit open for " + e.Host + " until " + e.Until.UTC().Format(time.RFC3339)
 }
 
-// Unwrap returns ErrOpen.
-func (e *OpenError) Unwrap() error { return ErrOpen }
+// Unwrap returns egresskit.ErrOpen.
+func (e *OpenError) Unwrap() error { return sentinel.ErrOpen }
 
-// HaltError reports a halted host. errors.Is(err, ErrHalted) is true.
+// HaltError reports a halted host: a crawler author reads HaltedAt; a
+// store implementer returns it from Admit. errors.Is(err,
+// egresskit.ErrHalted) is true.
 type HaltError struct {
 	// Host is the host key.
 	Host string
@@ -50,5 +45,5 @@ func (e *HaltError) Error() string {
 	return "breaker: host " + e.Host + " halted since " + e.HaltedAt.UTC().Format(time.RFC3339)
 }
 
-// Unwrap returns ErrHalted.
-func (e *HaltError) Unwrap() error { return ErrHalted }
+// Unwrap returns egresskit.ErrHalted.
+func (e *HaltError) Unwrap() error { return sentinel.ErrHalted }

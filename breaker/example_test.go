@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/egresskit/egresskit"
 	"github.com/egresskit/egresskit/breaker"
 	"github.com/egresskit/egresskit/classify"
 	"github.com/egresskit/egresskit/hoststate"
@@ -38,7 +39,7 @@ func Example() {
 		store.Record(ctx, "example.com", adm, classify.Result{Outcome: classify.Transient, Status: 503})
 	}
 	_, err = store.Admit(ctx, "example.com")
-	fmt.Println(errors.Is(err, breaker.ErrOpen))
+	fmt.Println(errors.Is(err, egresskit.ErrOpen))
 	// Output:
 	// example.com: closed -> open
 	// true

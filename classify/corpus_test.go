@@ -23,7 +23,6 @@ import (
 	"time"
 
 	"github.com/egresskit/egresskit"
-	"github.com/egresskit/egresskit/breaker"
 	"github.com/egresskit/egresskit/classify"
 	"github.com/egresskit/egresskit/hoststate"
 	"github.com/egresskit/egresskit/ratelimit"
@@ -248,7 +247,7 @@ func runSample(t *testing.T, c *http.Client, tr *egresskit.Transport, i int, s s
 	resp, err := c.Do(req)
 	var out corpusOutcome
 	if err != nil {
-		if !errors.Is(err, breaker.ErrHalted) {
+		if !errors.Is(err, egresskit.ErrHalted) {
 			t.Errorf("%s: %v", s.File, err)
 		}
 	} else {

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/egresskit/egresskit/breaker"
+	"github.com/egresskit/egresskit"
 	"github.com/egresskit/egresskit/classify"
 	"github.com/egresskit/egresskit/hoststate"
 )
@@ -31,7 +31,7 @@ func ExampleMemory() {
 	fmt.Println("halted:", eff.Halted) // escalate to a human exactly when true
 
 	_, err = s.Admit(ctx, "example.com")
-	fmt.Println(errors.Is(err, breaker.ErrHalted))
+	fmt.Println(errors.Is(err, egresskit.ErrHalted))
 
 	_ = s.Resume(ctx, "example.com")
 	_, err = s.Admit(ctx, "example.com")

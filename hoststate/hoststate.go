@@ -26,8 +26,8 @@ import (
 // implementation.
 type Store interface {
 	// Admit decides whether one attempt to host may be sent. In order it
-	// checks the halt (*breaker.HaltError, errors.Is breaker.ErrHalted), the
-	// circuit breaker (*breaker.OpenError, errors.Is breaker.ErrOpen), and
+	// checks the halt (*breaker.HaltError, errors.Is egresskit.ErrHalted), the
+	// circuit breaker (*breaker.OpenError, errors.Is egresskit.ErrOpen), and
 	// only then reserves a pacing token; an open or halted host spends no
 	// token. The returned Admission says how long the caller must wait
 	// before sending. When that wait would pass ctx's deadline, Admit

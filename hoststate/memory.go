@@ -165,11 +165,11 @@ func (m *memory) Status(_ context.Context, host string) (Status, error) {
 // halted, for a gauge.
 func (m *memory) Counts() breaker.Counts { return m.breakers.Counts() }
 
-// evict forgets the hosts idle for longer than their IdleTTL now, instead
+// Evict forgets the hosts idle for longer than their IdleTTL now, instead
 // of as their shards are next used, and returns how many host states it
-// dropped.
-func (m *memory) evict() int { return m.breakers.Evict() + m.limits.Evict() }
+// dropped. Tests and benchmarks call it through internal/hostmem.
+func (m *memory) Evict() int { return m.breakers.Evict() + m.limits.Evict() }
 
-// len returns how many host states the store holds (breaker and pacing
-// counted separately).
-func (m *memory) len() int { return m.breakers.Len() + m.limits.Len() }
+// Len returns how many host states the store holds (breaker and pacing
+// counted separately), for internal/hostmem.
+func (m *memory) Len() int { return m.breakers.Len() + m.limits.Len() }

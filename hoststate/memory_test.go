@@ -16,6 +16,9 @@ import (
 	"github.com/egresskit/egresskit/classify"
 	"github.com/egresskit/egresskit/hoststate"
 	"github.com/egresskit/egresskit/hoststate/hoststatetest"
+	"github.com/egresskit/egresskit/internal/circuits"
+	"github.com/egresskit/egresskit/internal/hostmem"
+	"github.com/egresskit/egresskit/internal/sentinel"
 	"github.com/egresskit/egresskit/ratelimit"
 	"go.uber.org/goleak"
 )
@@ -33,7 +36,7 @@ func memoryHarness(t *testing.T, cfg hoststate.Config, body func(*testing.T, hos
 			Store:   m,
 			Now:     time.Now,
 			Advance: time.Sleep,
-			Evict:   func() { hoststate.Evict(m) },
+			Evict:   func() { hostmem.Evict(m) },
 		})
 	})
 }
@@ -49,7 +52,7 @@ func TestStateUnknownHost(t *testing.T) {
 	if err != nil || st != want {
 		t.Errorf("State(unknown) = %+v, %v; want %+v", st, err, want)
 	}
-	if n := hoststate.Len(m); n != 0 {
+	if n := hostmem.Len(m); n != 0 {
 		t.Errorf("Len() = %d after State of an unknown host, want 0", n)
 	}
 }
@@ -98,11 +101,11 @@ func TestConcurrent(t *testing.T) {
 				case 3:
 					m.Counts()
 				case 4:
-					hoststate.Evict(m)
+					hostmem.Evict(m)
 				}
 				a, err := m.Admit(ctx, h)
 				if err != nil {
-					if !errors.Is(err, breaker.ErrOpen) && !errors.Is(err, breaker.ErrHalted) {
+					if !errors.Is(err, sentinel.ErrOpen) && !errors.Is(err, sentinel.ErrHalted) {
 						t.Errorf("Admit(%q) = %v", h, err)
 					}
 					refused.Add(1)
@@ -174,11 +177,11 @@ func touchAndEvict(t testing.TB, n int) (live, retained float64) {
 		m.Record(ctx, h, a, ok)
 	}
 	held := heapInUse()
-	if got := hoststate.Len(m); got != 2*n {
+	if got := hostmem.Len(m); got != 2*n {
 		t.Fatalf("Len() = %d after touching %d hosts, want %d", got, n, 2*n)
 	}
-	time.Sleep(breaker.DefaultConfig().IdleTTL)
-	if got := hoststate.Evict(m); got != 2*n {
+	time.Sleep(circuits.DefaultConfig().IdleTTL)
+	if got := hostmem.Evict(m); got != 2*n {
 		t.Fatalf("Evict() = %d, want %d", got, 2*n)
 	}
 	after := heapInUse()

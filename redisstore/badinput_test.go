@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/egresskit/egresskit/breaker"
+	"github.com/egresskit/egresskit"
 	"github.com/egresskit/egresskit/classify"
 	"github.com/egresskit/egresskit/hoststate"
 	"github.com/egresskit/egresskit/internal/redistest"
@@ -84,7 +84,7 @@ func TestForeignValues(t *testing.T) {
 					t.Errorf("halt key after a refusal on a corrupt hash: exists = %d, %v; want 1", n, err)
 				}
 				client.Del(ctx, stateKey)
-				if _, err := st.Admit(ctx, host); !errors.Is(err, breaker.ErrHalted) {
+				if _, err := st.Admit(ctx, host); !errors.Is(err, egresskit.ErrHalted) {
 					t.Errorf("Admit once the hash is deleted = %v, want ErrHalted (the halt was kept)", err)
 				}
 			} else {

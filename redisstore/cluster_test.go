@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/egresskit/egresskit/breaker"
 	"github.com/egresskit/egresskit/classify"
 	"github.com/egresskit/egresskit/hoststate"
 	"github.com/egresskit/egresskit/hoststate/hoststatetest"
 	"github.com/egresskit/egresskit/internal/redistest"
+	"github.com/egresskit/egresskit/internal/sentinel"
 	"github.com/egresskit/egresskit/redisstore"
 	"github.com/egresskit/egresskit/session/sessionstore"
 	"github.com/egresskit/egresskit/session/sessiontest"
@@ -133,7 +133,7 @@ func testMasterKilled(t *testing.T, cluster *redistest.Cluster) {
 				if m == killed {
 					continue
 				}
-				if _, err := other.Admit(ctx, halted[m]); !errors.Is(err, breaker.ErrHalted) {
+				if _, err := other.Admit(ctx, halted[m]); !errors.Is(err, sentinel.ErrHalted) {
 					t.Errorf("halt on a live master, worker that never saw it: Admit = %v, want ErrHalted", err)
 				}
 				if _, err := other.Admit(ctx, free[m]); err != nil {
@@ -146,14 +146,14 @@ func testMasterKilled(t *testing.T, cluster *redistest.Cluster) {
 					t.Errorf("FailClosed, host of the killed master: Admit = %v, want ErrUnavailable", err)
 				}
 				// A halt the Store remembers is reported as the halt.
-				if _, err := seen.Admit(ctx, halted[killed]); !errors.Is(err, breaker.ErrHalted) {
+				if _, err := seen.Admit(ctx, halted[killed]); !errors.Is(err, sentinel.ErrHalted) {
 					t.Errorf("FailClosed, remembered halt of the killed master: Admit = %v, want ErrHalted", err)
 				}
 			} else {
 				if _, err := seen.Admit(ctx, free[killed]); err != nil {
 					t.Errorf("FailOpen, host of the killed master: Admit = %v, want admitted from local state", err)
 				}
-				if _, err := seen.Admit(ctx, halted[killed]); !errors.Is(err, breaker.ErrHalted) {
+				if _, err := seen.Admit(ctx, halted[killed]); !errors.Is(err, sentinel.ErrHalted) {
 					t.Errorf("FailOpen, remembered halt of the killed master: Admit = %v, want ErrHalted", err)
 				}
 				if w := warn.last(); w.Kind != redisstore.Outage || len(w.Servers) != 1 || w.Servers[0] != killed.Addr {
@@ -164,7 +164,7 @@ func testMasterKilled(t *testing.T, cluster *redistest.Cluster) {
 			// that met the killed master: a halt made after the kill is
 			// shared at once.
 			halt(t, other, free[live])
-			if _, err := seen.Admit(ctx, free[live]); !errors.Is(err, breaker.ErrHalted) {
+			if _, err := seen.Admit(ctx, free[live]); !errors.Is(err, sentinel.ErrHalted) {
 				t.Errorf("halt made after the kill on a live master: Admit = %v, want ErrHalted", err)
 			}
 			if st, err := seen.Status(ctx, free[live]); err != nil || !st.Halted || st.Recent.Refused != 1 {
@@ -185,11 +185,11 @@ func testMasterKilled(t *testing.T, cluster *redistest.Cluster) {
 			t.Logf("cluster ready again %v after the restart", time.Since(start))
 			clk.Advance(time.Minute)
 			for range 3 { // the cluster client may still need to find the node
-				if _, err = seen.Admit(ctx, halted[killed]); errors.Is(err, breaker.ErrHalted) {
+				if _, err = seen.Admit(ctx, halted[killed]); errors.Is(err, sentinel.ErrHalted) {
 					break
 				}
 			}
-			if !errors.Is(err, breaker.ErrHalted) {
+			if !errors.Is(err, sentinel.ErrHalted) {
 				t.Errorf("remembered halt after the master's restart: Admit = %v, want ErrHalted", err)
 			}
 			if policy == redisstore.FailOpen {
@@ -214,7 +214,7 @@ func testMasterKilled(t *testing.T, cluster *redistest.Cluster) {
 				if m == killed {
 					continue
 				}
-				if _, err := other.Admit(ctx, halted[m]); !errors.Is(err, breaker.ErrHalted) {
+				if _, err := other.Admit(ctx, halted[m]); !errors.Is(err, sentinel.ErrHalted) {
 					t.Errorf("halt on a live master after the restart: Admit = %v, want ErrHalted", err)
 				}
 			}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/egresskit/egresskit/breaker"
 	"github.com/egresskit/egresskit/hoststate"
+	"github.com/egresskit/egresskit/internal/circuits"
 	"github.com/egresskit/egresskit/internal/configerr"
 	"github.com/egresskit/egresskit/ratelimit"
 )
@@ -199,7 +200,7 @@ func newSettings(cfg Config) settings {
 		s.delay = d
 	}
 
-	bd := breaker.DefaultConfig()
+	bd := circuits.DefaultConfig()
 	b := cfg.HostState.Breaker
 	if b.FailureThreshold <= 0 {
 		b.FailureThreshold = bd.FailureThreshold

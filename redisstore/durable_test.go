@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/egresskit/egresskit/breaker"
 	"github.com/egresskit/egresskit/classify"
 	"github.com/egresskit/egresskit/internal/redistest"
+	"github.com/egresskit/egresskit/internal/sentinel"
 	"github.com/egresskit/egresskit/redisstore"
 	"github.com/redis/go-redis/v9"
 )
@@ -54,7 +54,7 @@ func TestHaltSurvivesRedisRestart(t *testing.T) {
 			if status, err := a.get(ctx, site.URL); status != 403 {
 				t.Fatalf("refusing host: %d, %v; want 403", status, err)
 			}
-			if _, err := b.get(ctx, site.URL); !errors.Is(err, breaker.ErrHalted) {
+			if _, err := b.get(ctx, site.URL); !errors.Is(err, sentinel.ErrHalted) {
 				t.Fatalf("second chain before the restart: err = %v, want ErrHalted", err)
 			}
 
@@ -64,7 +64,7 @@ func TestHaltSurvivesRedisRestart(t *testing.T) {
 			}
 			for name, w := range map[string]*worker{"halting chain": a, "second chain": b} {
 				for i := range 5 {
-					if _, err := w.get(ctx, site.URL); !errors.Is(err, breaker.ErrHalted) {
+					if _, err := w.get(ctx, site.URL); !errors.Is(err, sentinel.ErrHalted) {
 						t.Errorf("%s, request %d after the restart: err = %v, want ErrHalted", name, i+1, err)
 					}
 				}
@@ -83,7 +83,7 @@ func TestHaltSurvivesRedisRestart(t *testing.T) {
 			}
 
 			c := newWorker(t, srv.Addr, cfg)
-			if _, err := c.get(ctx, site.URL); !errors.Is(err, breaker.ErrHalted) {
+			if _, err := c.get(ctx, site.URL); !errors.Is(err, sentinel.ErrHalted) {
 				t.Errorf("chain started after the restart: err = %v, want ErrHalted", err)
 			}
 			if got := site.n.Load(); got != 1 {
@@ -135,7 +135,7 @@ func TestWatchRestoresIdleHalts(t *testing.T) {
 		t.Fatal("no Restored warning within 30s of the restart")
 	}
 	other := newWorker(t, srv.Addr, fleetConfig("watch"))
-	if _, err := other.get(ctx, site.URL); !errors.Is(err, breaker.ErrHalted) {
+	if _, err := other.get(ctx, site.URL); !errors.Is(err, sentinel.ErrHalted) {
 		t.Errorf("worker that never saw the halt: err = %v, want ErrHalted", err)
 	}
 	if got := site.n.Load(); got != 1 {
@@ -167,7 +167,7 @@ func TestResumeStandsAfterRestart(t *testing.T) {
 	if eff, err := a.Record(ctx, host, adm, classify.Result{Outcome: classify.Refused}); err != nil || !eff.Halted {
 		t.Fatalf("Record(Refused) = %+v, %v", eff, err)
 	}
-	if _, err := b.Admit(ctx, host); !errors.Is(err, breaker.ErrHalted) {
+	if _, err := b.Admit(ctx, host); !errors.Is(err, sentinel.ErrHalted) {
 		t.Fatalf("b.Admit = %v, want ErrHalted", err)
 	}
 	if err := a.Resume(ctx, host); err != nil {
@@ -193,7 +193,7 @@ func TestResumeStandsAfterRestart(t *testing.T) {
 	if err := client.Del(ctx, haltKey).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Admit(ctx, lost); !errors.Is(err, breaker.ErrHalted) {
+	if _, err := a.Admit(ctx, lost); !errors.Is(err, sentinel.ErrHalted) {
 		t.Errorf("Admit of a halt Redis lost = %v, want ErrHalted", err)
 	}
 	if n, err := client.Exists(ctx, haltKey).Result(); err != nil || n != 1 {
@@ -333,7 +333,7 @@ func TestJournal(t *testing.T) {
 	}
 	b := newWorker(t, srv.Addr, cfg) // the restarted worker
 	for i := range 5 {
-		if _, err := b.get(ctx, site.URL); !errors.Is(err, breaker.ErrHalted) {
+		if _, err := b.get(ctx, site.URL); !errors.Is(err, sentinel.ErrHalted) {
 			t.Errorf("restarted worker, request %d: err = %v, want ErrHalted", i+1, err)
 		}
 	}
@@ -341,7 +341,7 @@ func TestJournal(t *testing.T) {
 		t.Errorf("Restored warnings name %v, want [%s]", got, site.host())
 	}
 	other := newWorker(t, srv.Addr, fleetConfig("journal"))
-	if _, err := other.get(ctx, site.URL); !errors.Is(err, breaker.ErrHalted) {
+	if _, err := other.get(ctx, site.URL); !errors.Is(err, sentinel.ErrHalted) {
 		t.Errorf("worker without a journal: err = %v, want ErrHalted", err)
 	}
 	if got, esc := site.n.Load(), a.escalations.Load()+b.escalations.Load()+other.escalations.Load(); got != 1 || esc != 1 {
@@ -465,7 +465,7 @@ func TestEvictedHaltRestored(t *testing.T) {
 		t.Errorf("Restored warning names servers %v, want [%s] (evicted keys)", w.Servers, srv.Addr)
 	}
 	b := newWorker(t, srv.Addr, cfg)
-	if _, err := b.get(ctx, site.URL); !errors.Is(err, breaker.ErrHalted) {
+	if _, err := b.get(ctx, site.URL); !errors.Is(err, sentinel.ErrHalted) {
 		t.Errorf("worker that never saw the halt: err = %v, want ErrHalted", err)
 	}
 	if got, esc := site.n.Load(), a.escalations.Load()+b.escalations.Load(); got != 1 || esc != 1 {

@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/egresskit/egresskit/breaker"
 	"github.com/egresskit/egresskit/classify"
 	"github.com/egresskit/egresskit/hoststate"
 	"github.com/egresskit/egresskit/internal/redistest"
+	"github.com/egresskit/egresskit/internal/sentinel"
 	"github.com/egresskit/egresskit/ratelimit"
 	"github.com/egresskit/egresskit/redisstore"
 	"github.com/redis/go-redis/v9"
@@ -92,7 +92,7 @@ func TestFailOpenSurvivesRedisCrash(t *testing.T) {
 		}
 	}
 	w.get(ctx, before.URL) // halted in Redis
-	if _, err := w.get(ctx, before.URL); !errors.Is(err, breaker.ErrHalted) {
+	if _, err := w.get(ctx, before.URL); !errors.Is(err, sentinel.ErrHalted) {
 		t.Fatalf("halted host before the crash: err = %v, want ErrHalted", err)
 	}
 
@@ -108,13 +108,13 @@ func TestFailOpenSurvivesRedisCrash(t *testing.T) {
 	if werr := warn.last().Err; werr == nil {
 		t.Error("Outage warning without the client's error")
 	}
-	if _, err := w.get(ctx, before.URL); !errors.Is(err, breaker.ErrHalted) {
+	if _, err := w.get(ctx, before.URL); !errors.Is(err, sentinel.ErrHalted) {
 		t.Errorf("host halted in Redis before the crash: err = %v, want ErrHalted from local state", err)
 	}
 	if status, _ := w.get(ctx, during.URL); status != 403 {
 		t.Fatalf("refusing host during the crash: %d, want 403", status)
 	}
-	if _, err := w.get(ctx, during.URL); !errors.Is(err, breaker.ErrHalted) {
+	if _, err := w.get(ctx, during.URL); !errors.Is(err, sentinel.ErrHalted) {
 		t.Errorf("host halted during the crash: err = %v, want ErrHalted", err)
 	}
 	if st, err := w.state.Status(ctx, site.host()); err != nil || st.Recent.OK != 3 {
@@ -265,7 +265,7 @@ func TestResumeNeedsRedis(t *testing.T) {
 	if err := st.Resume(ctx, "a.example"); !errors.Is(err, redisstore.ErrUnavailable) {
 		t.Errorf("Resume with Redis down = %v, want ErrUnavailable", err)
 	}
-	if _, err := st.Admit(ctx, "a.example"); !errors.Is(err, breaker.ErrHalted) {
+	if _, err := st.Admit(ctx, "a.example"); !errors.Is(err, sentinel.ErrHalted) {
 		t.Errorf("Admit after a failed Resume = %v, want ErrHalted", err)
 	}
 }
@@ -295,7 +295,7 @@ func TestScriptFlushMidCrawl(t *testing.T) {
 			t.Fatalf("after SCRIPT FLUSH: %d, %v; want 503", status, err)
 		}
 	}
-	if _, err := w.get(ctx, site.URL); !errors.Is(err, breaker.ErrOpen) {
+	if _, err := w.get(ctx, site.URL); !errors.Is(err, sentinel.ErrOpen) {
 		t.Errorf("9th request: err = %v, want ErrOpen (8 failures across the flush)", err)
 	}
 	if got := commandCalls(t, admin, "eval") - evals; got != 2 {

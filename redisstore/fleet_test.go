@@ -140,7 +140,7 @@ func TestFleetSharesBreaker(t *testing.T) {
 	for i, w := range fleet {
 		_, err := w.get(ctx, o.URL+"/")
 		var oe *breaker.OpenError
-		if !errors.Is(err, breaker.ErrOpen) || !errors.As(err, &oe) || oe.Until.IsZero() {
+		if !errors.Is(err, egresskit.ErrOpen) || !errors.As(err, &oe) || oe.Until.IsZero() {
 			t.Errorf("worker %d after 8 failures: err = %v, want *breaker.OpenError with Until", i, err)
 		}
 	}
@@ -206,8 +206,8 @@ func TestFleetSharesHalt(t *testing.T) {
 	}
 	for i, w := range fleet {
 		for range 3 {
-			if _, err := w.get(ctx, o.URL+"/again"); !errors.Is(err, breaker.ErrHalted) {
-				t.Errorf("worker %d after the halt: err = %v, want breaker.ErrHalted", i, err)
+			if _, err := w.get(ctx, o.URL+"/again"); !errors.Is(err, egresskit.ErrHalted) {
+				t.Errorf("worker %d after the halt: err = %v, want egresskit.ErrHalted", i, err)
 			}
 		}
 	}

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/egresskit/egresskit"
-	"github.com/egresskit/egresskit/breaker"
 	"github.com/egresskit/egresskit/hoststate"
 	"github.com/egresskit/egresskit/internal/redistest"
 	"github.com/egresskit/egresskit/ratelimit"
@@ -132,9 +131,9 @@ func workerGet(ctx context.Context, hc *http.Client, url string) reply {
 	r.Err = err.Error()
 	var de *ratelimit.DeadlineError
 	switch {
-	case errors.Is(err, breaker.ErrHalted):
+	case errors.Is(err, egresskit.ErrHalted):
 		r.Kind = "halted"
-	case errors.Is(err, breaker.ErrOpen):
+	case errors.Is(err, egresskit.ErrOpen):
 		r.Kind = "open"
 	case errors.As(err, &de):
 		r.Kind, r.Wait = "deadline", de.Wait

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/egresskit/egresskit"
-	"github.com/egresskit/egresskit/breaker"
 	"github.com/egresskit/egresskit/internal/redistest"
 	"github.com/egresskit/egresskit/redisstore"
 	"github.com/egresskit/egresskit/retry"
@@ -177,7 +176,7 @@ func refusalWhileRedisFails(t *testing.T, policy redisstore.ErrorPolicy, f redis
 		t.Errorf("Halted(first response) = false, want true (status %d)", resp.StatusCode)
 	}
 	for i := range 2 {
-		if _, err := client.Get(o.URL + "/again"); !errors.Is(err, breaker.ErrHalted) {
+		if _, err := client.Get(o.URL + "/again"); !errors.Is(err, egresskit.ErrHalted) {
 			t.Errorf("request %d with Redis failing: err = %v, want ErrHalted", i+2, err)
 		}
 	}
@@ -199,7 +198,7 @@ func refusalWhileRedisFails(t *testing.T, policy redisstore.ErrorPolicy, f redis
 	for {
 		// Requests from this worker are refused without reaching the
 		// origin, and one of them writes the halt back.
-		if _, err := client.Get(o.URL + "/after"); !errors.Is(err, breaker.ErrHalted) {
+		if _, err := client.Get(o.URL + "/after"); !errors.Is(err, egresskit.ErrHalted) {
 			t.Fatalf("request after Redis returned: err = %v, want ErrHalted", err)
 		}
 		s, err := obs.Status(ctx, o.host())
@@ -213,7 +212,7 @@ func refusalWhileRedisFails(t *testing.T, policy redisstore.ErrorPolicy, f redis
 	}
 	// Another worker is refused by Redis.
 	other := workerFor(t, obs)
-	if _, err := other.get(ctx, o.URL+"/other"); !errors.Is(err, breaker.ErrHalted) {
+	if _, err := other.get(ctx, o.URL+"/other"); !errors.Is(err, egresskit.ErrHalted) {
 		t.Errorf("another worker after Redis returned: err = %v, want ErrHalted", err)
 	}
 	mu.Lock()

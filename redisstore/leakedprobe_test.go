@@ -90,7 +90,7 @@ func leakedProbeBody(t *testing.T, st hoststate.Store, advance func(time.Duratio
 	}
 	wantOpen := func(what string) {
 		t.Helper()
-		if resp, err := get(); !errors.Is(err, breaker.ErrOpen) {
+		if resp, err := get(); !errors.Is(err, egresskit.ErrOpen) {
 			if resp != nil {
 				resp.Body.Close()
 			}

@@ -15,6 +15,7 @@ import (
 	"github.com/egresskit/egresskit/classify"
 	"github.com/egresskit/egresskit/hoststate"
 	"github.com/egresskit/egresskit/internal/redistest"
+	"github.com/egresskit/egresskit/internal/sentinel"
 	"github.com/egresskit/egresskit/ratelimit"
 	"github.com/redis/go-redis/v9"
 	"github.com/sony/gobreaker/v2"
@@ -146,7 +147,7 @@ func compareRun(client *redis.Client, prefix string, sc scripts, seed uint64) er
 			a, err := st.Admit(ctx, host)
 			done, gerr := gb.Allow()
 			did = fmt.Sprintf("admit: %v, gobreaker %v", err, gerr)
-			if err != nil && !errors.Is(err, breaker.ErrOpen) {
+			if err != nil && !errors.Is(err, sentinel.ErrOpen) {
 				return fmt.Errorf("step %d: Admit = %v", step, err)
 			}
 			if (err == nil) != (gerr == nil) {

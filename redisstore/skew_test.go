@@ -11,6 +11,7 @@ import (
 	"github.com/egresskit/egresskit/classify"
 	"github.com/egresskit/egresskit/hoststate"
 	"github.com/egresskit/egresskit/internal/redistest"
+	"github.com/egresskit/egresskit/internal/sentinel"
 	"github.com/egresskit/egresskit/redisstore"
 )
 
@@ -88,8 +89,8 @@ func TestSkewedWorkersAgree(t *testing.T) {
 		}
 	})
 
-	if _, err := a.Admit(context.Background(), skewHost); !errors.Is(err, breaker.ErrOpen) {
-		t.Errorf("worker A: Admit = %v, want breaker.ErrOpen", err)
+	if _, err := a.Admit(context.Background(), skewHost); !errors.Is(err, sentinel.ErrOpen) {
+		t.Errorf("worker A: Admit = %v, want sentinel.ErrOpen", err)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/egresskit/egresskit/classify"
 	"github.com/egresskit/egresskit/hoststate"
 	"github.com/egresskit/egresskit/internal/redistest"
+	"github.com/egresskit/egresskit/internal/sentinel"
 	"github.com/egresskit/egresskit/redisstore"
 	"github.com/redis/go-redis/v9"
 )
@@ -49,7 +50,7 @@ func TestConcurrentProbes(t *testing.T) {
 			switch {
 			case err == nil && a.Probe:
 				probes.Add(1)
-			case errors.Is(err, breaker.ErrOpen):
+			case errors.Is(err, sentinel.ErrOpen):
 				open.Add(1)
 			default:
 				t.Errorf("Admit = %+v, %v", a, err)
@@ -85,7 +86,7 @@ func TestProbeLease(t *testing.T) {
 		t.Fatalf("first probe = %+v, %v", lost, err)
 	}
 	clk.Advance(2*time.Minute - time.Millisecond)
-	if _, err := st.Admit(ctx, host); !errors.Is(err, breaker.ErrOpen) {
+	if _, err := st.Admit(ctx, host); !errors.Is(err, sentinel.ErrOpen) {
 		t.Fatalf("Admit within the lease = %v, want ErrOpen", err)
 	}
 	clk.Advance(time.Millisecond)

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/egresskit/egresskit/breaker"
 	"github.com/egresskit/egresskit/classify"
 	"github.com/egresskit/egresskit/internal/redistest"
+	"github.com/egresskit/egresskit/internal/sentinel"
 	"github.com/egresskit/egresskit/internal/sessionkit"
 	"github.com/egresskit/egresskit/redisstore"
 	"github.com/egresskit/egresskit/session"
@@ -94,7 +94,7 @@ func TestTLS(t *testing.T) {
 	if eff, err := s1.Record(ctx, "tls.example", adm, classify.Result{Outcome: classify.Refused}); err != nil || !eff.Halted {
 		t.Fatalf("Record(Refused) over TLS = %+v, %v", eff, err)
 	}
-	if _, err := s2.Admit(ctx, "tls.example"); !errors.Is(err, breaker.ErrHalted) {
+	if _, err := s2.Admit(ctx, "tls.example"); !errors.Is(err, sentinel.ErrHalted) {
 		t.Errorf("second State over TLS: Admit = %v, want ErrHalted", err)
 	}
 }

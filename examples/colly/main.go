@@ -38,7 +38,6 @@ import (
 	"github.com/gocolly/colly/v2"
 
 	"github.com/egresskit/egresskit"
-	"github.com/egresskit/egresskit/breaker"
 	"github.com/egresskit/egresskit/egress"
 	"github.com/egresskit/egresskit/hoststate"
 	"github.com/egresskit/egresskit/ratelimit"
@@ -175,9 +174,9 @@ func crawl(ctx context.Context, out io.Writer, w *web) error {
 		switch {
 		case errors.Is(err, robots.ErrDisallowed):
 			what = "not sent: disallowed by robots.txt"
-		case errors.Is(err, breaker.ErrHalted):
+		case errors.Is(err, egresskit.ErrHalted):
 			what = "not sent: host halted"
-		case errors.Is(err, breaker.ErrOpen):
+		case errors.Is(err, egresskit.ErrOpen):
 			what = "not sent: circuit open"
 		case r.StatusCode != 0:
 			// Colly hands over no *http.Response, so egresskit.Halted

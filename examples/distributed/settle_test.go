@@ -7,6 +7,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/egresskit/egresskit"
 	"github.com/egresskit/egresskit/breaker"
 	"github.com/egresskit/egresskit/classify"
 	"github.com/egresskit/egresskit/hoststate"
@@ -26,8 +27,8 @@ func TestSettled(t *testing.T) {
 		wantErr   error
 	}{
 		{name: "nothing happened", meanwhile: classify.OK},
-		{name: "host halted", meanwhile: classify.Refused, wantErr: breaker.ErrHalted},
-		{name: "breaker opened", meanwhile: classify.Transient, wantErr: breaker.ErrOpen},
+		{name: "host halted", meanwhile: classify.Refused, wantErr: egresskit.ErrHalted},
+		{name: "breaker opened", meanwhile: classify.Transient, wantErr: egresskit.ErrOpen},
 		{name: "caller gave up", meanwhile: classify.OK, cancel: true, wantErr: context.Canceled},
 	}
 	for _, tt := range tests {

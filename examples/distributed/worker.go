@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/egresskit/egresskit"
-	"github.com/egresskit/egresskit/breaker"
 	"github.com/egresskit/egresskit/redisstore"
 	"github.com/egresskit/egresskit/retry"
 	"github.com/egresskit/egresskit/telemetry"
@@ -188,9 +187,9 @@ func get(ctx context.Context, c *http.Client, rawURL string) (sent []int, result
 		result = strconv.Itoa(resp.StatusCode)
 	}
 	switch {
-	case errors.Is(err, breaker.ErrHalted):
+	case errors.Is(err, egresskit.ErrHalted):
 		result = "host halted"
-	case errors.Is(err, breaker.ErrOpen):
+	case errors.Is(err, egresskit.ErrOpen):
 		result = "breaker open"
 	case errors.Is(err, redisstore.ErrUnavailable):
 		result = "redis unavailable"

@@ -1,7 +1,7 @@
 // Command escalation shows the human in the loop. A host refuses the
 // crawler by name; the chain halts it and hands the evidence to an operator
 // goroutine, which files a JSON ticket. While the host is halted, requests
-// to it fail fast with breaker.ErrHalted and are never sent, and other hosts
+// to it fail fast with egresskit.ErrHalted and are never sent, and other hosts
 // are crawled as usual. When a person has settled the ticket, the operator
 // resumes the host and traffic flows again. Halts, escalations, resumes and
 // every attempt go to a tamper-evident audit log, verified at the end.
@@ -27,7 +27,6 @@ import (
 	"time"
 
 	"github.com/egresskit/egresskit"
-	"github.com/egresskit/egresskit/breaker"
 	"github.com/egresskit/egresskit/hoststate"
 	"github.com/egresskit/egresskit/ratelimit"
 	"github.com/egresskit/egresskit/retry"
@@ -148,7 +147,7 @@ func run(ctx context.Context, out io.Writer, dir string) error {
 		shown := telemetry.Redactor{}.RedactURLString(path)
 		resp, err := client.Get(base + path)
 		switch {
-		case errors.Is(err, breaker.ErrHalted):
+		case errors.Is(err, egresskit.ErrHalted):
 			fmt.Fprintf(out, "%-8s %-26s not sent: host halted\n", name, shown)
 		case err != nil:
 			fmt.Fprintf(out, "%-8s %-26s failed: %s\n", name, shown, telemetry.Redactor{}.RedactError(err))

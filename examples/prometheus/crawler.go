@@ -194,9 +194,9 @@ func (c *crawler) get(ctx context.Context, u string) string {
 	}
 	resp, err := c.client.Do(req)
 	switch {
-	case errors.Is(err, breaker.ErrHalted):
+	case errors.Is(err, egresskit.ErrHalted):
 		return "not sent (halted)"
-	case errors.Is(err, breaker.ErrOpen):
+	case errors.Is(err, egresskit.ErrOpen):
 		return "not sent (open)"
 	case err != nil:
 		return "error"

@@ -31,6 +31,7 @@ import (
 	"github.com/egresskit/egresskit/breaker"
 	"github.com/egresskit/egresskit/classify"
 	"github.com/egresskit/egresskit/hoststate"
+	"github.com/egresskit/egresskit/internal/sentinel"
 )
 
 // Tolerance is the precision to which scenarios compare times and waits.
@@ -129,7 +130,7 @@ func wantOpen(t *testing.T, env Env, host string, until time.Time) {
 	t.Helper()
 	_, err := env.Store.Admit(context.Background(), host)
 	var oe *breaker.OpenError
-	if !errors.Is(err, breaker.ErrOpen) || !errors.As(err, &oe) || oe.Host != host {
+	if !errors.Is(err, sentinel.ErrOpen) || !errors.As(err, &oe) || oe.Host != host {
 		t.Fatalf("Admit(%q) = %v, want *breaker.OpenError for the host", host, err)
 	}
 	if !until.IsZero() && !near(oe.Until, until) {
@@ -142,7 +143,7 @@ func wantHalted(t *testing.T, env Env, host string, since time.Time) {
 	t.Helper()
 	_, err := env.Store.Admit(context.Background(), host)
 	var he *breaker.HaltError
-	if !errors.Is(err, breaker.ErrHalted) || !errors.As(err, &he) || he.Host != host || !near(he.HaltedAt, since) {
+	if !errors.Is(err, sentinel.ErrHalted) || !errors.As(err, &he) || he.Host != host || !near(he.HaltedAt, since) {
 		t.Fatalf("Admit(%q) = %v, want *breaker.HaltError{%q, %v}", host, err, host, since)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/egresskit/egresskit/breaker"
 	"github.com/egresskit/egresskit/classify"
 	"github.com/egresskit/egresskit/hoststate"
+	"github.com/egresskit/egresskit/internal/sentinel"
 	"github.com/egresskit/egresskit/ratelimit"
 )
 
@@ -664,8 +665,8 @@ func leakedProbeLeaseEnds(t *testing.T, env Env) {
 		t.Fatalf("Admit with the probe in flight = %v, want *breaker.OpenError (half-open, probe in flight)", err)
 	}
 	env.Advance(time.Minute - leaked.Wait - time.Millisecond)
-	if _, err := env.Store.Admit(context.Background(), host); !errors.Is(err, breaker.ErrOpen) {
-		t.Fatalf("Admit 1ms before the probe lease ends = %v, want breaker.ErrOpen", err)
+	if _, err := env.Store.Admit(context.Background(), host); !errors.Is(err, sentinel.ErrOpen) {
+		t.Fatalf("Admit 1ms before the probe lease ends = %v, want ErrOpen", err)
 	}
 	env.Advance(time.Millisecond)
 	next := admit(t, env, host)

@@ -22,8 +22,6 @@ var reused = map[string]string{
 	"NewTransport":   "each package's http.RoundTripper constructor",
 	"Store":          "the store of per-host state (hoststate.Store; redisstore.Store implements it) and of sessions (sessionstore.Store, which redisstore.NewSessionStore returns): one word, one concept",
 	"Run":            "probe.Run runs the preflight checks; hoststatetest.Run and sessiontest.Run run a store implementer's conformance suite — a crawler and a store implementer never meet both",
-	"ErrOpen":        "the root package re-exports breaker.ErrOpen: the same value",
-	"ErrHalted":      "the root package re-exports breaker.ErrHalted: the same value",
 	"ErrDisallowed":  "the root package re-exports robots.ErrDisallowed: the same value",
 	"ErrNilRequest":  "a nil request given to a RoundTrip, in classify and retry",
 	"ErrInvalidHost": "a host that cannot be keyed: hostkey's, and redisstore's for a key that cannot hold it",

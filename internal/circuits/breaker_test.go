@@ -11,6 +11,7 @@ import (
 	"github.com/egresskit/egresskit/breaker"
 	"github.com/egresskit/egresskit/classify"
 	"github.com/egresskit/egresskit/internal/circuits"
+	"github.com/egresskit/egresskit/internal/sentinel"
 	"go.uber.org/goleak"
 )
 
@@ -104,7 +105,7 @@ func TestOpenRefuses(t *testing.T) {
 		time.Sleep(299 * time.Second)
 		_, err := s.Allow(host)
 		var oe *breaker.OpenError
-		if !errors.Is(err, breaker.ErrOpen) || !errors.As(err, &oe) {
+		if !errors.Is(err, sentinel.ErrOpen) || !errors.As(err, &oe) {
 			t.Fatalf("Allow after trip = %v, want *OpenError", err)
 		}
 		if want := opened.Add(300 * time.Second); oe.Host != host || !oe.Until.Equal(want) {
@@ -167,7 +168,7 @@ func TestHalfOpen(t *testing.T) {
 					if tt.probe == classify.Refused {
 						// The refusal halted the host, which Allow checks
 						// first; once resumed, the next probe goes.
-						if !errors.Is(err, breaker.ErrHalted) {
+						if !errors.Is(err, sentinel.ErrHalted) {
 							t.Errorf("Allow after a refused probe = %v, want ErrHalted", err)
 						}
 						s.Resume(host)
@@ -190,7 +191,7 @@ func TestHalfOpenProbes(t *testing.T) {
 		p1, err1 := s.Allow(host)
 		p2, err2 := s.Allow(host)
 		_, err3 := s.Allow(host)
-		if err1 != nil || err2 != nil || !errors.Is(err3, breaker.ErrOpen) {
+		if err1 != nil || err2 != nil || !errors.Is(err3, sentinel.ErrOpen) {
 			t.Fatalf("three Allows while half-open = %v, %v, %v, want nil, nil, ErrOpen", err1, err2, err3)
 		}
 		if eff := s.Done(host, p1, result(classify.OK)); eff.To != breaker.HalfOpen {
@@ -279,7 +280,7 @@ func TestHalt(t *testing.T) {
 		s.Done(host, tk, result(classify.Refused))
 		_, err := s.Allow(host)
 		var he *breaker.HaltError
-		if !errors.Is(err, breaker.ErrHalted) || !errors.As(err, &he) || he.Host != host || !he.HaltedAt.Equal(halted) {
+		if !errors.Is(err, sentinel.ErrHalted) || !errors.As(err, &he) || he.Host != host || !he.HaltedAt.Equal(halted) {
 			t.Fatalf("Allow while halted = %v, want *HaltError{%q, %v}", err, host, halted)
 		}
 		if got, want := err.Error(), "breaker: host example.com halted since 2000-01-01T00:00:00Z"; got != want {
@@ -331,7 +332,7 @@ func TestRefusedHalts(t *testing.T) {
 		if eff := s.Done("gone.example", circuits.Ticket{}, result(classify.Refused)); !eff.Halted {
 			t.Errorf("Refused on an unknown host: Done = %+v, want Halted", eff)
 		}
-		if _, err := s.Allow("gone.example"); !errors.Is(err, breaker.ErrHalted) {
+		if _, err := s.Allow("gone.example"); !errors.Is(err, sentinel.ErrHalted) {
 			t.Errorf("Allow after Refused on an unknown host = %v, want ErrHalted", err)
 		}
 	})
@@ -392,14 +393,14 @@ func TestEvict(t *testing.T) {
 		if n := s.Evict(); n != 1 || s.Len() != 2 {
 			t.Errorf("Evict() after 2m = %d, Len %d; want 1 evicted, 2 kept", n, s.Len())
 		}
-		if _, err := s.Allow("open.example"); !errors.Is(err, breaker.ErrOpen) {
+		if _, err := s.Allow("open.example"); !errors.Is(err, sentinel.ErrOpen) {
 			t.Errorf("Allow(open host) after Evict = %v, want ErrOpen", err)
 		}
 		time.Sleep(time.Hour)
 		if n := s.Evict(); n != 1 || s.Len() != 1 {
 			t.Errorf("Evict() after the open period = %d, Len %d; want 1 evicted, 1 kept", n, s.Len())
 		}
-		if _, err := s.Allow("halted.example"); !errors.Is(err, breaker.ErrHalted) {
+		if _, err := s.Allow("halted.example"); !errors.Is(err, sentinel.ErrHalted) {
 			t.Errorf("Allow(halted host) after an hour = %v, want ErrHalted", err)
 		}
 	})
@@ -435,7 +436,7 @@ func TestNoEviction(t *testing.T) {
 
 func TestDefaultConfig(t *testing.T) {
 	want := breaker.Config{FailureThreshold: 8, OpenTimeout: 300 * time.Second, HalfOpenProbes: 1, IdleTTL: 10 * time.Minute}
-	if got := breaker.DefaultConfig(); got.FailureThreshold != want.FailureThreshold ||
+	if got := circuits.DefaultConfig(); got.FailureThreshold != want.FailureThreshold ||
 		got.OpenTimeout != want.OpenTimeout || got.HalfOpenProbes != want.HalfOpenProbes || got.IdleTTL != want.IdleTTL {
 		t.Errorf("DefaultConfig() = %+v, want %+v", got, want)
 	}

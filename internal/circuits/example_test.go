@@ -7,6 +7,7 @@ import (
 	"github.com/egresskit/egresskit/breaker"
 	"github.com/egresskit/egresskit/classify"
 	"github.com/egresskit/egresskit/internal/circuits"
+	"github.com/egresskit/egresskit/internal/sentinel"
 )
 
 func Example() {
@@ -29,7 +30,7 @@ func Example() {
 		s.Done("example.com", t, classify.Result{Outcome: classify.Transient, Status: 503})
 	}
 	_, err = s.Allow("example.com")
-	fmt.Println(errors.Is(err, breaker.ErrOpen))
+	fmt.Println(errors.Is(err, sentinel.ErrOpen))
 	fmt.Printf("%+v\n", s.Counts())
 	// Output:
 	// example.com: closed -> open
@@ -52,7 +53,7 @@ func ExampleSet_Done_refused() {
 	fmt.Println("second halts:", s.Done("example.com", t2, refused).Halted)
 
 	_, err = s.Allow("example.com")
-	fmt.Println(errors.Is(err, breaker.ErrHalted))
+	fmt.Println(errors.Is(err, sentinel.ErrHalted))
 
 	s.Resume("example.com") // the operator's decision
 	_, err = s.Allow("example.com")

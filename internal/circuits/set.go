@@ -85,8 +85,8 @@ type entry struct {
 }
 
 // Allow decides whether one attempt to host may be sent. It returns a
-// *breaker.HaltError (errors.Is breaker.ErrHalted) when the host is halted, and an
-// *breaker.OpenError (errors.Is breaker.ErrOpen) when its circuit is open or half-open with
+// *breaker.HaltError (errors.Is egresskit.ErrHalted) when the host is halted, and an
+// *breaker.OpenError (errors.Is egresskit.ErrOpen) when its circuit is open or half-open with
 // every probe slot taken. Otherwise it admits the attempt; the caller must
 // pass the Ticket to Done once the attempt's outcome is known (a Canceled
 // result when it is not sent after all).
@@ -239,8 +239,14 @@ func check(c breaker.Config) error {
 	return nil
 }
 
+// DefaultConfig returns the breaker.Config with every default filled in:
+// what its zero value means (the stores fill a zero field from it).
+func DefaultConfig() breaker.Config {
+	return breaker.Config{FailureThreshold: 8, OpenTimeout: 300 * time.Second, HalfOpenProbes: 1, IdleTTL: 10 * time.Minute}
+}
+
 func withDefaults(c breaker.Config) breaker.Config {
-	d := breaker.DefaultConfig()
+	d := DefaultConfig()
 	if c.FailureThreshold <= 0 {
 		c.FailureThreshold = d.FailureThreshold
 	}

@@ -26,7 +26,6 @@ import (
 	"time"
 
 	"github.com/egresskit/egresskit"
-	"github.com/egresskit/egresskit/breaker"
 	"github.com/egresskit/egresskit/classify"
 	"github.com/egresskit/egresskit/egress"
 	"github.com/egresskit/egresskit/hostkey"
@@ -344,7 +343,7 @@ func TestCrawlLeaksNoSecret(t *testing.T) {
 	r, err = send(chain, ctx, refusedSrv.URL, "/members")
 	expect("refused", r, err, 403, nil)
 	r, err = send(chain, ctx, refusedSrv.URL, "/members/2")
-	expect("halted", r, err, 0, breaker.ErrHalted)
+	expect("halted", r, err, 0, egresskit.ErrHalted)
 	r, err = send(chain, ctx, hangSrv.URL, "/slow")
 	expect("hang", r, err, 0, nil)
 	for _, id := range []string{"dead", "badauth"} {
