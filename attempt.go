@@ -20,7 +20,6 @@ import (
 	"github.com/egresskit/egresskit/internal/firstsend"
 	"github.com/egresskit/egresskit/ratelimit"
 	"github.com/egresskit/egresskit/retry"
-	"github.com/egresskit/egresskit/robots"
 	"github.com/egresskit/egresskit/telemetry"
 )
 
@@ -414,7 +413,7 @@ func unsentReason(err error) string {
 		return "halted"
 	case errors.Is(err, ErrOpen):
 		return "open"
-	case errors.Is(err, robots.ErrDisallowed):
+	case errors.Is(err, ErrDisallowed):
 		return "disallowed"
 	case errors.Is(err, ErrOutOfScope):
 		return "out_of_scope"

@@ -20,7 +20,6 @@ import (
 	"github.com/egresskit/egresskit/hoststate"
 	"github.com/egresskit/egresskit/ratelimit"
 	"github.com/egresskit/egresskit/retry"
-	"github.com/egresskit/egresskit/robots"
 )
 
 // site is an in-memory web of hosts for synctest scenarios: each host has a
@@ -502,8 +501,8 @@ func TestRobotsDisallowNeverReachesBreakerOrLimiter(t *testing.T) {
 		for range 20 {
 			start := time.Now()
 			_, err := get(c, "http://r.test/private/x")
-			if !errors.Is(err, robots.ErrDisallowed) {
-				t.Fatalf("err = %v, want robots.ErrDisallowed", err)
+			if !errors.Is(err, egresskit.ErrDisallowed) {
+				t.Fatalf("err = %v, want egresskit.ErrDisallowed", err)
 			}
 			if time.Since(start) != 0 {
 				t.Fatal("a disallowed request waited for a token")

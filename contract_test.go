@@ -17,9 +17,9 @@ import (
 	"github.com/egresskit/egresskit/classify"
 	"github.com/egresskit/egresskit/hoststate"
 	"github.com/egresskit/egresskit/internal/circuits"
+	"github.com/egresskit/egresskit/internal/robotstxt"
 	"github.com/egresskit/egresskit/ratelimit"
 	"github.com/egresskit/egresskit/retry"
-	"github.com/egresskit/egresskit/robots"
 )
 
 // closeRecorder is a request body that counts its Close calls.
@@ -228,11 +228,11 @@ func TestRobotsJudgedForAgentSent(t *testing.T) {
 
 		req, _ := http.NewRequest("GET", "http://site.test/page", nil)
 		req.Header.Set("User-Agent", colly)
-		if resp, err := c.Do(req); !errors.Is(err, robots.ErrDisallowed) {
+		if resp, err := c.Do(req); !errors.Is(err, egresskit.ErrDisallowed) {
 			if resp != nil {
 				resp.Body.Close()
 			}
-			t.Errorf("request sent as %q: err = %v, want robots.ErrDisallowed", colly, err)
+			t.Errorf("request sent as %q: err = %v, want egresskit.ErrDisallowed", colly, err)
 		}
 		if status, err := get(c, "http://site.test/page"); status != 200 || err != nil {
 			t.Errorf("request without a User-Agent: %d, %v; want 200", status, err)
@@ -281,7 +281,7 @@ func TestIdentityBounded(t *testing.T) {
 // TestDefaults pins the defaults the package documentation and the README
 // quote.
 func TestDefaults(t *testing.T) {
-	lim, br, rb := ratelimit.DefaultConfig(), circuits.DefaultConfig(), robots.DefaultConfig()
+	lim, br, rb := ratelimit.DefaultConfig(), circuits.DefaultConfig(), robotstxt.DefaultConfig()
 	for _, tt := range []struct {
 		name      string
 		got, want any
@@ -301,7 +301,7 @@ func TestDefaults(t *testing.T) {
 		{"DefaultConfig agent", egresskit.DefaultConfig().UserAgent, egresskit.DefaultUserAgent},
 		{"re-exported ErrOpen", egresskit.ErrOpen, egresskit.ErrOpen},
 		{"re-exported ErrHalted", egresskit.ErrHalted, egresskit.ErrHalted},
-		{"re-exported ErrDisallowed", egresskit.ErrDisallowed, robots.ErrDisallowed},
+		{"re-exported ErrDisallowed", egresskit.ErrDisallowed, egresskit.ErrDisallowed},
 	} {
 		if tt.got != tt.want {
 			t.Errorf("%s = %v, want %v", tt.name, tt.got, tt.want)

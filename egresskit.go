@@ -104,6 +104,7 @@ import (
 	"github.com/egresskit/egresskit/internal/blocks"
 	"github.com/egresskit/egresskit/internal/configerr"
 	"github.com/egresskit/egresskit/internal/firstsend"
+	"github.com/egresskit/egresskit/internal/robotstxt"
 	"github.com/egresskit/egresskit/internal/sentinel"
 	"github.com/egresskit/egresskit/retry"
 	"github.com/egresskit/egresskit/robots"
@@ -121,7 +122,7 @@ const DefaultUserAgent = "egresskit/0.1 (+https://github.com/egresskit/egresskit
 // (robots.DisallowedError, breaker.HaltError, breaker.OpenError).
 var (
 	// ErrDisallowed: robots.txt disallows the URL (*robots.DisallowedError).
-	ErrDisallowed = robots.ErrDisallowed
+	ErrDisallowed = sentinel.ErrDisallowed
 	// ErrHalted: the host is halted after a refusal (*breaker.HaltError).
 	ErrHalted = sentinel.ErrHalted
 	// ErrOpen: the host's circuit breaker is open (*breaker.OpenError).
@@ -133,7 +134,7 @@ var (
 // New(DefaultConfig()) behave the same. The Store stays nil (an in-memory
 // store with its defaults, hoststate.NewMemory(hoststate.Config{})).
 func DefaultConfig() Config {
-	rc := robots.DefaultConfig()
+	rc := robotstxt.DefaultConfig()
 	// The chain sets these itself: the identity from UserAgent, the
 	// transport from Egress or Base.
 	rc.UserAgent, rc.AgentToken, rc.Transport, rc.Now = "", "", nil, nil
@@ -363,7 +364,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	if id.robots != nil {
 		d, err := id.robots.Check(ctx, req.URL)
-		if t.cfg.Audit != nil && (err == nil || errors.Is(err, robots.ErrDisallowed)) {
+		if t.cfg.Audit != nil && (err == nil || errors.Is(err, ErrDisallowed)) {
 			auditrec.Robots(t.cfg.Audit, key, req.URL.EscapedPath(), err == nil)
 		}
 		if err != nil {

@@ -6,7 +6,7 @@ import (
 	"sync"
 
 	"github.com/egresskit/egresskit/classify"
-	"github.com/egresskit/egresskit/robots"
+	"github.com/egresskit/egresskit/internal/robotstxt"
 )
 
 // ErrTooManyAgents is returned for a request whose User-Agent would be the
@@ -24,7 +24,7 @@ const maxAgents = 16
 // naming that token. Every request is judged for the User-Agent it is
 // actually sent with.
 type identity struct {
-	robots     *robots.Checker // nil with IgnoreRobots
+	robots     *robotstxt.Checker // nil with IgnoreRobots
 	classify   http.RoundTripper
 	classifier *classify.Classifier // the one classify uses
 }
@@ -73,10 +73,10 @@ func (t *Transport) newIdentity(ua string) *identity {
 				rc.Transport = robotsThroughEgress{t.cfg.Egress}
 			}
 		}
-		id.robots = robots.New(rc)
+		id.robots = robotstxt.New(rc)
 	}
 	cc := t.cfg.Classify
-	cc.AgentToken = robots.AgentToken(ua)
+	cc.AgentToken = robotstxt.AgentToken(ua)
 	id.classifier = classify.New(cc)
 	id.classify = classify.NewTransport(t.send, id.classifier)
 	return id

@@ -15,6 +15,7 @@ import (
 
 	"github.com/egresskit/egresskit/classify"
 	"github.com/egresskit/egresskit/egress"
+	"github.com/egresskit/egresskit/internal/robotstxt"
 	"github.com/egresskit/egresskit/robots"
 )
 
@@ -124,7 +125,7 @@ type runner struct {
 	total    int
 	pool     *egress.Pool
 	clients  map[*exit]*http.Client
-	robots   map[*exit]*robots.Checker // nil with IgnoreRobots
+	robots   map[*exit]*robotstxt.Checker // nil with IgnoreRobots
 	sched    *sched
 	closed   sync.Once
 
@@ -204,11 +205,11 @@ func newRunner(ctx context.Context, s settings, p *plan, deadline time.Time) (*r
 		}
 		if !s.IgnoreRobots {
 			if r.robots == nil {
-				r.robots = make(map[*exit]*robots.Checker, len(p.exits))
+				r.robots = make(map[*exit]*robotstxt.Checker, len(p.exits))
 			}
 			// robots.txt leaves through the probe's own egress, under the
 			// probe's User-Agent; the probe's context bounds the fetch.
-			r.robots[e] = robots.New(robots.Config{UserAgent: s.UserAgent, Transport: rt, FetchTimeout: 2 * s.Deadline})
+			r.robots[e] = robotstxt.New(robots.Config{UserAgent: s.UserAgent, Transport: rt, FetchTimeout: 2 * s.Deadline})
 		}
 	}
 	return r, nil

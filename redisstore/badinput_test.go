@@ -3,7 +3,6 @@ package redisstore_test
 import (
 	"context"
 	"errors"
-	"github.com/egresskit/egresskit"
 	"strings"
 	"testing"
 	"time"

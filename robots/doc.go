@@ -1,14 +1,13 @@
-// Package robots implements the robots.txt half of egresskit's authorisation
-// step: RFC 9309 fetching, caching and matching of robots.txt, one file per
-// host (scheme, host and port).
+// Package robots configures how the egresskit chain obeys robots.txt
+// (Config, set as egresskit.Config.Robots) and describes the refusal a
+// crawler author may meet: a *DisallowedError, matching
+// egresskit.ErrDisallowed, whose Source tells a rule of robots.txt from a
+// robots.txt that could not be fetched.
 //
-// A Checker fetches /robots.txt once per host through the caller's base
-// transport (never through retries or breakers), shares one in-flight fetch
-// among concurrent callers, caches the answer for up to a day and answers
-// Check with a Decision. A disallowed URL yields an error matching
-// ErrDisallowed and carrying a *DisallowedError.
-//
-// The fetch follows RFC 9309 section 2.3:
+// The chain fetches /robots.txt once per host (scheme, host and port)
+// through the crawler's base transport (never through retries or
+// breakers), shares one in-flight fetch among concurrent requests, caches
+// the answer for up to a day, and follows RFC 9309:
 //
 //   - 2xx: the rules are parsed, at most 500 KiB of them (section 2.5);
 //   - up to five redirects are followed, even to other hosts, and the
@@ -22,22 +21,9 @@
 //
 // Matching follows RFC 9309 section 2.2 and the behaviour of Google's
 // reference parser: the group naming the agent token (case-insensitively)
-// applies, otherwise the "*" group; the longest matching pattern wins and an
-// Allow wins a tie; "*" and a final "$" are wildcards; /robots.txt is always
-// allowed. Lines are tokenised by github.com/jimsmart/grobotstxt, a port of
-// Google's parser, and compiled once per fetch into a matcher for one agent,
-// so a check does not re-read the file. Answers differ from grobotstxt's
-// own matcher only where this package follows RFC 9309 or Google's C++
-// parser more closely: /robots.txt is always allowed; percent-encodings
-// compare without regard to the case of their hex digits; a product token
-// is letters, '_' and '-' only (so "User-agent: FooBot2" names FooBot); and
-// "*" names every agent only alone or followed by a space or tab.
-//
-// Crawl-delay is not part of RFC 9309 but widely used; a Decision reports it,
-// sanitised and clamped to Config.MaxCrawlDelay (60 s by default), so that
-// the caller can use it as the host's rate ceiling.
-//
-// Parse and Rules serve callers that fetch robots.txt themselves; Transport
-// wraps an http.RoundTripper with a Checker for use outside the egresskit
-// chain.
+// applies, otherwise the "*" group; the longest matching pattern wins and
+// an Allow wins a tie; "*" and a final "$" are wildcards; /robots.txt is
+// always allowed. Crawl-delay is not part of RFC 9309 but widely used; the
+// chain honours it, clamped to Config.MaxCrawlDelay (60 s by default), as
+// the host's rate ceiling.
 package robots

@@ -9,15 +9,15 @@ import (
 	"strings"
 	"testing"
 
+	egressrobots "github.com/egresskit/egresskit/internal/robotstxt"
+
 	"github.com/jimsmart/grobotstxt"
 	"github.com/temoto/robotstxt"
-
-	"github.com/egresskit/egresskit/robots"
 )
 
 const (
-	vectorPath = "../../robots/testdata/google_vectors.json"
-	bigPath    = "../../robots/testdata/robots_100k.txt"
+	vectorPath = "../../internal/robotstxt/testdata/google_vectors.json"
+	bigPath    = "../../internal/robotstxt/testdata/robots_100k.txt"
 )
 
 type vector struct {
@@ -101,7 +101,7 @@ var parsers = []parser{
 			return false, false
 		}
 		for _, a := range agents {
-			if !robots.Parse([]byte(body), a).Allowed(u) {
+			if !egressrobots.Parse([]byte(body), a).Allowed(u) {
 				return false, true
 			}
 		}
@@ -202,7 +202,7 @@ func BenchmarkAllowed(b *testing.B) {
 	body := loadBig(b)
 	u, _ := url.Parse(benchURL)
 	b.Run("egresskit", func(b *testing.B) {
-		r := robots.Parse([]byte(body), "FooBot")
+		r := egressrobots.Parse([]byte(body), "FooBot")
 		b.ReportAllocs()
 		for b.Loop() {
 			if !r.Allowed(u) {
@@ -240,7 +240,7 @@ func BenchmarkParse(b *testing.B) {
 		raw := []byte(body)
 		b.ReportAllocs()
 		for b.Loop() {
-			robots.Parse(raw, "FooBot")
+			egressrobots.Parse(raw, "FooBot")
 		}
 	})
 	b.Run("temoto", func(b *testing.B) {

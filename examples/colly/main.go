@@ -42,7 +42,6 @@ import (
 	"github.com/egresskit/egresskit/hoststate"
 	"github.com/egresskit/egresskit/ratelimit"
 	"github.com/egresskit/egresskit/retry"
-	"github.com/egresskit/egresskit/robots"
 	"github.com/egresskit/egresskit/telemetry"
 )
 
@@ -172,7 +171,7 @@ func crawl(ctx context.Context, out io.Writer, w *web) error {
 		host, path := names[r.Request.URL.Host], r.Request.URL.Path
 		var what string
 		switch {
-		case errors.Is(err, robots.ErrDisallowed):
+		case errors.Is(err, egresskit.ErrDisallowed):
 			what = "not sent: disallowed by robots.txt"
 		case errors.Is(err, egresskit.ErrHalted):
 			what = "not sent: host halted"

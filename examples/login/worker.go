@@ -15,7 +15,6 @@ import (
 	"github.com/egresskit/egresskit"
 	"github.com/egresskit/egresskit/egress"
 	"github.com/egresskit/egresskit/hoststate"
-	"github.com/egresskit/egresskit/robots"
 	"github.com/egresskit/egresskit/session"
 	"github.com/egresskit/egresskit/telemetry"
 )
@@ -265,7 +264,7 @@ func (w *worker) result() (note string, fetches []fetch, egress map[string]int) 
 }
 
 // disallowed reports whether f was refused by robots.txt, unsent.
-func (f fetch) disallowed() bool { return errors.Is(f.Err, robots.ErrDisallowed) }
+func (f fetch) disallowed() bool { return errors.Is(f.Err, egresskit.ErrDisallowed) }
 
 // frontier is the crawl's shared to-do list: every URL once, at most
 // maxURLs of them. A fleet would keep it in a shared queue; the two

@@ -33,7 +33,6 @@ import (
 	"github.com/egresskit/egresskit/internal/auditrec"
 	"github.com/egresskit/egresskit/ratelimit"
 	"github.com/egresskit/egresskit/retry"
-	"github.com/egresskit/egresskit/robots"
 	"github.com/egresskit/egresskit/telemetry"
 	egressprom "github.com/egresskit/egresskit/telemetry/prometheus"
 	prom "github.com/prometheus/client_golang/prometheus"
@@ -336,7 +335,7 @@ func TestCrawlLeaksNoSecret(t *testing.T) {
 	r, err = send(chain, ctx, okSrv.URL, "/b;jsessionid="+secret)
 	expect("ok with a path parameter", r, err, 200, nil)
 	r, err = send(chain, ctx, okSrv.URL, "/private/x")
-	expect("robots", r, err, 0, robots.ErrDisallowed)
+	expect("robots", r, err, 0, egresskit.ErrDisallowed)
 	auditrec.Robots(audit, hostKey(okSrv.URL), "/private/x?token="+secret, false)
 	r, err = send(chain, ctx, flakySrv.URL, "/item")
 	expect("retried", r, err, 200, nil)

@@ -1,4 +1,4 @@
-package robots_test
+package robotstxt_test
 
 import (
 	"testing"

@@ -1,4 +1,4 @@
-package robots_test
+package robotstxt_test
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"net/http/httptest"
 	"net/url"
 
+	"github.com/egresskit/egresskit"
+	"github.com/egresskit/egresskit/internal/robotstxt"
 	"github.com/egresskit/egresskit/robots"
 )
 
@@ -18,14 +20,14 @@ func ExampleChecker_Check() {
 	}))
 	defer srv.Close()
 
-	c := robots.New(robots.Config{
+	c := robotstxt.New(robots.Config{
 		UserAgent: "MyBot/1.0 (+https://example.com/bot)", // agent token "MyBot"
 		Transport: srv.Client().Transport,                 // the crawler's base transport
 	})
 	for _, path := range []string{"/articles/1", "/private/notes"} {
 		u, _ := url.Parse(srv.URL + path)
 		d, err := c.Check(context.Background(), u)
-		fmt.Printf("%s: allowed=%v disallowed=%v crawl-delay=%v\n", path, d.Allowed, errors.Is(err, robots.ErrDisallowed), d.CrawlDelay)
+		fmt.Printf("%s: allowed=%v disallowed=%v crawl-delay=%v\n", path, d.Allowed, errors.Is(err, egresskit.ErrDisallowed), d.CrawlDelay)
 	}
 	// Output:
 	// /articles/1: allowed=true disallowed=false crawl-delay=2s
@@ -33,7 +35,7 @@ func ExampleChecker_Check() {
 }
 
 func ExampleParse() {
-	r := robots.Parse([]byte("User-agent: *\nDisallow: /search\nAllow: /search/about\n"), "MyBot")
+	r := robotstxt.Parse([]byte("User-agent: *\nDisallow: /search\nAllow: /search/about\n"), "MyBot")
 	for _, raw := range []string{"https://example.com/search?q=go", "https://example.com/search/about"} {
 		u, _ := url.Parse(raw)
 		fmt.Println(u.Path, r.Allowed(u))

@@ -1,4 +1,4 @@
-package robots_test
+package robotstxt_test
 
 import (
 	"math/rand/v2"
@@ -11,7 +11,7 @@ import (
 
 	"github.com/jimsmart/grobotstxt"
 
-	"github.com/egresskit/egresskit/robots"
+	"github.com/egresskit/egresskit/internal/robotstxt"
 )
 
 func mustURL(t testing.TB, raw string) *url.URL {
@@ -63,7 +63,7 @@ func TestRulesAllowed(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			u := mustURL(t, "http://example.com"+tt.path)
-			if got := robots.Parse([]byte(tt.robots), tt.agent).Allowed(u); got != tt.want {
+			if got := robotstxt.Parse([]byte(tt.robots), tt.agent).Allowed(u); got != tt.want {
 				t.Errorf("Parse(%q, %q).Allowed(%q) = %v, want %v", tt.robots, tt.agent, tt.path, got, tt.want)
 			}
 		})
@@ -103,7 +103,7 @@ func TestRulesBadInput(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			u := mustURL(t, "http://example.com"+tt.path)
-			if got := robots.Parse(tt.body, "FooBot").Allowed(u); got != tt.want {
+			if got := robotstxt.Parse(tt.body, "FooBot").Allowed(u); got != tt.want {
 				t.Errorf("Parse(%.40q).Allowed(%q) = %v, want %v", tt.body, tt.path, got, tt.want)
 			}
 		})
@@ -136,7 +136,7 @@ func TestCrawlDelay(t *testing.T) {
 		{"User-agent: BarBot\nCrawl-delay: 9\n", 0, false},
 	}
 	for _, tt := range tests {
-		got, ok := robots.Parse([]byte(tt.robots), "FooBot").CrawlDelay()
+		got, ok := robotstxt.Parse([]byte(tt.robots), "FooBot").CrawlDelay()
 		if got != tt.want || ok != tt.ok {
 			t.Errorf("Parse(%q).CrawlDelay() = %v, %v, want %v, %v", tt.robots, got, ok, tt.want, tt.ok)
 		}
@@ -159,7 +159,7 @@ func TestAgentToken(t *testing.T) {
 		{"", ""},
 	}
 	for _, tt := range tests {
-		if got := robots.AgentToken(tt.ua); got != tt.want {
+		if got := robotstxt.AgentToken(tt.ua); got != tt.want {
 			t.Errorf("AgentToken(%q) = %q, want %q", tt.ua, got, tt.want)
 		}
 	}
@@ -208,7 +208,7 @@ func TestMatchesGoogleParser(t *testing.T) {
 		}
 		u := mustURL(t, "http://example.com"+path)
 		want := grobotstxt.AgentAllowed(body, "FooBot", u.String())
-		if got := robots.Parse([]byte(body), "FooBot").Allowed(u); got != want {
+		if got := robotstxt.Parse([]byte(body), "FooBot").Allowed(u); got != want {
 			t.Fatalf("case %d: Parse(%q).Allowed(%q) = %v, grobotstxt says %v", i, body, path, got, want)
 		}
 	}
@@ -241,7 +241,7 @@ func FuzzParse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte, path string, recipe []byte) {
 		lines, prefix := grammarFile(recipe)
 		body = append(body, lines...)
-		r := robots.Parse(body, "FooBot")
+		r := robotstxt.Parse(body, "FooBot")
 		if !r.Allowed(&url.URL{Path: "/robots.txt"}) {
 			t.Fatalf("Parse(%q) disallows /robots.txt", body)
 		}
@@ -271,7 +271,7 @@ func loadBig(b *testing.B) []byte {
 // BenchmarkAllowed measures one check against a 100 KiB robots.txt whose
 // rules the URL does not match.
 func BenchmarkAllowed(b *testing.B) {
-	r := robots.Parse(loadBig(b), "FooBot")
+	r := robotstxt.Parse(loadBig(b), "FooBot")
 	u := mustURL(b, "https://www.example.com/catalog/widget-4242/details?color=blue")
 	b.ReportAllocs()
 	for b.Loop() {
@@ -287,7 +287,7 @@ func BenchmarkParse(b *testing.B) {
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {
-		robots.Parse(body, "FooBot")
+		robotstxt.Parse(body, "FooBot")
 	}
 }
 

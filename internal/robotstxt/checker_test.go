@@ -1,4 +1,4 @@
-package robots_test
+package robotstxt_test
 
 import (
 	"bytes"
@@ -16,6 +16,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/egresskit/egresskit"
+	"github.com/egresskit/egresskit/internal/robotstxt"
 	"github.com/egresskit/egresskit/robots"
 )
 
@@ -67,12 +69,12 @@ func serveText(status int, body string) http.HandlerFunc {
 	}
 }
 
-func (s *robotsServer) checker(cfg robots.Config) *robots.Checker {
+func (s *robotsServer) checker(cfg robots.Config) *robotstxt.Checker {
 	cfg.Transport = s.Client().Transport
-	return robots.New(cfg)
+	return robotstxt.New(cfg)
 }
 
-func check(t *testing.T, c *robots.Checker, raw string) (robots.Decision, error) {
+func check(t *testing.T, c *robotstxt.Checker, raw string) (robotstxt.Decision, error) {
 	t.Helper()
 	return c.Check(context.Background(), mustURL(t, raw))
 }
@@ -111,7 +113,7 @@ func TestCheckStatus(t *testing.T) {
 			if d.Allowed != tt.allowed || d.Source != tt.source {
 				t.Errorf("Check(%s) = allowed %v source %v, want %v %v", tt.path, d.Allowed, d.Source, tt.allowed, tt.source)
 			}
-			if (err == nil) != tt.allowed || (err != nil && !errors.Is(err, robots.ErrDisallowed)) {
+			if (err == nil) != tt.allowed || (err != nil && !errors.Is(err, egresskit.ErrDisallowed)) {
 				t.Errorf("Check(%s) error = %v, want ErrDisallowed iff disallowed", tt.path, err)
 			}
 			if n := srv.fetches.Load(); n != 1 {
@@ -125,7 +127,7 @@ func TestCheckStatus(t *testing.T) {
 func TestCheckUnreachable(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	srv.Close()
-	d, err := robots.New(robots.Config{}).Check(context.Background(), mustURL(t, srv.URL+"/x"))
+	d, err := robotstxt.New(robots.Config{}).Check(context.Background(), mustURL(t, srv.URL+"/x"))
 	var de *robots.DisallowedError
 	if !errors.As(err, &de) || de.Source != robots.Unreachable || d.Allowed {
 		t.Fatalf("Check(closed server) = %+v, %v; want disallowed, unreachable", d, err)
@@ -176,7 +178,7 @@ func TestCheckRedirects(t *testing.T) {
 				}
 			}))
 			defer srv.Close()
-			c := robots.New(robots.Config{Transport: srv.Client().Transport})
+			c := robotstxt.New(robots.Config{Transport: srv.Client().Transport})
 			d, _ := check(t, c, srv.URL+"/private/x")
 			if d.Allowed != tt.allowed || d.Source != tt.source {
 				t.Errorf("Check after %d redirects = allowed %v source %v, want %v %v", tt.hops, d.Allowed, d.Source, tt.allowed, tt.source)
@@ -241,11 +243,11 @@ func (e *endless) Close() error { return nil }
 // the limit.
 func TestCheckEndlessBody(t *testing.T) {
 	body := &endless{}
-	c := robots.New(robots.Config{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+	c := robotstxt.New(robots.Config{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
 		return &http.Response{StatusCode: 200, Body: body, Header: http.Header{}, Request: r}, nil
 	})})
 	d, err := check(t, c, "http://example.com/private")
-	if d.Allowed || !errors.Is(err, robots.ErrDisallowed) {
+	if d.Allowed || !errors.Is(err, egresskit.ErrDisallowed) {
 		t.Errorf("Check = %+v, %v; want disallowed", d, err)
 	}
 	if n := body.n.Load(); n > 500<<10+64<<10 {
@@ -335,7 +337,7 @@ func TestCheckUnreachableLimit(t *testing.T) {
 	srv := newRobotsServer(t, serveText(500, ""))
 	clk := newClock()
 	c := srv.checker(robots.Config{Now: clk.Now, UnreachableLimit: time.Hour, RetryMax: 10 * time.Minute})
-	var d robots.Decision
+	var d robotstxt.Decision
 	for range 20 {
 		d, _ = check(t, c, srv.URL+"/x")
 		if d.Allowed {
@@ -376,7 +378,7 @@ func (g *gatedHost) RoundTrip(r *http.Request) (*http.Response, error) {
 func TestCheckSingleFlight(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := &gatedHost{gate: make(chan struct{})}
-		c := robots.New(robots.Config{Transport: h})
+		c := robotstxt.New(robots.Config{Transport: h})
 		var wg sync.WaitGroup
 		var answered atomic.Int64
 		errs := make(chan error, 50)
@@ -415,8 +417,8 @@ func TestCheckSingleFlight(t *testing.T) {
 func TestCheckWaiterCancel(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := &gatedHost{gate: make(chan struct{})}
-		c := robots.New(robots.Config{Transport: h})
-		leader := make(chan robots.Decision)
+		c := robotstxt.New(robots.Config{Transport: h})
+		leader := make(chan robotstxt.Decision)
 		go func() {
 			d, _ := c.Check(context.Background(), mustURL(t, "http://one.test/public"))
 			leader <- d
@@ -472,7 +474,7 @@ func TestCheckLeaderCancel(t *testing.T) {
 		t.Fatalf("cancelled Check = %v, want context.Canceled", err)
 	}
 	d, err := check(t, c, srv.URL+"/private")
-	if d.Allowed || d.Source != robots.Parsed || !errors.Is(err, robots.ErrDisallowed) {
+	if d.Allowed || d.Source != robots.Parsed || !errors.Is(err, egresskit.ErrDisallowed) {
 		t.Errorf("Check after a cancelled fetch = %+v, %v; want disallowed by parsed rules", d, err)
 	}
 	if n := srv.fetches.Load(); n != 2 {
@@ -553,22 +555,22 @@ func TestCheckRobotsTxt(t *testing.T) {
 // fetch and without the URL in the error.
 func TestCheckInvalidURL(t *testing.T) {
 	var fetches atomic.Int64
-	c := robots.New(robots.Config{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+	c := robotstxt.New(robots.Config{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
 		fetches.Add(1)
 		return nil, errors.New("unexpected fetch")
 	})})
 	for _, raw := range []string{"ftp://user:secret@example.com/x", "http:///x", "http://:8080/x", "mailto:secret@example.com", "/relative/secret"} {
 		_, err := c.Check(context.Background(), mustURL(t, raw))
-		if !errors.Is(err, robots.ErrInvalidURL) || strings.Contains(err.Error(), "secret") {
+		if !errors.Is(err, robotstxt.ErrInvalidURL) || strings.Contains(err.Error(), "secret") {
 			t.Errorf("Check(%q) = %v, want ErrInvalidURL without the URL", raw, err)
 		}
 	}
-	if _, err := c.Check(context.Background(), nil); !errors.Is(err, robots.ErrInvalidURL) {
+	if _, err := c.Check(context.Background(), nil); !errors.Is(err, robotstxt.ErrInvalidURL) {
 		t.Errorf("Check(nil) = %v, want ErrInvalidURL", err)
 	}
 	u := mustURL(t, "http://example.com/x")
 	u.Host = "example.com:abc"
-	if _, err := c.Check(context.Background(), u); !errors.Is(err, robots.ErrInvalidURL) {
+	if _, err := c.Check(context.Background(), u); !errors.Is(err, robotstxt.ErrInvalidURL) {
 		t.Errorf("Check(port abc) = %v, want ErrInvalidURL", err)
 	}
 	if n := fetches.Load(); n != 0 {
@@ -622,7 +624,7 @@ func (m *memoryHosts) count(host string) int {
 // trailing dot, and port (default ports filled in).
 func TestCheckHostKey(t *testing.T) {
 	m := &memoryHosts{}
-	c := robots.New(robots.Config{Transport: m})
+	c := robotstxt.New(robots.Config{Transport: m})
 	for _, raw := range []string{"http://example.com/a", "http://EXAMPLE.com./b", "http://example.com:80/c", "https://example.com/d", "https://example.com:443/e", "http://example.com:8080/f"} {
 		check(t, c, raw)
 	}
@@ -639,7 +641,7 @@ func TestCheckHostKey(t *testing.T) {
 // dropped and fetched again when checked again.
 func TestCheckEviction(t *testing.T) {
 	m := &memoryHosts{}
-	c := robots.New(robots.Config{Transport: m, MaxHosts: 2})
+	c := robotstxt.New(robots.Config{Transport: m, MaxHosts: 2})
 	for _, h := range []string{"a.test", "b.test", "a.test", "c.test", "a.test", "b.test"} {
 		check(t, c, "http://"+h+"/x")
 	}
@@ -654,7 +656,7 @@ func TestCheckEviction(t *testing.T) {
 func TestCheckIdleEviction(t *testing.T) {
 	m := &memoryHosts{}
 	clk := newClock()
-	c := robots.New(robots.Config{Transport: m, Now: clk.Now, TTL: time.Hour})
+	c := robotstxt.New(robots.Config{Transport: m, Now: clk.Now, TTL: time.Hour})
 	check(t, c, "http://a.test/x")
 	clk.Advance(2 * time.Hour)
 	check(t, c, "http://b.test/x") // evicts a.test, idle for 2h
@@ -668,7 +670,7 @@ func TestCheckIdleEviction(t *testing.T) {
 // cache, for the race detector.
 func TestCheckConcurrent(t *testing.T) {
 	m := &memoryHosts{}
-	c := robots.New(robots.Config{Transport: m, MaxHosts: 100})
+	c := robotstxt.New(robots.Config{Transport: m, MaxHosts: 100})
 	var wg sync.WaitGroup
 	for g := range 64 {
 		wg.Go(func() {
@@ -696,7 +698,7 @@ func BenchmarkCheckCached(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	c := robots.New(robots.Config{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+	c := robotstxt.New(robots.Config{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
 		return &http.Response{StatusCode: 200, Header: http.Header{}, Body: io.NopCloser(bytes.NewReader(body))}, nil
 	})})
 	u := mustURL(b, "https://www.example.com/catalog/widget-4242/details?color=blue")

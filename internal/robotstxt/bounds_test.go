@@ -1,9 +1,10 @@
-package robots_test
+package robotstxt_test
 
 import (
 	"strings"
 	"testing"
 
+	"github.com/egresskit/egresskit/internal/robotstxt"
 	"github.com/egresskit/egresskit/robots"
 )
 
@@ -12,13 +13,13 @@ import (
 // hex digit at the ends of its ranges (0, 9, a, f, A, F).
 func TestAllowedPercentEncodingCase(t *testing.T) {
 	for _, esc := range []string{"%9f", "%af", "%Fa", "%0a", "%Af", "%f0", "%9a"} {
-		rules := robots.Parse([]byte("User-agent: *\nDisallow: /x"+strings.ToUpper(esc)+"\n"), "FooBot")
+		rules := robotstxt.Parse([]byte("User-agent: *\nDisallow: /x"+strings.ToUpper(esc)+"\n"), "FooBot")
 		if u := mustURL(t, "http://example.com/x"+esc); rules.Allowed(u) {
 			t.Errorf("Allowed(/x%s) under Disallow: /x%s = true, want false", esc, strings.ToUpper(esc))
 		}
 	}
 	// Not an encoding: left alone, and matched as written.
-	rules := robots.Parse([]byte("User-agent: *\nDisallow: /x%G0\n"), "FooBot")
+	rules := robotstxt.Parse([]byte("User-agent: *\nDisallow: /x%G0\n"), "FooBot")
 	if u := mustURL(t, "http://example.com/x%25g0"); !rules.Allowed(u) {
 		t.Errorf("Allowed(/x%%25g0) under Disallow: /x%%G0 = false, want true")
 	}
@@ -37,7 +38,7 @@ func TestCheckCacheBytes(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			m := &memoryHosts{}
-			c := robots.New(robots.Config{Transport: m, MaxCacheBytes: tt.maxBytes, MaxHosts: 1000})
+			c := robotstxt.New(robots.Config{Transport: m, MaxCacheBytes: tt.maxBytes, MaxHosts: 1000})
 			for _, h := range []string{"a.test", "b.test", "c.test", "d.test", "a.test", "b.test"} {
 				check(t, c, "http://"+h+"/x")
 			}
@@ -54,7 +55,7 @@ func TestCheckCacheBytes(t *testing.T) {
 // the least recently checked.
 func TestCheckMaxHostsExact(t *testing.T) {
 	m := &memoryHosts{}
-	c := robots.New(robots.Config{Transport: m, MaxHosts: 2})
+	c := robotstxt.New(robots.Config{Transport: m, MaxHosts: 2})
 	for _, h := range []string{"a.test", "b.test", "a.test", "b.test"} {
 		check(t, c, "http://"+h+"/x")
 	}
@@ -73,7 +74,7 @@ func TestCheckMaxHostsExact(t *testing.T) {
 // none.
 func TestCheckZeroConfigKeepsHosts(t *testing.T) {
 	m := &memoryHosts{}
-	c := robots.New(robots.Config{Transport: m})
+	c := robotstxt.New(robots.Config{Transport: m})
 	for _, h := range []string{"a.test", "b.test", "c.test", "a.test", "b.test"} {
 		check(t, c, "http://"+h+"/x")
 	}

@@ -1,23 +1,12 @@
 package robots
 
-import (
-	"errors"
-	"time"
-)
+import "github.com/egresskit/egresskit/internal/sentinel"
 
-// ErrDisallowed is matched (errors.Is) by every error that says robots.txt
-// forbids a URL; the error is a *DisallowedError.
-var ErrDisallowed = errors.New("robots: disallowed by robots.txt")
-
-// ErrInvalidURL is matched by the error Check returns for a URL it cannot
-// check: nil, not http or https, with an empty host (":8080") or a malformed
-// port. The error never contains the URL.
-var ErrInvalidURL = errors.New("robots: invalid URL")
-
-// Source says what a Decision rests on.
+// Source says what a robots.txt decision rests on: a crawler author reads
+// it in a DisallowedError to tell a rule from an unreachable robots.txt.
 type Source uint8
 
-// The sources of a Decision.
+// The sources of a decision.
 const (
 	// Parsed: the rules of a robots.txt fetched with a 2xx status.
 	Parsed Source = iota + 1
@@ -51,24 +40,9 @@ func (s Source) String() string {
 	}
 }
 
-// Decision is the answer of robots.txt for one URL.
-type Decision struct {
-	// Allowed reports whether the URL may be fetched.
-	Allowed bool
-	// Source says what the decision rests on.
-	Source Source
-	// CrawlDelay is the host's Crawl-delay for the agent, clamped to
-	// Config.MaxCrawlDelay; 0 when there is none. The caller should
-	// space requests to the host at least this far apart.
-	CrawlDelay time.Duration
-	// Expires is when the cached robots.txt answer lapses; for an
-	// Unreachable host it is when the next fetch may be tried. It is zero
-	// for an Implicit decision.
-	Expires time.Time
-}
-
-// DisallowedError reports a URL that robots.txt forbids. It matches
-// ErrDisallowed. It carries the host and escaped path, never the query,
+// DisallowedError reports a URL that robots.txt forbids, for a crawler
+// author to log or to tell a rule from an unreachable robots.txt. It
+// matches egresskit.ErrDisallowed. It carries the host and escaped path, never the query,
 // fragment or user information of the URL.
 type DisallowedError struct {
 	// Host is the host, with its port if the URL had one.
@@ -88,5 +62,5 @@ func (e *DisallowedError) Error() string {
 	return "robots: " + e.Host + e.Path + " disallowed by robots.txt"
 }
 
-// Is reports whether target is ErrDisallowed.
-func (e *DisallowedError) Is(target error) bool { return target == ErrDisallowed }
+// Is reports whether target is egresskit.ErrDisallowed.
+func (e *DisallowedError) Is(target error) bool { return target == sentinel.ErrDisallowed }

@@ -1,4 +1,4 @@
-package robots
+package robotstxt
 
 import (
 	"bytes"
@@ -8,14 +8,16 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+
+	"github.com/egresskit/egresskit/robots"
 )
 
 var errNoResponse = errors.New("robots: transport returned no response and no error")
 
 // fetchResult is what one fetch of robots.txt found.
 type fetchResult struct {
-	source Source // Parsed, Unavailable or Unreachable
-	rules  *Rules // for Parsed
+	source robots.Source // Parsed, Unavailable or Unreachable
+	rules  *Rules        // for Parsed
 }
 
 // fetch gets t's robots.txt through the configured transport and classifies
@@ -40,7 +42,7 @@ func (c *Checker) fetch(ctx context.Context, t target) (fetchResult, error) {
 			if egressFailure(err) {
 				return fetchResult{}, fmt.Errorf("robots: fetching robots.txt of %s: %w", t.host, err)
 			}
-			return fetchResult{source: Unreachable}, nil
+			return fetchResult{source: robots.Unreachable}, nil
 		}
 		code := resp.StatusCode
 		switch {
@@ -51,25 +53,25 @@ func (c *Checker) fetch(ctx context.Context, t target) (fetchResult, error) {
 					return canceled()
 				}
 				// A body cut short could drop rules: unreachable.
-				return fetchResult{source: Unreachable}, nil
+				return fetchResult{source: robots.Unreachable}, nil
 			}
-			return fetchResult{source: Parsed, rules: Parse(body, c.cfg.AgentToken)}, nil
+			return fetchResult{source: robots.Parsed, rules: Parse(body, c.cfg.AgentToken)}, nil
 		case isRedirect(code):
 			loc := resp.Header.Get("Location")
 			discard(resp.Body)
 			to, err := next.Parse(loc)
 			if loc == "" || err != nil || (to.Scheme != "http" && to.Scheme != "https") || to.Host == "" ||
 				hops >= c.cfg.MaxRedirects {
-				return fetchResult{source: Unavailable}, nil
+				return fetchResult{source: robots.Unavailable}, nil
 			}
 			to.User, to.Fragment, to.RawFragment = nil, "", ""
 			next = to
 		case code == http.StatusTooManyRequests || code >= 500:
 			discard(resp.Body)
-			return fetchResult{source: Unreachable}, nil
+			return fetchResult{source: robots.Unreachable}, nil
 		default: // 4xx, and 1xx or 3xx that are not redirects
 			discard(resp.Body)
-			return fetchResult{source: Unavailable}, nil
+			return fetchResult{source: robots.Unavailable}, nil
 		}
 	}
 }

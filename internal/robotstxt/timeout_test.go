@@ -1,4 +1,4 @@
-package robots_test
+package robotstxt_test
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/egresskit/egresskit"
+	"github.com/egresskit/egresskit/internal/robotstxt"
 	"github.com/egresskit/egresskit/robots"
 )
 
@@ -23,10 +25,10 @@ var hang = roundTripFunc(func(r *http.Request) (*http.Response, error) {
 // unreachable after FetchTimeout, not an unbounded wait.
 func TestCheckFetchTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := robots.New(robots.Config{Transport: hang})
+		c := robotstxt.New(robots.Config{Transport: hang})
 		start := time.Now()
 		d, err := check(t, c, "http://example.com/x")
-		if d.Allowed || d.Source != robots.Unreachable || !errors.Is(err, robots.ErrDisallowed) {
+		if d.Allowed || d.Source != robots.Unreachable || !errors.Is(err, egresskit.ErrDisallowed) {
 			t.Errorf("Check(hanging host) = %+v, %v; want disallowed, unreachable", d, err)
 		}
 		if waited := time.Since(start); waited != 30*time.Second {
@@ -40,7 +42,7 @@ func TestCheckFetchTimeout(t *testing.T) {
 func TestCheckCallerDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var hung bool
-		c := robots.New(robots.Config{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		c := robotstxt.New(robots.Config{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
 			if !hung {
 				hung = true
 				return hang(r)
@@ -66,7 +68,7 @@ func TestCheckCallerDeadline(t *testing.T) {
 func TestCheckTransportPanic(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		calls := 0
-		c := robots.New(robots.Config{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		c := robotstxt.New(robots.Config{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
 			calls++
 			if calls == 1 {
 				panic("transport bug")

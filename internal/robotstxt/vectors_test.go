@@ -1,4 +1,4 @@
-package robots_test
+package robotstxt_test
 
 import (
 	"encoding/json"
@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/egresskit/egresskit/robots"
+	"github.com/egresskit/egresskit/internal/robotstxt"
 )
 
 // vectorFile holds the matcher vectors re-expressed from Google's robots.txt
@@ -97,7 +97,7 @@ func TestGoogleVectors(t *testing.T) {
 		}
 		got := true
 		for _, agent := range v.agents {
-			got = got && robots.Parse([]byte(v.robots), agent).Allowed(u)
+			got = got && robotstxt.Parse([]byte(v.robots), agent).Allowed(u)
 		}
 		reason, deviates := deviations[v.name]
 		seen[v.name] = true

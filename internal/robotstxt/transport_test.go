@@ -1,4 +1,4 @@
-package robots_test
+package robotstxt_test
 
 import (
 	"errors"
@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/egresskit/egresskit"
+	"github.com/egresskit/egresskit/internal/robotstxt"
 	"github.com/egresskit/egresskit/robots"
 )
 
@@ -33,13 +35,13 @@ func TestTransport(t *testing.T) {
 		sent.Add(1)
 		return srv.Client().Transport.RoundTrip(r)
 	})
-	client := &http.Client{Transport: robots.NewTransport(next, srv.checker(robots.Config{}))}
+	client := &http.Client{Transport: robotstxt.NewTransport(next, srv.checker(robots.Config{}))}
 
 	body := &closeCounter{Reader: strings.NewReader("form")}
 	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/private/form", body)
 	resp, err := client.Do(req)
 	var de *robots.DisallowedError
-	if resp != nil || !errors.Is(err, robots.ErrDisallowed) || !errors.As(err, &de) || de.Path != "/private/form" {
+	if resp != nil || !errors.Is(err, egresskit.ErrDisallowed) || !errors.As(err, &de) || de.Path != "/private/form" {
 		t.Errorf("POST /private/form = %v, %v; want ErrDisallowed and no response", resp, err)
 	}
 	if n := body.closed.Load(); n == 0 {

@@ -1,4 +1,4 @@
-package robots
+package robotstxt
 
 import (
 	"container/list"
@@ -10,87 +10,20 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/egresskit/egresskit/robots"
 )
 
 // minMaxSize is the smallest parsing limit RFC 9309 section 2.5 allows.
 const minMaxSize = 500 << 10
 
-// Config configures a Checker. The zero value is ready to use; each field
-// documents its default.
-type Config struct {
-	// UserAgent is sent as the User-Agent header of every robots.txt
-	// fetch; it should be the crawler's own. If empty, the transport's
-	// default header is sent.
-	UserAgent string
-
-	// AgentToken is the product token matched against user-agent lines.
-	// If empty, it is AgentToken(UserAgent); if that is empty too, only
-	// the "*" group applies.
-	AgentToken string
-
-	// Transport fetches robots.txt. It should be the crawler's base
-	// transport: the fetch has its own failure handling and must not go
-	// through retries or circuit breakers. If nil, http.DefaultTransport
-	// is used.
-	Transport http.RoundTripper
-
-	// TTL is how long a fetched robots.txt, or a 4xx answer, is cached.
-	// If zero, 24 hours (RFC 9309 section 2.4).
-	TTL time.Duration
-
-	// MaxSize is how many bytes of robots.txt are parsed; the rest is
-	// ignored, cut back to the last complete line. If zero or below 500
-	// KiB, the RFC 9309 minimum, it is 500 KiB.
-	MaxSize int64
-
-	// MaxRedirects is how many redirects a fetch follows before it
-	// treats robots.txt as unavailable. If zero, 5 (RFC 9309 section
-	// 2.3.1.2); if negative, none.
-	MaxRedirects int
-
-	// FetchTimeout bounds one fetch, redirects and body included; when it
-	// passes, the host counts as unreachable. The caller's context bounds
-	// the fetch as well. If zero, 30 seconds.
-	FetchTimeout time.Duration
-
-	// RetryMin is how long an unreachable host stays disallowed before
-	// its robots.txt is fetched again; each further failure doubles the
-	// wait, up to RetryMax. If zero, 1 minute.
-	RetryMin time.Duration
-
-	// RetryMax caps the wait between fetches of an unreachable robots.txt.
-	// If zero, 1 hour (or RetryMin, if that is larger).
-	RetryMax time.Duration
-
-	// UnreachableLimit is how long a host may stay unreachable before it
-	// is treated as unavailable and allowed (RFC 9309 section 2.3.1.4
-	// suggests 30 days). If zero, 30 days; if negative, never.
-	UnreachableLimit time.Duration
-
-	// MaxCrawlDelay caps the Crawl-delay reported in a Decision. If zero,
-	// 60 seconds; if negative, Crawl-delay is ignored.
-	MaxCrawlDelay time.Duration
-
-	// MaxHosts bounds how many hosts are cached; the least recently
-	// checked host is evicted first. Hosts not checked for TTL are evicted
-	// as well. If zero, 10,000.
-	MaxHosts int
-
-	// MaxCacheBytes bounds the memory the cached rules retain, estimated
-	// from their patterns. If zero, 64 MiB.
-	MaxCacheBytes int64
-
-	// Now returns the current time. If nil, time.Now.
-	Now func() time.Time
+// DefaultConfig returns the configuration a zero robots.Config stands
+// for, with every default filled in.
+func DefaultConfig() robots.Config {
+	return withDefaults(robots.Config{})
 }
 
-// DefaultConfig returns the configuration a zero Config stands for, with
-// every default filled in.
-func DefaultConfig() Config {
-	return Config{}.withDefaults()
-}
-
-func (c Config) withDefaults() Config {
+func withDefaults(c robots.Config) robots.Config {
 	if c.AgentToken == "" {
 		c.AgentToken = AgentToken(c.UserAgent)
 	} else {
@@ -141,7 +74,7 @@ func (c Config) withDefaults() Config {
 // Checker answers whether URLs may be fetched under their hosts'
 // robots.txt. It is safe for concurrent use and starts no goroutines.
 type Checker struct {
-	cfg Config
+	cfg robots.Config
 
 	mu    sync.Mutex // guards hosts, lru, bytes and the fields of every entry
 	hosts map[string]*entry
@@ -164,14 +97,14 @@ type entry struct {
 
 // answer is what one fetch established about a host.
 type answer struct {
-	source  Source // Parsed, Unavailable or Unreachable
-	rules   *Rules // for Parsed
+	source  robots.Source // Parsed, Unavailable or Unreachable
+	rules   *Rules        // for Parsed
 	expires time.Time
 }
 
 // New returns a Checker configured by cfg.
-func New(cfg Config) *Checker {
-	return &Checker{cfg: cfg.withDefaults(), hosts: make(map[string]*entry)}
+func New(cfg robots.Config) *Checker {
+	return &Checker{cfg: withDefaults(cfg), hosts: make(map[string]*entry)}
 }
 
 // Check reports whether u may be fetched under the robots.txt of its host,
@@ -192,7 +125,7 @@ func (c *Checker) Check(ctx context.Context, u *url.URL) (Decision, error) {
 		return Decision{}, err
 	}
 	if t.path == "/robots.txt" {
-		return Decision{Allowed: true, Source: Implicit}, nil
+		return Decision{Allowed: true, Source: robots.Implicit}, nil
 	}
 	for {
 		now := c.cfg.Now()
@@ -295,16 +228,16 @@ func (c *Checker) target(u *url.URL) (target, error) {
 func (c *Checker) decide(a answer, t target, u *url.URL) (Decision, error) {
 	d := Decision{Source: a.source, Expires: a.expires}
 	switch a.source {
-	case Parsed:
+	case robots.Parsed:
 		d.Allowed = a.rules.allowed(matchTarget(t.path, u))
 		if delay, ok := a.rules.CrawlDelay(); ok && c.cfg.MaxCrawlDelay > 0 {
 			d.CrawlDelay = min(delay, c.cfg.MaxCrawlDelay)
 		}
-	case Unavailable:
+	case robots.Unavailable:
 		d.Allowed = true
 	}
 	if !d.Allowed {
-		return d, &DisallowedError{Host: t.host, Path: t.path, Source: a.source}
+		return d, &robots.DisallowedError{Host: t.host, Path: t.path, Source: a.source}
 	}
 	return d, nil
 }
@@ -329,14 +262,14 @@ func (c *Checker) touch(key string, now time.Time) *entry {
 // store records the result of a fetch in e. c.mu must be held.
 func (c *Checker) store(e *entry, res fetchResult, now time.Time) {
 	switch res.source {
-	case Unreachable:
+	case robots.Unreachable:
 		if e.fails == 0 {
 			e.down = now
 		}
 		e.fails++
-		e.ans = answer{source: Unreachable, expires: now.Add(c.backoff(e.fails))}
+		e.ans = answer{source: robots.Unreachable, expires: now.Add(c.backoff(e.fails))}
 		if c.cfg.UnreachableLimit > 0 && now.Sub(e.down) >= c.cfg.UnreachableLimit {
-			e.ans.source = Unavailable
+			e.ans.source = robots.Unavailable
 		}
 	default:
 		e.fails, e.down = 0, time.Time{}

@@ -1,4 +1,4 @@
-package robots_test
+package robotstxt_test
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/egresskit/egresskit"
+	"github.com/egresskit/egresskit/internal/robotstxt"
 	"github.com/egresskit/egresskit/robots"
 )
 
@@ -28,7 +30,7 @@ func FuzzCheck(f *testing.F) {
 			h.Set("Location", location)
 			return &http.Response{StatusCode: status, Header: h, Body: io.NopCloser(strings.NewReader(body)), Request: r}, nil
 		})
-		c := robots.New(robots.Config{Transport: transport, UserAgent: "FooBot/1.0"})
+		c := robotstxt.New(robots.Config{Transport: transport, UserAgent: "FooBot/1.0"})
 		u, err := url.Parse("http://example.com/" + strings.TrimPrefix(path, "/"))
 		if err != nil {
 			return
@@ -39,10 +41,10 @@ func FuzzCheck(f *testing.F) {
 			t.Fatalf("Check(%q) = disallowed without an error", path)
 		case err != nil && d.Allowed:
 			t.Fatalf("Check(%q) = allowed with error %v", path, err)
-		case err != nil && !errors.Is(err, robots.ErrDisallowed):
+		case err != nil && !errors.Is(err, egresskit.ErrDisallowed):
 			t.Fatalf("Check(%q) error %v, want ErrDisallowed", path, err)
 		}
-		if d.CrawlDelay < 0 || d.CrawlDelay > robots.DefaultConfig().MaxCrawlDelay {
+		if d.CrawlDelay < 0 || d.CrawlDelay > robotstxt.DefaultConfig().MaxCrawlDelay {
 			t.Fatalf("CrawlDelay = %v out of bounds", d.CrawlDelay)
 		}
 	})
