@@ -18,8 +18,8 @@ import (
 	"github.com/egresskit/egresskit/hoststate"
 	"github.com/egresskit/egresskit/internal/auditrec"
 	"github.com/egresskit/egresskit/internal/firstsend"
+	"github.com/egresskit/egresskit/internal/retrier"
 	"github.com/egresskit/egresskit/ratelimit"
-	"github.com/egresskit/egresskit/retry"
 	"github.com/egresskit/egresskit/telemetry"
 )
 
@@ -76,7 +76,7 @@ func (a *gatedSender) send(req *http.Request, key string, first bool) (*http.Res
 	ctx := req.Context()
 	attempt := 1
 	if !first {
-		attempt = max(retry.AttemptFrom(ctx), 1)
+		attempt = max(retrier.AttemptFrom(ctx), 1)
 	}
 	// The clock is read for the events only when someone observes them;
 	// sent is known always (the block detector keeps it).

@@ -15,7 +15,7 @@ import (
 // UserAgent (Robots.UserAgent, Robots.AgentToken, Classify.AgentToken):
 // the crawler's identity is set in one place.
 // Every constructor of the module (hoststate.NewMemory, redisstore.New,
-// retry.New, ...) wraps this same value.
+// egress.New, ...) wraps this same value.
 var ErrInvalidConfig = configerr.ErrInvalid
 
 // invalid is an ErrInvalidConfig naming field.
@@ -24,7 +24,7 @@ func invalid(field, format string, args ...any) error {
 }
 
 // check reports the first reason c cannot be honoured, naming the field,
-// or nil. The retry policy is checked by retry.New.
+// or nil. The retry policy is checked by retrier.New.
 func (c *Config) check() error {
 	switch {
 	case c.Robots.UserAgent != "":

@@ -11,6 +11,7 @@ import (
 	"github.com/egresskit/egresskit"
 	"github.com/egresskit/egresskit/breaker"
 	"github.com/egresskit/egresskit/hoststate"
+	"github.com/egresskit/egresskit/internal/retrier"
 	"github.com/egresskit/egresskit/probe"
 	"github.com/egresskit/egresskit/ratelimit"
 	"github.com/egresskit/egresskit/redisstore"
@@ -42,8 +43,8 @@ func TestConstructorsRefuseInvalidConfig(t *testing.T) {
 			_, err := egresskit.New(egresskit.Config{Retry: retry.Policy{MaxDelay: -time.Second}})
 			return err
 		}},
-		{"retry.New", "BaseDelay", func() error {
-			_, err := retry.New(nil, retry.Policy{BaseDelay: time.Hour, MaxDelay: time.Second})
+		{"retrier.New", "BaseDelay", func() error {
+			_, err := retrier.New(nil, retry.Policy{BaseDelay: time.Hour, MaxDelay: time.Second})
 			return err
 		}},
 		{"hoststate.NewMemory", "Breaker.OpenTimeout", func() error {

@@ -104,6 +104,7 @@ import (
 	"github.com/egresskit/egresskit/internal/blocks"
 	"github.com/egresskit/egresskit/internal/configerr"
 	"github.com/egresskit/egresskit/internal/firstsend"
+	"github.com/egresskit/egresskit/internal/retrier"
 	"github.com/egresskit/egresskit/internal/robotstxt"
 	"github.com/egresskit/egresskit/internal/sentinel"
 	"github.com/egresskit/egresskit/retry"
@@ -140,7 +141,7 @@ func DefaultConfig() Config {
 	rc.UserAgent, rc.AgentToken, rc.Transport, rc.Now = "", "", nil, nil
 	return Config{
 		UserAgent:  DefaultUserAgent,
-		Retry:      retry.DefaultPolicy(),
+		Retry:      retrier.DefaultPolicy(),
 		Robots:     rc,
 		BlockWatch: blockwatch.DefaultConfig(),
 	}
@@ -154,9 +155,7 @@ type Config struct {
 	// http.DefaultTransport is used. robots.txt is fetched through Base too
 	// when Egress is nil. A request's first attempt reaches Base (or
 	// Egress) as the caller made it, unless Retry.AttemptTimeout gives it
-	// a deadline: retry.AttemptFrom reports 0 for
-	// it there; retries carry their attempt number (2, 3, ...) as with a
-	// standalone retry.Transport.
+	// a deadline; retries reach it as copies of the request.
 	Base http.RoundTripper
 
 	// Egress, when set, chooses the proxy (or direct route) of every
@@ -280,7 +279,7 @@ type Transport struct {
 	ua        string
 	state     hoststate.Store
 	ids       *identities // robots.txt and refusal matching per User-Agent sent
-	retry     *retry.Transport
+	retry     *retrier.Transport
 	observers observers
 	ceilings  ceilingCache
 	holds     holds             // halts the store could not take
@@ -322,7 +321,7 @@ func New(cfg Config) (*Transport, error) {
 	}
 	t.send, t.base = send, base
 	t.ids = &identities{defUA: t.ua, def: t.newIdentity(t.ua), build: t.newIdentity}
-	rt, err := retry.New(&gatedSender{t: t}, cfg.Retry)
+	rt, err := retrier.New(&gatedSender{t: t}, cfg.Retry)
 	if err != nil {
 		return nil, configerr.In("Retry", err)
 	}

@@ -1,18 +1,23 @@
+// Package retry configures the retry layer of the egresskit chain: Policy,
+// set as egresskit.Config.Retry. The layer retries an attempt only when its
+// classify.Result says so (Transient and Throttled; OK, Refused, Permanent
+// and Canceled are returned at once, and so are the errors that mean "do
+// not send": breaker open, host halted, robots disallowed, a pacing wait
+// past the deadline), with jittered exponential backoff, a capped
+// Retry-After, per-attempt and overall time limits, a per-host retry
+// budget, and replay of request bodies through GetBody. The caller always
+// receives the real last response or error, never a synthetic "giving up"
+// error; the bodies of retried responses are drained (at most 64 KiB) and
+// closed.
 package retry
 
-import (
-	"math"
-	"math/rand/v2"
-	"net/http"
-	"time"
+import "time"
 
-	"github.com/egresskit/egresskit/internal/configerr"
-)
-
-// Policy configures a Transport. The zero value is the recommended
-// policy: 3 jittered retries of idempotent requests. As everywhere in this
-// module, zero means the documented default and a negative number means
-// "none" or "off"; a setting that cannot be off is refused by New when
+// Policy configures the chain's retries; a crawler author sets it as
+// egresskit.Config.Retry. The zero value is the recommended policy: 3
+// jittered retries of idempotent requests. As everywhere in this module,
+// zero means the documented default and a negative number means "none" or
+// "off"; a setting that cannot be off is refused by egresskit.New when
 // negative.
 //
 // Every zero value, in one place:
@@ -38,7 +43,7 @@ type Policy struct {
 	// MaxDelay caps every single wait, Retry-After included. A response
 	// asking for a longer wait is not retried: it is returned as it is, so
 	// the caller sees the real 429 and the layers below can pause the
-	// host. 0 means 30s; a negative value is refused by New (a wait chosen
+	// host. 0 means 30s; a negative value is refused by egresskit.New (a wait chosen
 	// by the server is never uncapped).
 	MaxDelay time.Duration
 
@@ -75,110 +80,4 @@ type Policy struct {
 	// for n > 0; it draws the jitter and must be safe for concurrent use.
 	// Tests inject a deterministic one. Nil means math/rand/v2's Int64N.
 	Rand func(n int64) int64
-}
-
-// Defaults of Policy.
-const (
-	defaultMaxRetries = 3
-	defaultBaseDelay  = 500 * time.Millisecond
-	defaultMaxDelay   = 30 * time.Second
-	defaultBudget     = 0.2
-)
-
-// DefaultPolicy returns the zero Policy's meaning with every default
-// filled in, for printing: 3 retries, a 500ms base delay, a 30s cap, no
-// timeouts, idempotent requests only, a retry budget of 20 % per host. A Transport needs it no more than
-// the zero Policy.
-func DefaultPolicy() Policy {
-	return Policy{
-		MaxRetries: defaultMaxRetries,
-		BaseDelay:  defaultBaseDelay,
-		MaxDelay:   defaultMaxDelay,
-		Budget:     defaultBudget,
-	}
-}
-
-// check reports why p cannot be honoured, naming the field, or nil.
-func (p Policy) check() error {
-	switch {
-	case p.MaxDelay < 0:
-		return configerr.Field("MaxDelay", "is %v, negative: a server-chosen wait is always capped (0 means %v)", p.MaxDelay, defaultMaxDelay)
-	case p.BaseDelay > 0 && p.MaxDelay > 0 && p.BaseDelay > p.MaxDelay:
-		return configerr.Field("BaseDelay", "is %v, above MaxDelay %v", p.BaseDelay, p.MaxDelay)
-	case p.Budget != p.Budget || p.Budget > math.MaxFloat64:
-		return configerr.Field("Budget", "is %v, not a finite number (0 means %v; negative: no budget)", p.Budget, defaultBudget)
-	case p.BaseDelay > 0 && p.MaxDelay == 0 && p.BaseDelay > defaultMaxDelay:
-		return configerr.Field("BaseDelay", "is %v, above the default MaxDelay %v", p.BaseDelay, defaultMaxDelay)
-	}
-	return nil
-}
-
-// normalized returns p with the defaults filled in: MaxRetries ≥ 0,
-// BaseDelay ≥ 0, MaxDelay > 0, timeouts ≥ 0 and Rand set.
-func (p Policy) normalized() Policy {
-	switch {
-	case p.MaxRetries == 0:
-		p.MaxRetries = defaultMaxRetries
-	case p.MaxRetries < 0:
-		p.MaxRetries = 0
-	}
-	switch {
-	case p.BaseDelay == 0:
-		p.BaseDelay = defaultBaseDelay
-	case p.BaseDelay < 0:
-		p.BaseDelay = 0
-	}
-	if p.MaxDelay <= 0 {
-		p.MaxDelay = defaultMaxDelay
-	}
-	if p.Budget == 0 {
-		p.Budget = defaultBudget
-	}
-	p.AttemptTimeout = max(p.AttemptTimeout, 0)
-	p.Deadline = max(p.Deadline, 0)
-	if p.Rand == nil {
-		p.Rand = rand.Int64N
-	}
-	return p
-}
-
-// backoff returns the jittered wait before retry number n (1-based): a
-// uniform draw in [0, min(MaxDelay, BaseDelay·2^(n-1))), AWS "full jitter".
-//
-// Full jitter rather than decorrelated jitter: both spread a fleet's
-// retries about equally well (AWS, "Exponential Backoff and Jitter"), but
-// full jitter depends only on the retry number, so it needs no state
-// carried between attempts, is bounded by a ceiling a reader can compute,
-// and combines simply with Retry-After, which is taken as a floor.
-func (p *Policy) backoff(n int) time.Duration {
-	ceil := p.MaxDelay
-	if p.BaseDelay <= 0 {
-		return 0
-	}
-	if shift := max(n-1, 0); shift < 62 {
-		if d := p.BaseDelay << shift; d > 0 && d>>shift == p.BaseDelay && d < ceil {
-			ceil = d
-		}
-	}
-	d := time.Duration(p.Rand(int64(ceil)))
-	if d < 0 || d >= ceil { // a misbehaving injected Rand
-		d = ceil
-	}
-	return d
-}
-
-// idempotent reports whether req may be sent twice without a different
-// effect: RFC 9110 §9.2.2 methods, or an idempotency key header, whose
-// mere presence counts (as in net/http).
-func idempotent(req *http.Request) bool {
-	switch req.Method {
-	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace,
-		http.MethodPut, http.MethodDelete:
-		return true
-	}
-	if _, ok := req.Header["Idempotency-Key"]; ok {
-		return true
-	}
-	_, ok := req.Header["X-Idempotency-Key"]
-	return ok
 }

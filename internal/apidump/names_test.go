@@ -21,7 +21,6 @@ var reused = map[string]string{
 	"Transport":      "each package's http.RoundTripper",
 	"Store":          "the store of per-host state (hoststate.Store; redisstore.Store implements it) and of sessions (sessionstore.Store, which redisstore.NewSessionStore returns): one word, one concept",
 	"Run":            "probe.Run runs the preflight checks; hoststatetest.Run and sessiontest.Run run a store implementer's conformance suite — a crawler and a store implementer never meet both",
-	"ErrNilRequest":  "a nil request given to a RoundTrip, in classify and retry",
 	"ErrInvalidHost": "a host that cannot be keyed: hostkey's, and redisstore's for a key that cannot hold it",
 	"Outcomes":       "numbers of results per outcome class: ratelimit's recent outcomes of a host, probe's of a run (with Deadline)",
 	"Of":             "classify.Of reads the Result of a response, hostkey.Of the key of a URL: both read a value of their package off what the caller holds",

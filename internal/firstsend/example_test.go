@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/egresskit/egresskit/internal/firstsend"
+	"github.com/egresskit/egresskit/internal/retrier"
 	"github.com/egresskit/egresskit/retry"
 )
 
@@ -15,12 +16,12 @@ import (
 type sender struct{}
 
 func (sender) RoundTrip(req *http.Request) (*http.Response, error) {
-	fmt.Println("RoundTrip, attempt", retry.AttemptFrom(req.Context()))
+	fmt.Println("RoundTrip, attempt", retrier.AttemptFrom(req.Context()))
 	return ok(req), nil
 }
 
 func (sender) SendFirst(a firstsend.Attempt) (*http.Response, error) {
-	fmt.Printf("SendFirst, key %q, attempt context %d\n", a.Key, retry.AttemptFrom(a.Req.Context()))
+	fmt.Printf("SendFirst, key %q, attempt context %d\n", a.Key, retrier.AttemptFrom(a.Req.Context()))
 	return ok(a.Req), nil
 }
 
@@ -28,11 +29,11 @@ func ok(req *http.Request) *http.Response {
 	return &http.Response{StatusCode: http.StatusOK, Header: http.Header{}, Body: io.NopCloser(strings.NewReader("ok")), Request: req}
 }
 
-// A retry.Transport over a Sender hands it the first attempt as the caller
+// A retrier.Transport over a Sender hands it the first attempt as the caller
 // made it, with the key, instead of a copy of the request carrying the
 // attempt in its context.
 func Example() {
-	t, err := retry.New(sender{}, retry.Policy{MaxRetries: 2})
+	t, err := retrier.New(sender{}, retry.Policy{MaxRetries: 2})
 	if err != nil {
 		panic(err)
 	}

@@ -1,9 +1,9 @@
-// Package firstsend lets the RoundTripper under a retry.Transport take a
+// Package firstsend lets the RoundTripper under a retrier.Transport take a
 // request's first attempt as the caller made it, when that RoundTripper
 // belongs to this module and needs nothing from the attempt's context.
 //
-// A retry.Transport gives every attempt a request whose context carries the
-// attempt (retry.AttemptFrom, KeyFrom, HoldAttemptTimer): a
+// A retrier.Transport gives every attempt a request whose context carries the
+// attempt (retrier.AttemptFrom, KeyFrom, HoldAttemptTimer): a
 // copy of the request, and an allocation, per request. A Sender is told
 // the key and the attempt number directly instead, so the first attempt,
 // when it needs no timer of its own, goes out with the caller's request
@@ -20,7 +20,7 @@ import (
 // Attempt is the first attempt of a request.
 type Attempt struct {
 	// Req is the caller's request, unchanged: its context carries no
-	// attempt (retry.AttemptFrom reports 0, KeyFrom nothing, and
+	// attempt (retrier.AttemptFrom reports 0, KeyFrom nothing, and
 	// there is no attempt timer to hold). It has a non-nil Header and no
 	// userinfo in its URL. A Sender must not modify it.
 	Req *http.Request
@@ -29,7 +29,7 @@ type Attempt struct {
 	Key string
 }
 
-// Sender is implemented by a RoundTripper under a retry.Transport that
+// Sender is implemented by a RoundTripper under a retrier.Transport that
 // sends a first attempt given as an Attempt, with the outcome its
 // RoundTrip would give the same attempt made through an attempt context.
 type Sender interface {
@@ -51,7 +51,7 @@ type Sender interface {
 //     time that was left; the chain holds it while an attempt waits for its
 //     pacing token. Outside an attempt with an AttemptTimeout it does
 //     nothing.
-//   - RoundTripKey is rt.RoundTrip (rt a *retry.Transport) for a request
+//   - RoundTripKey is rt.RoundTrip (rt a *retrier.Transport) for a request
 //     whose caller already derived its key.
 var (
 	KeyFrom          func(ctx context.Context) (string, bool)

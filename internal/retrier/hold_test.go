@@ -1,4 +1,4 @@
-package retry_test
+package retrier_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/egresskit/egresskit/classify"
 	"github.com/egresskit/egresskit/egresstest"
 	"github.com/egresskit/egresskit/internal/firstsend"
+	"github.com/egresskit/egresskit/internal/retrier"
 	"github.com/egresskit/egresskit/retry"
 )
 
@@ -217,7 +218,7 @@ func TestUnsupportedSchemeQuoted(t *testing.T) {
 	} {
 		req := &http.Request{Method: "GET", URL: &url.URL{Scheme: tt.scheme, Host: "h.test"}, Header: http.Header{}}
 		_, err := mustRetry(http.DefaultTransport, retry.Policy{}).RoundTrip(req)
-		if !errors.Is(err, retry.ErrUnsupportedScheme) || !strings.HasSuffix(err.Error(), tt.want) {
+		if !errors.Is(err, retrier.ErrUnsupportedScheme) || !strings.HasSuffix(err.Error(), tt.want) {
 			t.Errorf("scheme of %d bytes: error %v, want it to end with %s", len(tt.scheme), err, tt.want)
 		}
 	}

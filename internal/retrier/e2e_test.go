@@ -1,4 +1,4 @@
-package retry_test
+package retrier_test
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/egresskit/egresskit/classify"
 	"github.com/egresskit/egresskit/egresstest"
+	"github.com/egresskit/egresskit/internal/retrier"
 	"github.com/egresskit/egresskit/retry"
 )
 
@@ -131,9 +132,9 @@ func TestEndToEndFaultServers(t *testing.T) {
 	})
 }
 
-// mustRetry is retry.New for a policy the test knows to be valid.
-func mustRetry(next http.RoundTripper, p retry.Policy) *retry.Transport {
-	t, err := retry.New(next, p)
+// mustRetry is retrier.New for a policy the test knows to be valid.
+func mustRetry(next http.RoundTripper, p retry.Policy) *retrier.Transport {
+	t, err := retrier.New(next, p)
 	if err != nil {
 		panic(err)
 	}

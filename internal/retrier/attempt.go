@@ -1,4 +1,4 @@
-package retry
+package retrier
 
 import (
 	"context"
@@ -45,7 +45,7 @@ type call struct {
 	// engine sends, so that its hooks find it without another allocation.
 	context.Context
 
-	p *Policy
+	p *policy
 
 	key string // the caller's key for the request (keyFrom); "" for none
 

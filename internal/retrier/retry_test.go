@@ -1,4 +1,4 @@
-package retry_test
+package retrier_test
 
 import (
 	"bytes"
@@ -16,6 +16,7 @@ import (
 	"github.com/egresskit/egresskit"
 	"github.com/egresskit/egresskit/classify"
 	"github.com/egresskit/egresskit/egresstest"
+	"github.com/egresskit/egresskit/internal/retrier"
 	"github.com/egresskit/egresskit/retry"
 )
 
@@ -424,7 +425,7 @@ func TestAttemptNumberIsVisibleBelow(t *testing.T) {
 		var seen []int
 		script := egresstest.NewScript(step{Status: 502}, step{Status: 504}, step{Body: "ok"})
 		spy := roundTripFunc(func(r *http.Request) (*http.Response, error) {
-			seen = append(seen, retry.AttemptFrom(r.Context()))
+			seen = append(seen, retrier.AttemptFrom(r.Context()))
 			return script.RoundTrip(r)
 		})
 		resp, err := mustRetry(spy, retry.Policy{MaxRetries: 3, Rand: noJitter}).RoundTrip(newRequest(t, t.Context(), "GET", "http://h.test/", nil))
@@ -435,7 +436,7 @@ func TestAttemptNumberIsVisibleBelow(t *testing.T) {
 		if want := []int{1, 2, 3}; !equal(seen, want) {
 			t.Errorf("AttemptFrom per attempt = %v, want %v", seen, want)
 		}
-		if got := retry.AttemptFrom(t.Context()); got != 0 {
+		if got := retrier.AttemptFrom(t.Context()); got != 0 {
 			t.Errorf("AttemptFrom(unrelated ctx) = %d, want 0", got)
 		}
 	})
@@ -520,10 +521,10 @@ func TestBadInput(t *testing.T) {
 		url  *url.URL
 		want error
 	}{
-		{"nil URL", nil, retry.ErrNoHost},
-		{"no host", mustParse("/relative/path"), retry.ErrNoHost},
-		{"ftp scheme", mustParse("ftp://h.test/file"), retry.ErrUnsupportedScheme},
-		{"no scheme", &url.URL{Host: "h.test", Path: "/"}, retry.ErrUnsupportedScheme},
+		{"nil URL", nil, retrier.ErrNoHost},
+		{"no host", mustParse("/relative/path"), retrier.ErrNoHost},
+		{"ftp scheme", mustParse("ftp://h.test/file"), retrier.ErrUnsupportedScheme},
+		{"no scheme", &url.URL{Host: "h.test", Path: "/"}, retrier.ErrUnsupportedScheme},
 	}
 	for _, tt := range tests {
 		req, body := withBody(tt.url)
@@ -538,8 +539,8 @@ func TestBadInput(t *testing.T) {
 			t.Errorf("%s: request body closed %d times, want 1", tt.name, body.closes)
 		}
 	}
-	if resp, err := tr.RoundTrip(nil); resp != nil || !errors.Is(err, retry.ErrNilRequest) {
-		t.Errorf("RoundTrip(nil) = %v, %v; want %v", resp, err, retry.ErrNilRequest)
+	if resp, err := tr.RoundTrip(nil); resp != nil || !errors.Is(err, retrier.ErrNilRequest) {
+		t.Errorf("RoundTrip(nil) = %v, %v; want %v", resp, err, retrier.ErrNilRequest)
 	}
 	if got := script.Requests(); got != 0 {
 		t.Errorf("requests sent = %d, want 0", got)
@@ -635,13 +636,13 @@ func TestConcurrentUse(t *testing.T) {
 }
 
 func TestZeroTransport(t *testing.T) {
-	var zero retry.Transport
-	if _, err := zero.RoundTrip(nil); !errors.Is(err, retry.ErrNilRequest) {
-		t.Errorf("zero Transport: RoundTrip(nil) = %v, want %v", err, retry.ErrNilRequest)
+	var zero retrier.Transport
+	if _, err := zero.RoundTrip(nil); !errors.Is(err, retrier.ErrNilRequest) {
+		t.Errorf("zero Transport: RoundTrip(nil) = %v, want %v", err, retrier.ErrNilRequest)
 	}
-	var nilT *retry.Transport
-	if _, err := nilT.RoundTrip(&http.Request{URL: &url.URL{Scheme: "ftp", Host: "h.test"}}); !errors.Is(err, retry.ErrUnsupportedScheme) {
-		t.Errorf("nil Transport: RoundTrip(ftp) = %v, want %v", err, retry.ErrUnsupportedScheme)
+	var nilT *retrier.Transport
+	if _, err := nilT.RoundTrip(&http.Request{URL: &url.URL{Scheme: "ftp", Host: "h.test"}}); !errors.Is(err, retrier.ErrUnsupportedScheme) {
+		t.Errorf("nil Transport: RoundTrip(ftp) = %v, want %v", err, retrier.ErrUnsupportedScheme)
 	}
 	nilT.CloseIdleConnections()
 	zero.CloseIdleConnections()
@@ -685,7 +686,7 @@ func TestZeroMeansDefault(t *testing.T) {
 		{"MaxRetries 0", retry.Policy{MaxRetries: 0, BaseDelay: time.Second}, 4},
 		{"negative", retry.Policy{MaxRetries: -1}, 1},
 		{"one", retry.Policy{MaxRetries: 1}, 2},
-		{"DefaultPolicy", retry.DefaultPolicy(), 4},
+		{"DefaultPolicy", retrier.DefaultPolicy(), 4},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -718,7 +719,7 @@ func TestNewRefusesInvalidPolicy(t *testing.T) {
 		{"Budget infinite", retry.Policy{Budget: math.Inf(1)}, "Budget"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			tr, err := retry.New(nil, tt.policy)
+			tr, err := retrier.New(nil, tt.policy)
 			if !errors.Is(err, egresskit.ErrInvalidConfig) || tr != nil {
 				t.Fatalf("New(%+v) = %v, %v; want nil, ErrInvalidConfig", tt.policy, tr, err)
 			}

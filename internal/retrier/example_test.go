@@ -1,4 +1,4 @@
-package retry_test
+package retrier_test
 
 import (
 	"fmt"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/egresskit/egresskit/classify"
+	"github.com/egresskit/egresskit/internal/retrier"
 	"github.com/egresskit/egresskit/retry"
 )
 
@@ -27,7 +28,7 @@ func ExampleNew() {
 	base := &http.Transport{}
 	defer base.CloseIdleConnections()
 	// The zero Policy retries 3 times; a short backoff keeps the example quick.
-	rt, err := retry.New(classify.NewTransport(base, nil), retry.Policy{BaseDelay: 10 * time.Millisecond})
+	rt, err := retrier.New(classify.NewTransport(base, nil), retry.Policy{BaseDelay: 10 * time.Millisecond})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package retry_test
+package retrier_test
 
 import (
 	"net/http"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/egresskit/egresskit/classify"
 	"github.com/egresskit/egresskit/internal/firstsend"
+	"github.com/egresskit/egresskit/internal/retrier"
 	"github.com/egresskit/egresskit/retry"
 )
 
@@ -50,16 +51,16 @@ func TestKeyFromEveryAttempt(t *testing.T) {
 
 	for _, tc := range []struct {
 		name string
-		send func(*retry.Transport, *http.Request) (*http.Response, error)
+		send func(*retrier.Transport, *http.Request) (*http.Response, error)
 		want string
 	}{
-		{"RoundTripKey", func(rt *retry.Transport, r *http.Request) (*http.Response, error) {
+		{"RoundTripKey", func(rt *retrier.Transport, r *http.Request) (*http.Response, error) {
 			return firstsend.RoundTripKey(rt, r, "h.test:8080")
 		}, "h.test:8080"},
-		{"RoundTripKey empty", func(rt *retry.Transport, r *http.Request) (*http.Response, error) {
+		{"RoundTripKey empty", func(rt *retrier.Transport, r *http.Request) (*http.Response, error) {
 			return firstsend.RoundTripKey(rt, r, "")
 		}, "-"},
-		{"RoundTrip", (*retry.Transport).RoundTrip, "-"},
+		{"RoundTrip", (*retrier.Transport).RoundTrip, "-"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n.Store(0)

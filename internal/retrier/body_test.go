@@ -1,4 +1,4 @@
-package retry_test
+package retrier_test
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/egresskit/egresskit/internal/retrier"
 	"github.com/egresskit/egresskit/retry"
 )
 
@@ -87,12 +88,12 @@ func TestGetBodyReachesLowerLayers(t *testing.T) {
 		var sent [][]byte
 		base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
 			if r.GetBody == nil {
-				t.Errorf("attempt %d: GetBody is nil below the retry layer", retry.AttemptFrom(r.Context()))
+				t.Errorf("attempt %d: GetBody is nil below the retry layer", retrier.AttemptFrom(r.Context()))
 			}
 			b, _ := io.ReadAll(r.Body)
 			r.Body.Close()
 			if r.ContentLength != int64(len(b)) {
-				t.Errorf("attempt %d: ContentLength = %d, body %d bytes", retry.AttemptFrom(r.Context()), r.ContentLength, len(b))
+				t.Errorf("attempt %d: ContentLength = %d, body %d bytes", retrier.AttemptFrom(r.Context()), r.ContentLength, len(b))
 			}
 			sent = append(sent, b)
 			status := 503

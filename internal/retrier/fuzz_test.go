@@ -1,4 +1,4 @@
-package retry_test
+package retrier_test
 
 import (
 	"net/http"

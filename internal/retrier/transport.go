@@ -1,4 +1,5 @@
-// Package retry is egresskit's retry layer: an http.RoundTripper that
+// Package retrier is the retry layer of the egresskit chain, configured
+// by retry.Policy: an http.RoundTripper that
 // retries an attempt only when its classify.Result says so, with jittered
 // exponential backoff, a capped Retry-After, per-attempt and overall time
 // limits, and replay of request bodies through GetBody.
@@ -41,7 +42,7 @@
 // synthetic "giving up" error, never an *url.Error added by the engine. The
 // bodies of retried responses are drained (at most 64 KiB) and closed.
 // Nothing is logged.
-package retry
+package retrier
 
 import (
 	"context"
@@ -57,6 +58,7 @@ import (
 
 	"github.com/egresskit/egresskit/classify"
 	"github.com/egresskit/egresskit/internal/firstsend"
+	"github.com/egresskit/egresskit/retry"
 	"github.com/hashicorp/go-retryablehttp"
 )
 
@@ -74,7 +76,7 @@ var (
 
 // Transport is an http.RoundTripper that retries failed attempts according
 // to a Policy and the classify.Result of each attempt. It is safe for
-// concurrent use. A zero (or nil) Transport behaves as New(nil, Policy{})
+// concurrent use. A zero (or nil) Transport behaves as New(nil, retry.Policy{})
 // (the default policy), building that on every call; use New.
 //
 // Each attempt's request context carries the attempt number (AttemptFrom)
@@ -86,7 +88,7 @@ var (
 // per request.
 type Transport struct {
 	next   http.RoundTripper
-	p      Policy           // normalized
+	p      policy           // normalized
 	first  *attemptSender   // sends first attempts; the engine's client sends retries through it too
 	direct firstsend.Sender // next, when it takes first attempts without an attempt context; else nil
 	hc     *http.Client     // the engine's client; its Transport is first
@@ -100,7 +102,8 @@ var _ http.RoundTripper = (*Transport)(nil)
 // A nil next means http.DefaultTransport. A Policy it cannot honour is
 // refused with an error wrapping egresskit.ErrInvalidConfig that names
 // the field.
-func New(next http.RoundTripper, p Policy) (*Transport, error) {
+func New(next http.RoundTripper, p0 retry.Policy) (*Transport, error) {
+	p := policy(p0)
 	if err := p.check(); err != nil {
 		return nil, err
 	}
@@ -163,7 +166,7 @@ func init() {
 
 func (t *Transport) roundTrip(req *http.Request, key string) (*http.Response, error) {
 	if t == nil || t.hc == nil {
-		zero, _ := New(nil, Policy{}) // the zero Policy is valid
+		zero, _ := New(nil, retry.Policy{}) // the zero Policy is valid
 		return zero.roundTrip(req, key)
 	}
 	if err := validate(req); err != nil {

@@ -1,4 +1,4 @@
-package retry_test
+package retrier_test
 
 import (
 	"io"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/egresskit/egresskit/egresstest"
 	"github.com/egresskit/egresskit/internal/firstsend"
+	"github.com/egresskit/egresskit/internal/retrier"
 	"github.com/egresskit/egresskit/retry"
 )
 
@@ -30,12 +31,12 @@ type directSeen struct {
 
 func (d *directLog) RoundTrip(r *http.Request) (*http.Response, error) {
 	key, _ := firstsend.KeyFrom(r.Context())
-	d.seen = append(d.seen, directSeen{"attempt", r, retry.AttemptFrom(r.Context()), key})
+	d.seen = append(d.seen, directSeen{"attempt", r, retrier.AttemptFrom(r.Context()), key})
 	return d.next.RoundTrip(r)
 }
 
 func (d *directLog) SendFirst(a firstsend.Attempt) (*http.Response, error) {
-	d.seen = append(d.seen, directSeen{"first", a.Req, retry.AttemptFrom(a.Req.Context()), a.Key})
+	d.seen = append(d.seen, directSeen{"first", a.Req, retrier.AttemptFrom(a.Req.Context()), a.Key})
 	return d.next.RoundTrip(a.Req)
 }
 
