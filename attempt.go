@@ -161,7 +161,7 @@ func (a *gatedSender) send(req *http.Request, key string, first bool) (*http.Res
 		// A pending Result (a 2xx page judged as it is read) stays
 		// pending until the caller reads the body: no one else holds resp
 		// yet, so it is still pending when the hook is added.
-		if r, settled = classify.OnSettle(resp, nil); !settled {
+		if r, settled = classifyHooks.OnSettle(resp, nil); !settled {
 			if r, settled = end.deferred(); !settled {
 				return resp, nil
 			}
@@ -213,7 +213,7 @@ func (e attemptEnd) deferred() (classify.Result, bool) {
 	late := lateEnds.Get().(*lateEnd)
 	late.e = e
 	late.e.late = true
-	r, settled := classify.OnSettle(e.resp, late.hook)
+	r, settled := classifyHooks.OnSettle(e.resp, late.hook)
 	if settled { // the hook is not kept
 		late.release()
 	}
@@ -223,7 +223,7 @@ func (e attemptEnd) deferred() (classify.Result, bool) {
 // lateEnd is the copy of an attemptEnd that a pending Result is fed to
 // when it settles. They are pooled, each with its hook bound once, so that
 // a 2xx page judged as it is read costs no allocation for its hook: the
-// hook runs once (classify.OnSettle), and the lateEnd is reused after.
+// hook runs once (settle.Hooks.OnSettle), and the lateEnd is reused after.
 type lateEnd struct {
 	e    attemptEnd
 	hook func(classify.Result) // settle, bound to this lateEnd
@@ -282,7 +282,7 @@ func (e *attemptEnd) settled(r classify.Result) {
 			// What the classifier read, or at most its peek's time budget
 			// more: a stalled body must not hold RoundTrip. For a 2xx page
 			// judged as it is read, the head that judgement read.
-			head = e.id.classifier.Head(e.req.Context(), e.resp, 1024)
+			head = e.id.classify.Head(e.req.Context(), e.resp, 1024)
 		}
 		t.putHalt(e.ctx, e.key, e.req, r, e.sent, head, suspected)
 		if t.cfg.OnEscalate != nil {
@@ -455,7 +455,7 @@ func (t *Transport) refuse(req *http.Request, key string, err error) error {
 func suspectedBlock(r classify.Result, resp *http.Response) (classify.Result, *http.Response) {
 	r.Outcome, r.Reason = classify.Refused, "suspected block"
 	if resp != nil {
-		classify.Attach(resp, r)
+		classifyHooks.Attach(resp, r)
 	}
 	return r, resp
 }

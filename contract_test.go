@@ -12,12 +12,13 @@ import (
 	"time"
 
 	"github.com/egresskit/egresskit"
-	"github.com/egresskit/egresskit/blockwatch"
 	"github.com/egresskit/egresskit/breaker"
 	"github.com/egresskit/egresskit/classify"
 	"github.com/egresskit/egresskit/hoststate"
+	"github.com/egresskit/egresskit/internal/blocks"
 	"github.com/egresskit/egresskit/internal/circuits"
 	"github.com/egresskit/egresskit/internal/robotstxt"
+	"github.com/egresskit/egresskit/internal/settle"
 	"github.com/egresskit/egresskit/ratelimit"
 	"github.com/egresskit/egresskit/retry"
 )
@@ -293,10 +294,10 @@ func TestDefaults(t *testing.T) {
 		{"breaker probes", br.HalfOpenProbes, 1},
 		{"robots unreachable wait", rb.RetryMin, time.Minute},
 		{"robots unreachable cap", rb.RetryMax, time.Hour},
-		{"peek size", classify.DefaultPeekSize, 4096},
-		{"2xx peek size", classify.DefaultOKPeekSize, 1024},
-		{"block watch run", blockwatch.DefaultConfig().Run, 10},
-		{"peek time", classify.DefaultPeekTimeout, time.Second},
+		{"peek size", settle.DefaultPeekSize, 4096},
+		{"2xx peek size", settle.DefaultOKPeekSize, 1024},
+		{"block watch run", blocks.DefaultConfig().Run, 10},
+		{"peek time", settle.DefaultPeekTimeout, time.Second},
 		{"DefaultConfig retries", egresskit.DefaultConfig().Retry.MaxRetries, 3},
 		{"DefaultConfig agent", egresskit.DefaultConfig().UserAgent, egresskit.DefaultUserAgent},
 		{"re-exported ErrOpen", egresskit.ErrOpen, egresskit.ErrOpen},

@@ -143,7 +143,7 @@ func DefaultConfig() Config {
 		UserAgent:  DefaultUserAgent,
 		Retry:      retrier.DefaultPolicy(),
 		Robots:     rc,
-		BlockWatch: blockwatch.DefaultConfig(),
+		BlockWatch: blocks.DefaultConfig(),
 	}
 }
 

@@ -2,11 +2,11 @@ package egresskit
 
 import (
 	"errors"
-	"net/http"
 	"sync"
 
 	"github.com/egresskit/egresskit/classify"
 	"github.com/egresskit/egresskit/internal/robotstxt"
+	"github.com/egresskit/egresskit/internal/settle"
 )
 
 // ErrTooManyAgents is returned for a request whose User-Agent would be the
@@ -24,10 +24,12 @@ const maxAgents = 16
 // naming that token. Every request is judged for the User-Agent it is
 // actually sent with.
 type identity struct {
-	robots     *robotstxt.Checker // nil with IgnoreRobots
-	classify   http.RoundTripper
-	classifier *classify.Classifier // the one classify uses
+	robots   *robotstxt.Checker // nil with IgnoreRobots
+	classify settle.Transport   // classifies over egress or base
 }
+
+// classifyHooks reaches package classify's plumbing.
+var classifyHooks = settle.Get[classify.Result, classify.Config]()
 
 // identities holds the identities of one Transport: the configured one,
 // read without a lock, and up to maxAgents others that requests brought
@@ -77,7 +79,6 @@ func (t *Transport) newIdentity(ua string) *identity {
 	}
 	cc := t.cfg.Classify
 	cc.AgentToken = robotstxt.AgentToken(ua)
-	id.classifier = classify.New(cc)
-	id.classify = classify.NewTransport(t.send, id.classifier)
+	id.classify = classifyHooks.NewTransport(t.send, cc)
 	return id
 }

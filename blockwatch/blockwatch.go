@@ -51,11 +51,6 @@ type Config struct {
 	MaxHosts int
 }
 
-// DefaultConfig returns the configuration the zero Config means.
-func DefaultConfig() Config {
-	return Config{Run: 10, Window: 20, Share: 0.8, Statuses: []int{401, 403}, MaxHosts: 10000}
-}
-
 // Evidence is why a host was flagged: what an operator needs to judge a
 // suspected block.
 type Evidence struct {

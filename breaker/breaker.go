@@ -11,7 +11,8 @@
 //   - OK counts as a success: it resets the consecutive-failure count, and in
 //     the half-open state HalfOpenProbes consecutive successes close the
 //     circuit.
-//   - Transient and Throttled (classify.Result.HostFailure) count as
+//   - Transient and Throttled (but not a failure of the egress route,
+//     classify.Result.Egress) count as
 //     failures: FailureThreshold consecutive failures open the circuit for
 //     OpenTimeout, and any failure of a half-open probe reopens it. In the
 //     egresskit chain a throttle is pacing's business: package hoststate

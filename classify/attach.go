@@ -5,17 +5,17 @@ import (
 	"net/http"
 )
 
-// Of returns the Result of an attempt made through a Transport (or passed
+// Of returns the Result of an attempt made through a transport (or passed
 // to Classify): the one carried by an error wrapping *Error, else the one
 // attached to resp (see Classify). When neither carries one, Of classifies
-// (resp, err) with the default Classifier without reading the body, so
+// (resp, err) with the default classifier without reading the body, so
 // body markers and the agent token cannot match.
 //
-// A 2xx answer that a Transport returned before reading its body has a
+// A 2xx answer that a transport returned before reading its body has a
 // pending Result (see Classify): Of settles it, reading the body's head
 // with the time budget of PeekTimeout, unless the caller's read (or an
 // earlier Of) did so already. A layer that must not wait reads it with
-// OnSettle.
+// onSettle.
 //
 // A response's Result lives in one place: the context of the request that
 // Classify sets as resp.Request. It survives anything that wraps or
@@ -66,16 +66,16 @@ type peekedOutcome struct {
 	peek
 }
 
-// Attach makes r the Result of resp (what Of reports), replacing the one
+// reattach makes r the Result of resp (what Of reports), replacing the one
 // Classify attached. It is for a layer that reclassifies a response on
 // evidence Classify cannot see, such as a host-level block detector; resp
 // must not be nil. Like Classify, it sets resp.Request to a shallow copy
-// whose context carries r; but when resp's Result is one that a Transport
-// settles as the body is read (see OnSettle), r replaces it in place,
+// whose context carries r; but when resp's Result is one that a transport
+// settles as the body is read (see onSettle), r replaces it in place,
 // leaving resp.Request as it is, and settles it if it was pending: the body
-// is then handed out unjudged, and the OnSettle hooks run with r, on the
-// goroutine calling Attach.
-func Attach(resp *http.Response, r Result) {
+// is then handed out unjudged, and the onSettle hooks run with r, on the
+// goroutine calling reattach.
+func reattach(resp *http.Response, r Result) {
 	if o := outcomeOf(resp); o != nil && o.lz != nil {
 		o.lz.attach(r)
 		return

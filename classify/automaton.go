@@ -4,7 +4,7 @@ package classify
 // ignoring ASCII case: an Aho–Corasick automaton compiled to a DFA over
 // byte classes. Each byte costs one class lookup and one transition; the
 // bytes are read where they lie, neither copied nor lower-cased. It is built
-// once per Classifier and only read afterwards, so it is safe for
+// once per classifier and only read afterwards, so it is safe for
 // concurrent use.
 type automaton struct {
 	// class maps a byte to its class: upper- and lower-case forms of an

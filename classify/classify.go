@@ -39,7 +39,7 @@ import (
 // that even a body that ignores its context cannot hold the caller. Peek buffers are pooled
 // and go back to the pool once the head has been read or the body closed.
 //
-// A Transport does not wait for the body of a 2xx answer: when it would
+// A transport does not wait for the body of a 2xx answer: when it would
 // read the first OKPeekSize bytes of one whose body is not encoded, it
 // returns the response at once with its Result pending, and the page is
 // judged when the caller reads it. The first Read (or WriteTo) of the body
@@ -52,15 +52,15 @@ import (
 // or the end of the body has arrived, not with the first bytes of a page
 // that trickles in. A 2xx challenge page is Refused exactly as before,
 // microseconds after RoundTrip returned for a caller that reads its
-// bodies. Of (and Classifier.Head) on a pending response settles it at
+// bodies. Of (and classifier.Head) on a pending response settles it at
 // once with the time-bounded read above, so a caller that asks for the
 // Result before reading gets the same answer; a body closed unread is
 // judged on its status and headers alone (OK, unless a header marker
 // matches), never by its content, and so is one first read (or asked
-// about) after the request's context ended: the host answered in time. OnSettle reads the Result without
+// about) after the request's context ended: the host answered in time. onSettle reads the Result without
 // settling it and runs a function once it is settled. Classify itself
 // returns a Result, so it always reads the head before returning, as
-// above; so does a Transport for other statuses and for gzip- or
+// above; so does a transport for other statuses and for gzip- or
 // deflate-encoded bodies.
 //
 // The rules, first match wins:
@@ -84,7 +84,7 @@ import (
 // A challenge is Refused whatever the status, 429 included: a CAPTCHA is a
 // refusal to be escalated, never a pace to slow down to. For 4xx and 5xx,
 // Result.RetryAfter holds the wait the response asks for (see
-// ParseRetryAfter; a 429 or 503 also accepts a rate-limit reset without a
+// parseRetryAfter; a 429 or 503 also accepts a rate-limit reset without a
 // remaining count), whatever the outcome.
 //
 // Errors: an error that wraps an *Error keeps its Result. Otherwise the
@@ -106,11 +106,11 @@ import (
 // context.Canceled itself is Canceled. Then: too many redirects
 // (http.Client's "stopped after N redirects", or ErrTooManyRedirects) and
 // TLS certificate errors are Permanent; so is an invalid request
-// (ErrNilRequest, an unsupported scheme, no host); everything else,
+// (errNilRequest, an unsupported scheme, no host); everything else,
 // timeouts included, is Transient.
 //
-// A nil Classifier classifies as New(Config{}).
-func (c *Classifier) Classify(resp *http.Response, err error) Result {
+// A nil classifier classifies as newClassifier(Config{}).
+func (c *classifier) Classify(resp *http.Response, err error) Result {
 	if c == nil {
 		c = defaultClassifier
 	}
@@ -132,9 +132,9 @@ var noResponse = Result{Outcome: Transient, Reason: "no response"}
 // classifyResponse classifies resp, the response to req (nil: resp.Request),
 // peeking at the body when useful, and attaches the Result to resp. When
 // lazy is set and resp is a 2xx answer whose head would be read (see
-// Classifier.defers), it reads nothing: it attaches a pending Result,
+// classifier.defers), it reads nothing: it attaches a pending Result,
 // settled as the body is read (see lazy), and returns the zero Result.
-func (c *Classifier) classifyResponse(req *http.Request, resp *http.Response, lazy bool) Result {
+func (c *classifier) classifyResponse(req *http.Request, resp *http.Response, lazy bool) Result {
 	if req == nil {
 		req = resp.Request
 	}
@@ -211,7 +211,7 @@ const maxStackNeedles = 128
 
 // decide applies the rules of Classify to a response whose body head is head
 // (nil when not inspected).
-func (c *Classifier) decide(ctx context.Context, resp *http.Response, head []byte, kind bodyKind, peekErr error, ctxEnded bool) Result {
+func (c *classifier) decide(ctx context.Context, resp *http.Response, head []byte, kind bodyKind, peekErr error, ctxEnded bool) Result {
 	status := resp.StatusCode
 	r := Result{Status: status}
 	// One pass of the automaton over the head finds every needle at once;
@@ -291,7 +291,7 @@ func (c *Classifier) decide(ctx context.Context, resp *http.Response, head []byt
 // a 404), only markers that apply to every status can match: when the
 // skip search finds none of their needles in head, none of them matches;
 // otherwise the automaton finds every needle, as for any other status.
-func (c *Classifier) scan(status int, head []byte, found []int32) bool {
+func (c *classifier) scan(status int, head []byte, found []int32) bool {
 	if c.skip != nil && !slices.Contains(c.fullScan, status) {
 		if !c.skip.scan(head, found) {
 			return false
@@ -303,7 +303,7 @@ func (c *Classifier) scan(status int, head []byte, found []int32) bool {
 }
 
 // statusRules applies the status and rate-limit rules to r.Status.
-func (c *Classifier) statusRules(h http.Header, r *Result) {
+func (c *classifier) statusRules(h http.Header, r *Result) {
 	status := r.Status
 	r.Reason = statusReason(status)
 	if status >= 100 && status < 400 {

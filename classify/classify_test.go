@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/egresskit/egresskit/classify"
+	"github.com/egresskit/egresskit/internal/circuits"
 )
 
 const agent = "ExampleBot"
@@ -273,10 +274,10 @@ func (notSentErr) NotSent() bool { return true }
 
 func TestEgressFaultIsNoHostFailure(t *testing.T) {
 	r := classify.Of(nil, endpointErr{fault: true})
-	if !r.Egress || !r.Retryable() || r.HostFailure() {
+	if !r.Egress || !r.Retryable() || circuits.HostFailure(r) {
 		t.Errorf("Of(egress fault) = %+v: want Egress, retryable, no host failure", r)
 	}
-	if r := classify.Of(nil, endpointErr{fault: false}); r.Egress || !r.HostFailure() {
+	if r := classify.Of(nil, endpointErr{fault: false}); r.Egress || !circuits.HostFailure(r) {
 		t.Errorf("Of(destination failure via proxy) = %+v: want a host failure", r)
 	}
 }

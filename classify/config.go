@@ -1,28 +1,26 @@
 package classify
 
 import (
+	"github.com/egresskit/egresskit/internal/settle"
+
 	"slices"
 	"strings"
 	"sync"
 	"time"
 )
 
-// DefaultPeekSize is the number of body bytes inspected when
-// Config.PeekSize is 0.
-const DefaultPeekSize = 4096
-
-// DefaultOKPeekSize is the number of body bytes of a 2xx answer inspected
-// when Config.OKPeekSize is 0.
-const DefaultOKPeekSize = 1024
-
-// DefaultPeekTimeout is how long the body head is waited for when
-// Config.PeekTimeout is 0.
-const DefaultPeekTimeout = time.Second
+// The defaults of Config, kept with the hooks the chain's layers share.
+const (
+	defaultPeekSize    = settle.DefaultPeekSize
+	defaultOKPeekSize  = settle.DefaultOKPeekSize
+	defaultPeekTimeout = settle.DefaultPeekTimeout
+)
 
 // maxPeekSize caps Config.PeekSize.
 const maxPeekSize = 1 << 20
 
-// Config configures a Classifier. The zero value is ready to use.
+// Config configures how the chain classifies responses; a crawler author
+// sets it as egresskit.Config.Classify. The zero value is ready to use.
 type Config struct {
 	// AgentToken is the crawler's product token, as in its User-Agent and
 	// robots.txt group. A 401 or 403 whose body head contains it (ASCII
@@ -32,7 +30,7 @@ type Config struct {
 	// Markers are added to DefaultMarkers.
 	Markers []Marker
 	// PeekSize is how many bytes at the start of a body are inspected.
-	// 0 means DefaultPeekSize (4096); a negative value disables body
+	// 0 means 4096; a negative value disables body
 	// inspection; values above 1 MiB are capped at 1 MiB.
 	PeekSize int
 	// OKPeekSize is how many bytes of a 2xx answer's body are inspected,
@@ -41,8 +39,8 @@ type Config struct {
 	// each family needs), so an ordinary page is read and searched no
 	// further than that. Markers whose Statuses name a 2xx status (AWS
 	// WAF's 202) read PeekSize bytes of answers with that status. A
-	// Transport reads these bytes when the caller first reads the body, not
-	// in RoundTrip (see Classify). 0 means DefaultOKPeekSize (1024); a
+	// transport reads these bytes when the caller first reads the body, not
+	// in RoundTrip (see Classify). 0 means 1024; a
 	// negative value means PeekSize.
 	OKPeekSize int
 	// PeekTimeout bounds how long the body head is waited for once the
@@ -52,8 +50,8 @@ type Config struct {
 	// receives every byte. It bounds RoundTrip for every answer whose body
 	// is peeked there, and Of (or Head) asked about a 2xx answer before its
 	// body was read; the caller's own first read of a 2xx body, which is
-	// when a Transport judges it, has no bound but the caller's (see
-	// Classify). 0 means DefaultPeekTimeout (1s); a negative value means no
+	// when a transport judges it, has no bound but the caller's (see
+	// Classify). 0 means 1s; a negative value means no
 	// time bound (the request's context still bounds it).
 	PeekTimeout time.Duration
 	// Now returns the current time; HTTP-date and Unix-time waits are
@@ -61,9 +59,9 @@ type Config struct {
 	Now func() time.Time
 }
 
-// A Classifier turns one attempt's response or error into a Result. It is
+// A classifier turns one attempt's response or error into a Result. It is
 // safe for concurrent use.
-type Classifier struct {
+type classifier struct {
 	headers   []matcher  // markers without a body condition, in table order
 	bodies    []matcher  // markers with a body condition, in table order
 	ac        *automaton // every needle of bodies, the token and secondaryRateLimit
@@ -86,12 +84,12 @@ type Classifier struct {
 }
 
 // defaultClassifier serves Of and nil Classifiers; it is never modified.
-var defaultClassifier = New(Config{})
+var defaultClassifier = newClassifier(Config{})
 
-// New returns a Classifier for cfg. Markers with neither Header nor Body
+// New returns a classifier for cfg. Markers with neither Header nor Body
 // are ignored.
-func New(cfg Config) *Classifier {
-	c := &Classifier{
+func newClassifier(cfg Config) *classifier {
+	c := &classifier{
 		peekSize:    cfg.PeekSize,
 		peekTimeout: cfg.PeekTimeout,
 		now:         cfg.Now,
@@ -118,13 +116,13 @@ func New(cfg Config) *Classifier {
 	c.needles = len(ns.list)
 	switch {
 	case c.peekSize == 0:
-		c.peekSize = DefaultPeekSize
+		c.peekSize = defaultPeekSize
 	case c.peekSize > maxPeekSize:
 		c.peekSize = maxPeekSize
 	}
 	switch {
 	case cfg.OKPeekSize == 0:
-		c.okPeek = min(DefaultOKPeekSize, c.peekSize)
+		c.okPeek = min(defaultOKPeekSize, c.peekSize)
 	case cfg.OKPeekSize < 0:
 		c.okPeek = c.peekSize
 	default:
@@ -134,7 +132,7 @@ func New(cfg Config) *Classifier {
 		c.now = time.Now
 	}
 	if c.peekTimeout == 0 {
-		c.peekTimeout = DefaultPeekTimeout
+		c.peekTimeout = defaultPeekTimeout
 	}
 	size := max(c.peekSize, 0)
 	c.heads.New = func() any { b := make([]byte, size); return &b }
@@ -147,7 +145,7 @@ func New(cfg Config) *Classifier {
 // its needles occur, so it is enough to look for one of them, the longer
 // (its Body on a tie), and to run the automaton only when one is found.
 // It returns nil when those needles are too short for a skipScan.
-func (c *Classifier) compileSkip(list []string) (*skipScan, []int) {
+func (c *classifier) compileSkip(list []string) (*skipScan, []int) {
 	full := []int{401, 403}
 	var ids []int
 	for _, m := range c.bodies {

@@ -7,10 +7,9 @@ import (
 	"errors"
 	"net"
 	"strings"
-	"time"
 )
 
-// Error is the error a Transport returns when an attempt fails without a
+// Error is the error a transport returns when an attempt fails without a
 // response. It carries the attempt's Result; Of reads it back through any
 // wrapping (http.Client wraps it in *url.Error).
 type Error struct {
@@ -51,21 +50,13 @@ func (e *Error) Timeout() bool {
 
 // Errors reported or recognised by this package.
 var (
-	// ErrNilRequest is returned by Transport.RoundTrip for a nil request
-	// or a request without a URL; its Result is Permanent.
-	ErrNilRequest = errors.New("classify: nil request or request URL")
-	// ErrNoResponse is returned by Transport.RoundTrip when the next
-	// RoundTripper returned neither a response nor an error; its Result is
-	// Transient.
-	ErrNoResponse = errors.New("classify: round tripper returned no response and no error")
 	// ErrTooManyRedirects may be returned (or wrapped) by an
 	// http.Client CheckRedirect function; it classifies as Permanent, like
 	// the default policy's "stopped after 10 redirects".
 	ErrTooManyRedirects = errors.New("classify: too many redirects")
 	// ErrAttemptTimeout is the cancellation cause that marks a
-	// per-attempt timeout. A retry layer bounds each attempt with
-	// WithAttemptTimeout (or context.WithTimeoutCause(ctx, d,
-	// ErrAttemptTimeout)); when that fires the attempt is Transient, a host
+	// per-attempt timeout. A layer bounds an attempt with
+	// context.WithTimeoutCause(ctx, d, ErrAttemptTimeout); when that fires the attempt is Transient, a host
 	// failure, while the end of the caller's own context is Canceled. It
 	// matches context.DeadlineExceeded with errors.Is and reports
 	// Timeout() true.
@@ -78,12 +69,16 @@ func (attemptTimeoutError) Error() string        { return "classify: attempt tim
 func (attemptTimeoutError) Timeout() bool        { return true }
 func (attemptTimeoutError) Is(target error) bool { return target == context.DeadlineExceeded }
 
-// WithAttemptTimeout returns a child of ctx that ends after d with the cause
-// ErrAttemptTimeout, so that a Transport below classifies an attempt cut by
-// it as Transient rather than Canceled.
-func WithAttemptTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
-	return context.WithTimeoutCause(ctx, d, ErrAttemptTimeout)
-}
+// Errors of the classifying transport.
+var (
+	// errNilRequest is returned by transport.RoundTrip for a nil request
+	// or a request without a URL; its Result is Permanent.
+	errNilRequest = errors.New("classify: nil request or request URL")
+	// errNoResponse is returned by transport.RoundTrip when the next
+	// RoundTripper returned neither a response nor an error; its Result is
+	// Transient.
+	errNoResponse = errors.New("classify: round tripper returned no response and no error")
+)
 
 // contextOutcome classifies an attempt whose request context has ended
 // after it was sent: a deadline (the attempt timeout, the caller's own
@@ -108,7 +103,7 @@ func errorsAsError(err error) (*Error, bool) {
 
 // classifyError classifies a failed attempt; ctx is the request's context,
 // nil when unknown. See Classify for the rules.
-func (c *Classifier) classifyError(ctx context.Context, err error) Result {
+func (c *classifier) classifyError(ctx context.Context, err error) Result {
 	if ce, ok := errorsAsError(err); ok {
 		return ce.Result
 	}
@@ -130,7 +125,7 @@ func (c *Classifier) classifyError(ctx context.Context, err error) Result {
 		r.Outcome, r.Reason = Permanent, "too many redirects"
 	case isCertificateError(err):
 		r.Outcome, r.Reason = Permanent, "tls certificate"
-	case errors.Is(err, ErrNilRequest) || anyInChain(err, isInvalidRequest):
+	case errors.Is(err, errNilRequest) || anyInChain(err, isInvalidRequest):
 		r.Outcome, r.Reason = Permanent, "invalid request"
 	case isTimeout(err):
 		r.Outcome, r.Reason = Transient, "timeout"

@@ -12,14 +12,14 @@ import (
 //
 // When the classifier peeked at the body, Head returns from what the peek
 // read (and not yet handed out) and waits for nothing. When resp's Result
-// is pending (see OnSettle), Head settles it first, as Of does, and
-// returns from its head; called from an OnSettle hook, it waits for
+// is pending (see onSettle), Head settles it first, as Of does, and
+// returns from its head; called from an onSettle hook, it waits for
 // nothing. Otherwise it reads the body's head the way a
 // peek does: at most min(n, PeekSize) bytes, for at most PeekTimeout, and
 // until ctx ends. It returns nil for a response without a body, when n is
 // not positive, and when PeekSize is negative and the body was not peeked.
-// A nil Classifier reads as New(Config{}).
-func (c *Classifier) Head(ctx context.Context, resp *http.Response, n int) []byte {
+// A nil classifier reads as newClassifier(Config{}).
+func (c *classifier) Head(ctx context.Context, resp *http.Response, n int) []byte {
 	if c == nil {
 		c = defaultClassifier
 	}

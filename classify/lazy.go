@@ -8,19 +8,19 @@ import (
 )
 
 // lazy is the state of a response whose Result is pending: a 2xx answer
-// with an identity-encoded body that a Transport returned without reading
+// with an identity-encoded body that a transport returned without reading
 // (see Classify). Its head is read on the first Read or WriteTo of its
 // body, in the caller's goroutine and without a time bound (the caller is
 // reading: a wait there is its own), and judged by the same rules as an
-// eager peek. Of, Head and Attach settle it earlier: Of and Head with the
-// time-bounded peek of an eager response, Attach with the Result given.
+// eager peek. Of, Head and reattach settle it earlier: Of and Head with the
+// time-bounded peek of an eager response, reattach with the Result given.
 // Close before any read settles it on the status and headers alone; so
 // does a first read (or Of) after the request's context ended.
 //
-// Whoever settles runs the hooks registered with OnSettle, on its own
+// Whoever settles runs the hooks registered with onSettle, on its own
 // goroutine, holding no lock, before the body hands out a byte.
 type lazy struct {
-	c     *Classifier
+	c     *classifier
 	resp  *http.Response // status and header
 	kind  bodyKind       // from the Content-Type; kindUnknown is sniffed from the head
 	state lazyState      // guarded by peek.mu; declared here so that a lazyOutcome fits its size class
@@ -45,7 +45,7 @@ const (
 
 // lazyOutcome allocates the outcome, body, peek and lazy state of a
 // pending response together. Its head is read into peek (n bytes: the
-// Classifier's OKPeekSize), its Result kept in outcome.r, and the
+// classifier's OKPeekSize), its Result kept in outcome.r, and the
 // request's context is outcome.Context.
 type lazyOutcome struct {
 	outcome
@@ -58,13 +58,13 @@ type lazyOutcome struct {
 // encoding, whose body classify would inspect, is settled as its body is
 // read: a 2xx answer judged on its first okPeek bytes, with an identity
 // encoding.
-func (c *Classifier) defers(status int, enc encoding) bool {
+func (c *classifier) defers(status int, enc encoding) bool {
 	return enc == encIdentity && status >= 200 && status <= 299 && !slices.Contains(c.fullOK, status)
 }
 
 // deferResponse installs the lazy body and the pending outcome of resp, the
 // response to req (a request to attach to; see attach).
-func (c *Classifier) deferResponse(req *http.Request, resp *http.Response, kind bodyKind) {
+func (c *classifier) deferResponse(req *http.Request, resp *http.Response, kind bodyKind) {
 	lo := &lazyOutcome{}
 	lo.body.rc, lo.body.p, lo.body.lz = resp.Body, &lo.peek, lo
 	lo.peek.pool = &c.heads
@@ -238,7 +238,7 @@ func (lo *lazyOutcome) finishLocked(r Result, hold bool) hooks {
 	return h
 }
 
-// hooks are the functions OnSettle kept, in the order they were added.
+// hooks are the functions onSettle kept, in the order they were added.
 type hooks struct {
 	fn   func(Result) // the first; nil when none
 	more []func(Result)
@@ -302,7 +302,7 @@ func (lo *lazyOutcome) settledResult() Result {
 	return lo.outcome.r
 }
 
-// onSettle is OnSettle for a lazy Result.
+// onSettle is onSettle for a lazy Result.
 func (lo *lazyOutcome) onSettle(fn func(Result)) (Result, bool) {
 	pk := &lo.peek
 	pk.mu.Lock()
@@ -348,24 +348,24 @@ func (lo *lazyOutcome) head(n int) []byte {
 	return slices.Clone(pk.head[:min(n, len(pk.head))])
 }
 
-// OnSettle reports the Result of resp (see Of) without settling it. When
-// it is settled (every Result but that of a 2xx answer a Transport
-// returned before reading its body), OnSettle returns it and true, and
-// does not keep fn. When it is pending, OnSettle returns false and, unless
+// onSettle reports the Result of resp (see Of) without settling it. When
+// it is settled (every Result but that of a 2xx answer a transport
+// returned before reading its body), onSettle returns it and true, and
+// does not keep fn. When it is pending, onSettle returns false and, unless
 // fn is nil, keeps fn to run once with the Result when it settles: on the
 // goroutine that settles it, holding no lock, before any byte of the body
 // is handed out. That is the goroutine of the body's first Read or
-// WriteTo; or of Of, Head (a Classifier's) or Attach, when one of them is
+// WriteTo; or of Of, Head (a classifier's) or reattach, when one of them is
 // called first; or of Close, when the body is closed unread. fn may call
-// Of, Head and Attach on resp, but must not read its body: the body's
+// Of, Head and reattach on resp, but must not read its body: the body's
 // first Read waits for the hooks. Hooks run in the order they were added.
 //
 // A layer that must not make a response wait for its body (a retry
-// decision, a metric) reads the Result with OnSettle instead of Of. A
+// decision, a metric) reads the Result with onSettle instead of Of. A
 // pending Result is that of a 2xx answer: OK or Refused (a challenge page)
 // once read, or Transient or Canceled when reading its head fails, which
 // the reader of the body sees itself.
-func OnSettle(resp *http.Response, fn func(Result)) (Result, bool) {
+func onSettle(resp *http.Response, fn func(Result)) (Result, bool) {
 	if resp != nil {
 		if o := outcomeOf(resp); o != nil && o.lz != nil {
 			return o.lz.onSettle(fn)

@@ -198,7 +198,7 @@ func DefaultMarkers() []Marker {
 }
 
 // matcher is a compiled Marker: canonical header name, lower-cased value,
-// and the body conditions as needles of the Classifier's automaton.
+// and the body conditions as needles of the classifier's automaton.
 type matcher struct {
 	name     string
 	header   string // canonical MIME header key; "" when no header condition

@@ -84,15 +84,3 @@ type Result struct {
 func (r Result) Retryable() bool {
 	return r.Outcome == Transient || r.Outcome == Throttled
 }
-
-// HostFailure reports whether the attempt counts against the host's circuit
-// breaker: Transient and Throttled do; OK, Permanent and Canceled do not,
-// and neither does a failure of the egress route (Egress). Refused does
-// not either: a refusal halts the host, and is the halt's evidence rather
-// than a failure, so that a host an operator resumes is sendable at once.
-func (r Result) HostFailure() bool {
-	if r.Egress {
-		return false
-	}
-	return r.Outcome == Transient || r.Outcome == Throttled
-}

@@ -11,7 +11,7 @@ import (
 // reports when it would have been but cannot be (an encoding this package
 // does not decode); see Classify. When it peeks, enc is the body's
 // Content-Encoding; the header is not looked up for a body left alone.
-func (c *Classifier) shouldPeek(resp *http.Response, status int, kind bodyKind) (peek bool, enc encoding, uninspected bool) {
+func (c *classifier) shouldPeek(resp *http.Response, status int, kind bodyKind) (peek bool, enc encoding, uninspected bool) {
 	if c.peekSize <= 0 || resp.Body == nil || resp.Body == http.NoBody {
 		return false, encIdentity, false
 	}
@@ -34,7 +34,7 @@ func (c *Classifier) shouldPeek(resp *http.Response, status int, kind bodyKind) 
 
 // bodyCanMatch reports whether a body marker or the agent token could match
 // a response with this status.
-func (c *Classifier) bodyCanMatch(status int, kind bodyKind) bool {
+func (c *classifier) bodyCanMatch(status int, kind bodyKind) bool {
 	if status == 403 || (c.token != noNeedle && status == 401) { // 403: also a secondary rate limit
 		return true
 	}
@@ -53,7 +53,7 @@ func (c *Classifier) bodyCanMatch(status int, kind bodyKind) bool {
 
 // peekLen returns how many bytes of a body with this status are inspected:
 // OKPeekSize for a 2xx answer no marker names, else PeekSize.
-func (c *Classifier) peekLen(status int) int {
+func (c *classifier) peekLen(status int) int {
 	if status < 200 || status > 299 || slices.Contains(c.fullOK, status) {
 		return c.peekSize
 	}
@@ -64,7 +64,7 @@ func (c *Classifier) peekLen(status int) int {
 // buffer owned by pk, within the peek's time budget (see peek.fill), and
 // returns the head read so far, how the read ended (nil while rc has more),
 // whether the budget cut the peek; head is nil when nothing was read.
-func (c *Classifier) peekHead(ctx context.Context, rc io.ReadCloser, pk *peek, n int) (head []byte, err error, cut bool) {
+func (c *classifier) peekHead(ctx context.Context, rc io.ReadCloser, pk *peek, n int) (head []byte, err error, cut bool) {
 	bp := c.heads.Get().(*[]byte)
 	pk.buf = bp
 	head, err, cut = pk.fill(ctx, rc, (*bp)[:n], c.peekTimeout, &c.timers)

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// maxRetryAfter is the longest wait ParseRetryAfter reports. A longer one
+// maxRetryAfter is the longest wait parseRetryAfter reports. A longer one
 // (Retry-After: 99999999999, a date centuries ahead) is reported as
 // maxRetryAfter, never ignored: a server that asks for a longer wait must
 // never be contacted sooner than one that asks for a shorter one. The layers
@@ -37,7 +37,7 @@ const (
 	hXRateDashRemain    = "X-Rate-Limit-Remaining"
 )
 
-// ParseRetryAfter returns the wait a response asks for, relative to now,
+// parseRetryAfter returns the wait a response asks for, relative to now,
 // and whether it asks for one.
 //
 // Retry-After comes first: delay-seconds, or an HTTP-date in any of the
@@ -61,8 +61,8 @@ const (
 // on a 429 or 503, whose status already says the quota is spent.) With
 // several exhausted RateLimit policies the longest reset wins.
 //
-// ParseRetryAfter does not allocate on success.
-func ParseRetryAfter(h http.Header, now time.Time) (time.Duration, bool) {
+// parseRetryAfter does not allocate on success.
+func parseRetryAfter(h http.Header, now time.Time) (time.Duration, bool) {
 	d, src := parseWait(h, func() time.Time { return now }, false)
 	return d, src != waitNone
 }
@@ -76,7 +76,7 @@ const (
 	waitRateLimit
 )
 
-// parseWait implements ParseRetryAfter. now is called only for the forms
+// parseWait implements parseRetryAfter. now is called only for the forms
 // that need the time. anyReset accepts a rate-limit reset even when
 // remaining is not known to be 0.
 func parseWait(h http.Header, now func() time.Time, anyReset bool) (time.Duration, waitSource) {
@@ -361,9 +361,9 @@ func until(t, now time.Time) (time.Duration, bool) {
 // (the tightest of its policies), RateLimit-Remaining with RateLimit-Reset,
 // X-RateLimit-Remaining with X-RateLimit-Reset, or X-Rate-Limit-Remaining
 // with X-Rate-Limit-Reset, whichever comes first (resets are delays or Unix
-// times, as for ParseRetryAfter). It returns 0 when no field states both a
+// times, as for parseRetryAfter). It returns 0 when no field states both a
 // remaining count above 0 and a reset: a spent quota is a wait, which
-// ParseRetryAfter reports. now is called only for Unix-time resets.
+// parseRetryAfter reports. now is called only for Unix-time resets.
 func parseQuota(h http.Header, now func() time.Time) float64 {
 	if vs := h[hRateLimit]; len(vs) > 0 {
 		if q := rateLimitQuota(vs); q > 0 {

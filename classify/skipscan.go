@@ -12,7 +12,7 @@ import "strings"
 // with the head. On ordinary HTML this reads one 3-gram every 8 or 9
 // bytes, where the automaton reads every byte.
 //
-// It is built once per Classifier and only read afterwards, so it is safe
+// It is built once per classifier and only read afterwards, so it is safe
 // for concurrent use.
 type skipScan struct {
 	// c0, c1 and c2 map the window's last byte, the one before and the

@@ -3,35 +3,54 @@ package classify
 import (
 	"context"
 	"net/http"
+
+	"github.com/egresskit/egresskit/internal/settle"
 )
 
-// Transport is an http.RoundTripper that classifies every attempt exactly
+// transport is an http.RoundTripper that classifies every attempt exactly
 // once and attaches the Result: to a response through resp.Request (see
 // Classify and Of), to a failure by returning an *Error. The zero value
-// uses http.DefaultTransport and the default Classifier. It is safe for
+// uses http.DefaultTransport and the default classifier. It is safe for
 // concurrent use.
-type Transport struct {
+type transport struct {
 	next http.RoundTripper
-	c    *Classifier
+	c    *classifier
 }
 
-var _ http.RoundTripper = (*Transport)(nil)
+var _ http.RoundTripper = (*transport)(nil)
 
-// NewTransport returns a Transport that sends requests through next and
+// newTransport returns a transport that sends requests through next and
 // classifies them with c. A nil next means http.DefaultTransport; a nil c
-// means New(Config{}).
-func NewTransport(next http.RoundTripper, c *Classifier) *Transport {
-	return &Transport{next: next, c: c}
+// means newClassifier(Config{}).
+func newTransport(next http.RoundTripper, c *classifier) *transport {
+	return &transport{next: next, c: c}
+}
+
+// Head is the Head of t's classifier (see classifier.Head).
+func (t *transport) Head(ctx context.Context, resp *http.Response, n int) []byte {
+	return t.c.Head(ctx, resp, n)
+}
+
+// The chain's layers reach the transport, onSettle and reattach through
+// internal/settle.
+func init() {
+	settle.Register(&settle.Hooks[Result, Config]{
+		NewTransport: func(next http.RoundTripper, cfg Config) settle.Transport {
+			return newTransport(next, newClassifier(cfg))
+		},
+		OnSettle: onSettle,
+		Attach:   reattach,
+	})
 }
 
 // RoundTrip sends req through the next RoundTripper and classifies the
 // outcome with the request's context (see Classify). A response that
-// already carries a Result (an inner Transport classified it) is returned
+// already carries a Result (an inner transport classified it) is returned
 // as it is. Errors are returned as *Error wrapping the next RoundTripper's
-// error; a nil request or URL yields ErrNilRequest and a next RoundTripper
-// returning neither response nor error yields ErrNoResponse, both wrapped
+// error; a nil request or URL yields errNilRequest and a next RoundTripper
+// returning neither response nor error yields errNoResponse, both wrapped
 // the same way.
-func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	next, c := http.DefaultTransport, defaultClassifier
 	if t != nil {
 		if t.next != nil {
@@ -45,7 +64,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if req != nil && req.Body != nil {
 			req.Body.Close()
 		}
-		return nil, &Error{Result: Result{Outcome: Permanent, Reason: "invalid request"}, Err: ErrNilRequest}
+		return nil, &Error{Result: Result{Outcome: Permanent, Reason: "invalid request"}, Err: errNilRequest}
 	}
 	ctx := req.Context()
 	resp, err := next.RoundTrip(req)
@@ -56,10 +75,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, &Error{Result: c.classifyError(ctx, err), Err: err}
 	}
 	if resp == nil {
-		return nil, &Error{Result: noResponse, Err: ErrNoResponse}
+		return nil, &Error{Result: noResponse, Err: errNoResponse}
 	}
 	if o := outcomeOf(resp); o != nil && context.Context(o) != ctx {
-		return resp, nil // an inner Transport classified it
+		return resp, nil // an inner transport classified it
 	}
 	c.classifyResponse(req, resp, true)
 	return resp, nil

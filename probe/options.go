@@ -82,10 +82,11 @@ type Options struct {
 	// negative means none are followed.
 	MaxRedirects int
 
-	// Classifier classifies every response. Nil means a classifier with
-	// the default markers whose AgentToken is UserAgent's product token
-	// (the text before the first '/', space or '('), as the chain sets it.
-	Classifier *classify.Classifier
+	// Classify configures how every response is classified, as
+	// egresskit.Config.Classify does for the chain. An empty AgentToken
+	// means UserAgent's product token (the text before the first '/',
+	// space or '('), as the chain sets it.
+	Classify classify.Config
 
 	// UserAgent is sent with every probe and with its robots.txt fetch.
 	// Empty means egresskit.DefaultUserAgent, the chain's own, so that the
@@ -190,8 +191,8 @@ func (o Options) resolve() (settings, error) {
 	case o.Workers == 0:
 		s.Workers = probeinput.DefaultWorkers
 	}
-	if o.Classifier == nil {
-		s.Classifier = classify.New(classify.Config{AgentToken: productToken(s.UserAgent)})
+	if o.Classify.AgentToken == "" {
+		s.Classify.AgentToken = productToken(s.UserAgent)
 	}
 	if o.Now == nil {
 		s.Now = time.Now

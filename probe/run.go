@@ -16,6 +16,7 @@ import (
 	"github.com/egresskit/egresskit/classify"
 	"github.com/egresskit/egresskit/egress"
 	"github.com/egresskit/egresskit/internal/robotstxt"
+	"github.com/egresskit/egresskit/internal/settle"
 	"github.com/egresskit/egresskit/robots"
 )
 
@@ -200,7 +201,7 @@ func newRunner(ctx context.Context, s settings, p *plan, deadline time.Time) (*r
 			rt = s.transport
 		}
 		r.clients[e] = &http.Client{
-			Transport:     classify.NewTransport(rt, s.Classifier),
+			Transport:     classifyHooks.NewTransport(rt, s.Classify),
 			CheckRedirect: checkRedirect(s.maxRedirects),
 		}
 		if !s.IgnoreRobots {
@@ -319,7 +320,7 @@ func (r *runner) probe(j *job) TargetResult {
 	defer done()
 	if r.PerRequestTimeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = classify.WithAttemptTimeout(ctx, r.PerRequestTimeout)
+		ctx, cancel = context.WithTimeoutCause(ctx, r.PerRequestTimeout, classify.ErrAttemptTimeout)
 		defer cancel()
 	}
 	rec := newRecorder(r.Now)
@@ -410,3 +411,6 @@ func egressReason(kind string) string {
 	}
 	return "proxy error"
 }
+
+// classifyHooks reaches package classify's transport.
+var classifyHooks = settle.Get[classify.Result, classify.Config]()

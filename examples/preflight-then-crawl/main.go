@@ -78,7 +78,7 @@ func run(ctx context.Context, out io.Writer, ts *targetSet, opt options) error {
 	}
 	rep, err := probe.Run(ctx, targets, probe.Options{
 		UserAgent:         userAgent,
-		Classifier:        classify.New(classify.Config{AgentToken: "PreflightBot"}),
+		Classify:          classify.Config{AgentToken: "PreflightBot"},
 		Deadline:          5 * time.Second,
 		PerRequestTimeout: 2 * time.Second,
 	})

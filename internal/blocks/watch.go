@@ -106,12 +106,18 @@ type Watch struct {
 	seen  map[uint64]struct{}      // scratch set of distinct URLs for judge
 }
 
+// DefaultConfig returns the configuration the zero blockwatch.Config
+// means.
+func DefaultConfig() blockwatch.Config {
+	return blockwatch.Config{Run: 10, Window: 20, Share: 0.8, Statuses: []int{401, 403}, MaxHosts: 10000}
+}
+
 // New returns a Watch for cfg, or nil when cfg.Disabled.
 func New(cfg blockwatch.Config) *Watch {
 	if cfg.Disabled {
 		return nil
 	}
-	d := blockwatch.DefaultConfig()
+	d := DefaultConfig()
 	if cfg.Run == 0 {
 		cfg.Run = d.Run
 	}

@@ -135,7 +135,7 @@ func (s *Set) done(e *entry, t Ticket, r classify.Result) {
 	switch {
 	case r.Outcome == classify.OK:
 		t.done(nil)
-	case r.HostFailure():
+	case HostFailure(r):
 		t.done(errFailure)
 	default: // Permanent, Canceled, Refused (it halts), and any unknown outcome
 		t.done(errNeutral)
@@ -170,4 +170,17 @@ func (s *Set) changed(host string, from, to gobreaker.State) {
 	if s.cfg.OnStateChange != nil {
 		sh.Local.pending = append(sh.Local.pending, breaker.StateChange{Host: host, From: breaker.State(from), To: breaker.State(to), At: now})
 	}
+}
+
+// HostFailure reports whether the attempt counts against the host's circuit
+// breaker: Transient and Throttled do; OK, Permanent and Canceled do not,
+// and neither does a failure of the egress route (Result.Egress). Refused
+// does not either: a refusal halts the host, and is the halt's evidence
+// rather than a failure, so that a host an operator resumes is sendable at
+// once.
+func HostFailure(r classify.Result) bool {
+	if r.Egress {
+		return false
+	}
+	return r.Outcome == classify.Transient || r.Outcome == classify.Throttled
 }

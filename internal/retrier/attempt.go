@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/egresskit/egresskit/classify"
+	"github.com/egresskit/egresskit/internal/settle"
 )
 
 // drainLimit bounds how much of a retried response's body is read before
@@ -116,7 +117,7 @@ func prepareRetry(r *http.Request) error {
 
 // checkRetry decides for the call. It retries when the request may
 // be retried, retries are left, classify.Of says the attempt is retryable
-// (a pending Result, read with classify.OnSettle, is not),
+// (a pending Result, read with settle.Hooks.OnSettle, is not),
 // the wait fits under MaxDelay and before the deadline, the host's retry
 // budget has room, and the body can be replayed. Before saying yes it drains and closes the response. It
 // never returns an error, so the engine returns the real response or error.
@@ -134,7 +135,7 @@ func (c *call) checkRetry(ctx context.Context, resp *http.Response, err error) (
 	if err != nil {
 		r = classify.Of(nil, unwrapClient(err))
 	} else {
-		r, settled = classify.OnSettle(resp, nil)
+		r, settled = classifyHooks.OnSettle(resp, nil)
 	}
 	if !settled || !r.Retryable() {
 		return false, nil
@@ -252,3 +253,6 @@ func (a *attemptSender) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	return resp, nil
 }
+
+// classifyHooks reaches package classify's plumbing.
+var classifyHooks = settle.Get[classify.Result, classify.Config]()

@@ -23,7 +23,7 @@ func newClient(t *testing.T, p retry.Policy) *http.Client {
 	t.Helper()
 	base := &http.Transport{}
 	t.Cleanup(base.CloseIdleConnections)
-	return &http.Client{Transport: mustRetry(classify.NewTransport(base, nil), p)}
+	return &http.Client{Transport: mustRetry(classifyHooks.NewTransport(base, classify.Config{}), p)}
 }
 
 func TestEndToEnd(t *testing.T) {

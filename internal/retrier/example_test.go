@@ -28,7 +28,7 @@ func ExampleNew() {
 	base := &http.Transport{}
 	defer base.CloseIdleConnections()
 	// The zero Policy retries 3 times; a short backoff keeps the example quick.
-	rt, err := retrier.New(classify.NewTransport(base, nil), retry.Policy{BaseDelay: 10 * time.Millisecond})
+	rt, err := retrier.New(classifyHooks.NewTransport(base, classify.Config{}), retry.Policy{BaseDelay: 10 * time.Millisecond})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -61,7 +61,7 @@ func TestFirstAttemptAsEngineClient(t *testing.T) {
 			hits.Store(0)
 			base := &http.Transport{}
 			defer base.CloseIdleConnections()
-			rt := mustRetry(classify.NewTransport(base, nil), retry.Policy{MaxRetries: 2, BaseDelay: -1, Rand: noJitter})
+			rt := mustRetry(classifyHooks.NewTransport(base, classify.Config{}), retry.Policy{MaxRetries: 2, BaseDelay: -1, Rand: noJitter})
 			var body io.Reader
 			if tc.body != "" {
 				body = strings.NewReader(tc.body)

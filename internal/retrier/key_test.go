@@ -65,7 +65,7 @@ func TestKeyFromEveryAttempt(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			n.Store(0)
 			log := &keyLog{next: base}
-			rt := mustRetry(classify.NewTransport(log, nil), retry.Policy{MaxRetries: 3, BaseDelay: time.Millisecond, Rand: noJitter})
+			rt := mustRetry(classifyHooks.NewTransport(log, classify.Config{}), retry.Policy{MaxRetries: 3, BaseDelay: time.Millisecond, Rand: noJitter})
 			resp, err := tc.send(rt, newRequest(t, t.Context(), "GET", srv.URL, nil))
 			if err != nil {
 				t.Fatalf("send = %v", err)

@@ -25,13 +25,13 @@ func TestPendingNotForced(t *testing.T) {
 	})
 	for _, p := range []retry.Policy{{MaxRetries: 3}, {MaxRetries: 3, AttemptTimeout: 1 << 40, Deadline: 1 << 40}} {
 		sent.Store(0)
-		tr := mustRetry(classify.NewTransport(base, nil), p)
+		tr := mustRetry(classifyHooks.NewTransport(base, classify.Config{}), p)
 		req, _ := http.NewRequest(http.MethodGet, "http://a.test/", nil)
 		resp, err := tr.RoundTrip(req)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, settled := classify.OnSettle(resp, nil); settled || sent.Load() != 1 {
+		if _, settled := classifyHooks.OnSettle(resp, nil); settled || sent.Load() != 1 {
 			t.Errorf("%+v: settled %v after %d attempts, want pending after 1", p, settled, sent.Load())
 		}
 		b, err := io.ReadAll(resp.Body)

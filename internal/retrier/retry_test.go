@@ -254,7 +254,7 @@ func TestScenarios(t *testing.T) {
 }
 
 // TestRefusedAgentThroughClassifier runs a 403 naming the agent through a
-// classify.Transport, which reads the body head: Refused, one attempt.
+// the classifying transport, which reads the body head: Refused, one attempt.
 // With timeouts the body is wrapped, and classify.Of must still find the
 // Result, which lives with the response, not its body.
 func TestRefusedAgentThroughClassifier(t *testing.T) {
@@ -269,7 +269,7 @@ func TestRefusedAgentThroughClassifier(t *testing.T) {
 func refusedAgent(t *testing.T, p retry.Policy) {
 	page := "<html>Requests from examplebot are not permitted on this site.</html>"
 	script := egresstest.NewScript(step{Status: 403, Body: page}, step{Body: "ok"})
-	cl := classify.NewTransport(script, classify.New(classify.Config{AgentToken: "ExampleBot"}))
+	cl := classifyHooks.NewTransport(script, classify.Config{AgentToken: "ExampleBot"})
 	resp, err := mustRetry(cl, p).RoundTrip(newRequest(t, t.Context(), "GET", "http://h.test/", nil))
 	if err != nil {
 		t.Fatalf("RoundTrip = %v", err)
@@ -318,7 +318,7 @@ func TestSlowHost(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				script := egresstest.NewScript(step{Delay: 15 * time.Second, Body: "late"})
-				tr := mustRetry(classify.NewTransport(script, nil), tt.policy)
+				tr := mustRetry(classifyHooks.NewTransport(script, classify.Config{}), tt.policy)
 				start := time.Now()
 				resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", "http://slow.test/", nil))
 				if !errors.Is(err, tt.wantErr) {

@@ -149,7 +149,7 @@ func New(next http.RoundTripper, p0 retry.Policy) (*Transport, error) {
 // or GetBody set. Other requests are sent once.
 //
 // Errors of the layers below are returned as they are (a *classify.Error
-// when a classify.Transport is below). When the policy's Deadline passes,
+// when the classifying transport is below). When the policy's Deadline passes,
 // the error matches context.DeadlineExceeded; when an attempt is cut by
 // AttemptTimeout and no retry is left, it matches classify.ErrAttemptTimeout.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"sync"
 
+	"github.com/egresskit/egresskit/internal/settle"
+
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
@@ -67,7 +69,7 @@ func (rt *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := rt.next.RoundTrip(req.WithContext(ctx))
 	if err == nil && resp != nil {
 		// A 2xx page judged as it is read: the span ends when it is.
-		if _, settled := classify.OnSettle(resp, func(r classify.Result) { rt.end(sp, rs, resp, nil, r) }); !settled {
+		if _, settled := classifyHooks.OnSettle(resp, func(r classify.Result) { rt.end(sp, rs, resp, nil, r) }); !settled {
 			return resp, nil
 		}
 	}
@@ -111,3 +113,7 @@ func (rt *transport) CloseIdleConnections() {
 		ci.CloseIdleConnections()
 	}
 }
+
+// classifyHooks reaches package classify's plumbing: reading a Result
+// without making the response wait for its body.
+var classifyHooks = settle.Get[classify.Result, classify.Config]()

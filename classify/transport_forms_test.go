@@ -5,14 +5,17 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
+	"testing"
 	"time"
 
 	"github.com/egresskit/egresskit/classify"
 )
 
-// A crawler's client classifies every response once; any layer reads the
-// Result back with Of.
-func ExampleNewTransport() {
+// The classifying transport classifies every response once; any layer
+// reads the Result back with Of.
+func TestTransportWalkthrough(t *testing.T) {
+	var out strings.Builder
 	mux := http.NewServeMux()
 	mux.HandleFunc("/page", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Server", "cloudflare") // presence only: still OK
@@ -44,17 +47,16 @@ func ExampleNewTransport() {
 		if err == nil {
 			body, _ := io.ReadAll(resp.Body) // the whole body, peeked bytes included
 			resp.Body.Close()
-			fmt.Printf("%-10s %-9s %-16s wait=%v markers=%v bytes=%d\n", path, r.Outcome, r.Reason, r.RetryAfter, r.Markers, len(body))
+			fmt.Fprintf(&out, "%-10s %-9s %-16s wait=%v markers=%v bytes=%d\n", path, r.Outcome, r.Reason, r.RetryAfter, r.Markers, len(body))
 		}
 	}
-	// Output:
-	// /page      ok        status 200       wait=0s markers=[] bytes=33
-	// /busy      throttled retry-after      wait=30s markers=[] bytes=0
-	// /blocked   refused   agent named      wait=0s markers=[] bytes=38
-	// /challenge refused   challenge marker wait=0s markers=[cloudflare] bytes=110
+	if want := "/page      ok        status 200       wait=0s markers=[] bytes=33\n/busy      throttled retry-after      wait=30s markers=[] bytes=0\n/blocked   refused   agent named      wait=0s markers=[] bytes=38\n/challenge refused   challenge marker wait=0s markers=[cloudflare] bytes=110\n"; out.String() != want {
+		t.Errorf("got:\n%s\nwant:\n%s", out.String(), want)
+	}
 }
 
-func ExampleParseRetryAfter() {
+func TestParseRetryAfterForms(t *testing.T) {
+	var out strings.Builder
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	for _, h := range []http.Header{
 		{"Retry-After": {"120"}},
@@ -64,12 +66,9 @@ func ExampleParseRetryAfter() {
 		{"X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Reset": {"1795953720"}},
 	} {
 		d, ok := classify.ParseRetryAfter(h, now)
-		fmt.Println(d, ok)
+		fmt.Fprintln(&out, d, ok)
 	}
-	// Output:
-	// 2m0s true
-	// 1m30s true
-	// 0s false
-	// 30s true
-	// 2m0s true
+	if want := "2m0s true\n1m30s true\n0s false\n30s true\n2m0s true\n"; out.String() != want {
+		t.Errorf("got:\n%s\nwant:\n%s", out.String(), want)
+	}
 }
