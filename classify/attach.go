@@ -5,20 +5,20 @@ import (
 	"net/http"
 )
 
-// Of returns the Result of an attempt made through a transport (or passed
-// to Classify): the one carried by an error wrapping *Error, else the one
-// attached to resp (see Classify). When neither carries one, Of classifies
-// (resp, err) with the default classifier without reading the body, so
-// body markers and the agent token cannot match.
+// Of returns the Result of an attempt that the chain made: the one carried
+// by an error wrapping *Error, else the one attached to resp. When neither
+// carries one, Of classifies (resp, err) with the default Config without
+// reading the body, so body markers and the agent token cannot match. A
+// crawler author calls it on what the chain's RoundTrip (or an
+// http.Client over it) returned.
 //
-// A 2xx answer that a transport returned before reading its body has a
-// pending Result (see Classify): Of settles it, reading the body's head
-// with the time budget of PeekTimeout, unless the caller's read (or an
-// earlier Of) did so already. A layer that must not wait reads it with
-// onSettle.
+// A 2xx answer that the chain returned before reading its body has a
+// pending Result: Of settles it, reading the body's head with the time
+// budget of Config.PeekTimeout, unless the caller's read (or an earlier
+// Of) did so already.
 //
 // A response's Result lives in one place: the context of the request that
-// Classify sets as resp.Request. It survives anything that wraps or
+// the classifier sets as resp.Request. It survives anything that wraps or
 // replaces resp.Body (http.Client does when it has a Timeout). A layer that
 // replaces resp.Request itself keeps the Result only if the new request has
 // the same context (as req.Clone(resp.Request.Context()) does).

@@ -38,21 +38,20 @@ type Config struct {
 	// status says so in its first bytes (DefaultMarkers states how many
 	// each family needs), so an ordinary page is read and searched no
 	// further than that. Markers whose Statuses name a 2xx status (AWS
-	// WAF's 202) read PeekSize bytes of answers with that status. A
-	// transport reads these bytes when the caller first reads the body, not
-	// in RoundTrip (see Classify). 0 means 1024; a
-	// negative value means PeekSize.
+	// WAF's 202) read PeekSize bytes of answers with that status. The
+	// chain reads these bytes when the caller first reads the body, not in
+	// RoundTrip (see Of). 0 means 1024; a negative value means PeekSize.
 	OKPeekSize int
 	// PeekTimeout bounds how long the body head is waited for once the
 	// response headers are in: when it passes before PeekSize bytes or the
 	// end of the body arrived, the response is classified on the head that
 	// had arrived and its Result says so (PeekCut); the caller still
 	// receives every byte. It bounds RoundTrip for every answer whose body
-	// is peeked there, and Of (or Head) asked about a 2xx answer before its
+	// is peeked there, and Of asked about a 2xx answer before its
 	// body was read; the caller's own first read of a 2xx body, which is
-	// when a transport judges it, has no bound but the caller's (see
-	// Classify). 0 means 1s; a negative value means no
-	// time bound (the request's context still bounds it).
+	// when the chain judges it, has no bound but the caller's. 0 means 1s;
+	// a negative value means no time bound (the request's context still
+	// bounds it).
 	PeekTimeout time.Duration
 	// Now returns the current time; HTTP-date and Unix-time waits are
 	// measured from it. Nil means time.Now.

@@ -9,9 +9,10 @@ import (
 	"strings"
 )
 
-// Error is the error a transport returns when an attempt fails without a
+// Error is the error the chain returns when an attempt fails without a
 // response. It carries the attempt's Result; Of reads it back through any
-// wrapping (http.Client wraps it in *url.Error).
+// wrapping (http.Client wraps it in *url.Error). A crawler author reaches
+// it through Of, or errors.As for the underlying Err.
 type Error struct {
 	// Result is the classification of the failed attempt.
 	Result Result

@@ -1,7 +1,19 @@
 // Package classify decides, once per attempt, what an HTTP response or
 // transport error means for a crawler: OK, Transient, Throttled, Refused,
-// Permanent, or Canceled. Every other layer of egresskit reads the Result
-// produced here and never classifies again.
+// Permanent, or Canceled. The egresskit chain classifies every attempt as
+// Config (egresskit.Config.Classify) says; every other layer reads the
+// Result produced here and never classifies again, and a crawler author
+// reads it with Of.
+//
+// A response is classified on its status, its headers and, when useful,
+// the first bytes of its body: a challenge or block page (DefaultMarkers,
+// Config.Markers), or a 401 or 403 naming the crawler's agent token, is
+// Refused. The body is inspected without being consumed: the caller still
+// reads every byte, in order. A 2xx answer is returned at once and judged
+// on the caller's first read of its body (see Of). An error is classified
+// on what it says: a timeout of the host is Transient, the end of the
+// caller's own context Canceled, an invalid request or too many redirects
+// Permanent.
 package classify
 
 import "time"
@@ -27,7 +39,7 @@ const (
 	// Canceled: the caller canceled the attempt. It says nothing about
 	// the host and is neutral for breakers and pacing. A deadline that
 	// expires while the attempt waits on the host is not a cancellation
-	// but a timeout, Transient (see Classify).
+	// but a timeout, Transient.
 	Canceled
 )
 
@@ -52,7 +64,7 @@ type Result struct {
 	RetryAfter time.Duration
 	// Quota is the rate, in requests a minute, that a successful
 	// response's rate-limit fields leave until their reset (remaining ÷
-	// seconds to reset; see parseQuota); 0 when they state none. Pacing
+	// seconds to reset); 0 when they state none. Pacing
 	// slows to it at once when it is below the current rate.
 	Quota float64
 	// Markers names the challenge markers that matched, e.g.
