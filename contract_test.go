@@ -21,6 +21,7 @@ import (
 	"github.com/egresskit/egresskit/internal/settle"
 	"github.com/egresskit/egresskit/ratelimit"
 	"github.com/egresskit/egresskit/retry"
+	"github.com/egresskit/egresskit/robots"
 )
 
 // closeRecorder is a request body that counts its Close calls.
@@ -300,9 +301,9 @@ func TestDefaults(t *testing.T) {
 		{"peek time", settle.DefaultPeekTimeout, time.Second},
 		{"DefaultConfig retries", egresskit.DefaultConfig().Retry.MaxRetries, 3},
 		{"DefaultConfig agent", egresskit.DefaultConfig().UserAgent, egresskit.DefaultUserAgent},
-		{"re-exported ErrOpen", egresskit.ErrOpen, egresskit.ErrOpen},
-		{"re-exported ErrHalted", egresskit.ErrHalted, egresskit.ErrHalted},
-		{"re-exported ErrDisallowed", egresskit.ErrDisallowed, egresskit.ErrDisallowed},
+		{"OpenError matches ErrOpen", errors.Is(&breaker.OpenError{Host: "h"}, egresskit.ErrOpen), true},
+		{"HaltError matches ErrHalted", errors.Is(&breaker.HaltError{Host: "h"}, egresskit.ErrHalted), true},
+		{"DisallowedError matches ErrDisallowed", errors.Is(&robots.DisallowedError{Host: "h"}, egresskit.ErrDisallowed), true},
 	} {
 		if tt.got != tt.want {
 			t.Errorf("%s = %v, want %v", tt.name, tt.got, tt.want)
