@@ -21,12 +21,10 @@ func TestAPIFilesMatch(t *testing.T) {
 	}
 }
 
-// TestBudget keeps the exported surface from growing: the counts may only
-// fall, towards the v1 budget of 400 names in all and 120 in the core.
-// Lower the ceilings as names are removed. They were raised once, by 21
-// and 13, for the halt records a review console needs (hoststate.HaltLog,
-// Halt, Note and their implementations), package console, hostkey.Parse,
-// hoststate.ErrNotHalted and redisstore.Warning's String and LogValue.
+// TestBudget keeps the exported surface within the v1 budget (at most 400
+// names in all public packages, 120 in the chain's core) and from growing:
+// the ceilings are today's counts, so a new exported name needs one
+// removed, or a deliberate raise of a ceiling reviewed with its reason.
 func TestBudget(t *testing.T) {
 	mods, err := modules(filepath.Join("..", ".."))
 	if err != nil {
@@ -56,7 +54,7 @@ func TestBudget(t *testing.T) {
 	if total < 0 || coreN < 0 {
 		t.Fatalf("table has no totals:\n%s", b.String())
 	}
-	const maxTotal, maxCore = 644, 165
+	const maxTotal, maxCore = 376, 108
 	if total > maxTotal || coreN > maxCore {
 		t.Errorf("exported names: %d in all (ceiling %d), %d in the core (ceiling %d): remove a name before adding one", total, maxTotal, coreN, maxCore)
 	}
