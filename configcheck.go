@@ -81,8 +81,8 @@ func (c *Config) checkRobots() error {
 		{"Robots.TTL", int64(r.TTL)},
 		{"Robots.MaxSize", r.MaxSize},
 		{"Robots.FetchTimeout", int64(r.FetchTimeout)},
-		{"Robots.RetryMin", int64(r.RetryMin)},
-		{"Robots.RetryMax", int64(r.RetryMax)},
+		{"Robots.RetryBaseDelay", int64(r.RetryBaseDelay)},
+		{"Robots.RetryMaxDelay", int64(r.RetryMaxDelay)},
 		{"Robots.MaxHosts", int64(r.MaxHosts)},
 		{"Robots.MaxCacheBytes", r.MaxCacheBytes},
 	}
@@ -91,8 +91,8 @@ func (c *Config) checkRobots() error {
 			return invalid(n.field, "is negative; it cannot be off (0 means its default)")
 		}
 	}
-	if r.RetryMin > 0 && r.RetryMax > 0 && r.RetryMin > r.RetryMax {
-		return invalid("Robots.RetryMin", "%v is above RetryMax %v", r.RetryMin, r.RetryMax)
+	if r.RetryBaseDelay > 0 && r.RetryMaxDelay > 0 && r.RetryBaseDelay > r.RetryMaxDelay {
+		return invalid("Robots.RetryBaseDelay", "%v is above RetryMaxDelay %v", r.RetryBaseDelay, r.RetryMaxDelay)
 	}
 	return nil
 }

@@ -112,7 +112,7 @@ func TestNewRefusesInvalidConfig(t *testing.T) {
 		{"Classify.Markers[0]", func(c *egresskit.Config) { c.Classify.Markers = []classify.Marker{{Body: "blocked"}} }},
 		{"Robots.TTL", func(c *egresskit.Config) { c.Robots.TTL = -1 }},
 		{"Robots.MaxSize", func(c *egresskit.Config) { c.Robots.MaxSize = -1 }},
-		{"Robots.RetryMin", func(c *egresskit.Config) { c.Robots.RetryMin, c.Robots.RetryMax = time.Hour, time.Minute }},
+		{"Robots.RetryBaseDelay", func(c *egresskit.Config) { c.Robots.RetryBaseDelay, c.Robots.RetryMaxDelay = time.Hour, time.Minute }},
 		{"BlockWatch.Run", func(c *egresskit.Config) { c.BlockWatch.Run = 1 }},
 		{"BlockWatch.Run", func(c *egresskit.Config) { c.BlockWatch.Run = -1 }},
 		{"BlockWatch.Window", func(c *egresskit.Config) { c.BlockWatch.Run, c.BlockWatch.Window = 5, 3 }},

@@ -124,9 +124,9 @@
 //
 // A refusal of credentials or an untrusted proxy certificate quarantines
 // the endpoint at once; other failures do below QuarantineBelow or after
-// QuarantineAfter (3) failures in a row. A quarantine lasts QuarantineBase,
+// QuarantineAfter (3) failures in a row. A quarantine lasts QuarantineBaseDelay,
 // doubled for every quarantine that follows without a full recovery in
-// between, capped at QuarantineMax: 5s, 10s, 20s, ... 10m by default. When
+// between, capped at QuarantineMaxDelay: 5s, 10s, 20s, ... 10m by default. When
 // it ends, exactly one request of a host whose subset holds the endpoint is
 // let through as a probe (Choice.Reason "probe"): success readmits it at the lower
 // edge of the healthy tier, failure quarantines it again for longer.

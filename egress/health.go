@@ -38,11 +38,11 @@ type HealthConfig struct {
 	// score: the next request of a host whose subset holds it goes to it,
 	// and success readmits it to the healthy tier. Default 2s.
 	ProbeAfter time.Duration
-	// QuarantineBase is the first quarantine's length. Default 5s.
-	QuarantineBase time.Duration
-	// QuarantineMax caps the quarantine, which doubles with each
+	// QuarantineBaseDelay is the first quarantine's length. Default 5s.
+	QuarantineBaseDelay time.Duration
+	// QuarantineMaxDelay caps the quarantine, which doubles with each
 	// quarantine that follows without a full recovery. Default 10 minutes.
-	QuarantineMax time.Duration
+	QuarantineMaxDelay time.Duration
 }
 
 // withDefaults fills zero fields and checks ranges.
@@ -71,11 +71,11 @@ func (c HealthConfig) withDefaults() (HealthConfig, error) {
 	if c.ProbeAfter == 0 {
 		c.ProbeAfter = 2 * time.Second
 	}
-	if c.QuarantineBase == 0 {
-		c.QuarantineBase = 5 * time.Second
+	if c.QuarantineBaseDelay == 0 {
+		c.QuarantineBaseDelay = 5 * time.Second
 	}
-	if c.QuarantineMax == 0 {
-		c.QuarantineMax = max(10*time.Minute, c.QuarantineBase)
+	if c.QuarantineMaxDelay == 0 {
+		c.QuarantineMaxDelay = max(10*time.Minute, c.QuarantineBaseDelay)
 	}
 	switch {
 	case !(c.Smoothing > 0 && c.Smoothing <= 1):
@@ -92,10 +92,10 @@ func (c HealthConfig) withDefaults() (HealthConfig, error) {
 		return bad("SlowSetup", c.SlowSetup)
 	case c.ProbeAfter < 0:
 		return bad("ProbeAfter", c.ProbeAfter)
-	case c.QuarantineBase < 0:
-		return bad("QuarantineBase", c.QuarantineBase)
-	case c.QuarantineMax < c.QuarantineBase:
-		return bad("QuarantineMax", c.QuarantineMax)
+	case c.QuarantineBaseDelay < 0:
+		return bad("QuarantineBaseDelay", c.QuarantineBaseDelay)
+	case c.QuarantineMaxDelay < c.QuarantineBaseDelay:
+		return bad("QuarantineMaxDelay", c.QuarantineMaxDelay)
 	}
 	return c, nil
 }
@@ -308,14 +308,14 @@ func (h *health) neutral(a attempt) {
 	}
 }
 
-// quarantine starts a quarantine of QuarantineBase·2^strikes, capped at
-// QuarantineMax.
+// quarantine starts a quarantine of QuarantineBaseDelay·2^strikes, capped at
+// QuarantineMaxDelay.
 func (h *health) quarantine(now time.Time, c *HealthConfig) {
-	d := c.QuarantineBase
-	for i := 0; i < h.strikes && d < c.QuarantineMax; i++ {
+	d := c.QuarantineBaseDelay
+	for i := 0; i < h.strikes && d < c.QuarantineMaxDelay; i++ {
 		d *= 2
 	}
-	d = min(d, c.QuarantineMax)
+	d = min(d, c.QuarantineMaxDelay)
 	h.strikes = min(h.strikes+1, maxStrikes)
 	h.quarantined = true
 	h.until = now.Add(d)

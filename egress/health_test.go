@@ -237,7 +237,7 @@ func TestHealthConfigRejects(t *testing.T) {
 		{QuarantineBelow: 0.5, DegradedBelow: 0.4},
 		{QuarantineAfter: -1},
 		{HalfLife: -time.Second},
-		{QuarantineBase: time.Hour, QuarantineMax: time.Minute},
+		{QuarantineBaseDelay: time.Hour, QuarantineMaxDelay: time.Minute},
 		{ProbeAfter: -time.Second},
 	} {
 		if _, err := c.withDefaults(); err == nil {

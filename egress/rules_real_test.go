@@ -65,7 +65,7 @@ func TestRealProxiesHonourRules(t *testing.T) {
 		Endpoints:  eps,
 		Rules:      []egress.Rule{{Name: "eu-only", Hosts: []string{"127.0.0.1"}, Labels: map[string]string{"region": "eu"}}},
 		SubsetSize: len(eps), // every endpoint in every subset: load decides among them
-		Health:     egress.HealthConfig{QuarantineAfter: 1, QuarantineBase: 10 * time.Minute},
+		Health:     egress.HealthConfig{QuarantineAfter: 1, QuarantineBaseDelay: 10 * time.Minute},
 	})
 	forwarded := func() map[string]int {
 		m := map[string]int{}

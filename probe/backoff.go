@@ -7,13 +7,13 @@ import (
 
 // Backoff is the recommended retry backoff, derived from the diagnosis.
 type Backoff struct {
-	// Initial is the first retry delay: the status tier's delay (1 s
+	// BaseDelay is the first retry delay: the status tier's delay (1 s
 	// HEALTHY, 2 s DEGRADED, 5 s CRITICAL), raised to the largest
 	// Retry-After observed.
-	Initial time.Duration
-	// Max caps the delay: the tier's cap (10 s, 30 s, 60 s), raised to
-	// twice Initial.
-	Max time.Duration
+	BaseDelay time.Duration
+	// MaxDelay caps the delay: the tier's cap (10 s, 30 s, 60 s), raised to
+	// twice BaseDelay.
+	MaxDelay time.Duration
 	// MaxRetries is the retry budget: 2, 3 or 5 by tier.
 	MaxRetries int
 	// AttemptTimeout bounds one attempt: four times the p99 response
@@ -25,15 +25,15 @@ type Backoff struct {
 // tiers are the fixed backoffs per status, the floor of the
 // recommendation.
 var tiers = [...]Backoff{
-	Healthy:  {Initial: 1 * time.Second, Max: 10 * time.Second, MaxRetries: 2},
-	Degraded: {Initial: 2 * time.Second, Max: 30 * time.Second, MaxRetries: 3},
-	Critical: {Initial: 5 * time.Second, Max: 60 * time.Second, MaxRetries: 5},
+	Healthy:  {BaseDelay: 1 * time.Second, MaxDelay: 10 * time.Second, MaxRetries: 2},
+	Degraded: {BaseDelay: 2 * time.Second, MaxDelay: 30 * time.Second, MaxRetries: 3},
+	Critical: {BaseDelay: 5 * time.Second, MaxDelay: 60 * time.Second, MaxRetries: 5},
 }
 
 func recommendBackoff(d Diagnosis) Backoff {
 	b := tiers[d.Status]
-	b.Initial = max(b.Initial, d.MaxRetryAfter)
-	b.Max = max(b.Max, 2*b.Initial)
+	b.BaseDelay = max(b.BaseDelay, d.MaxRetryAfter)
+	b.MaxDelay = max(b.MaxDelay, 2*b.BaseDelay)
 	if d.Latency.Samples > 0 {
 		t := 4 * d.Latency.P99
 		t = (t + 100*time.Millisecond - 1).Truncate(100 * time.Millisecond)

@@ -8,14 +8,14 @@ import (
 )
 
 // Policy returns the retry policy for package retry: MaxRetries,
-// BaseDelay = Initial, MaxDelay = Max and AttemptTimeout, the rest at
+// BaseDelay, MaxDelay and AttemptTimeout, the rest at
 // retry's defaults. MaxDelay is never below the largest Retry-After seen,
 // so retry honours those waits rather than giving up on them.
 func (b Backoff) Policy() retry.Policy {
 	return retry.Policy{
 		MaxRetries:     b.MaxRetries,
-		BaseDelay:      b.Initial,
-		MaxDelay:       b.Max,
+		BaseDelay:      b.BaseDelay,
+		MaxDelay:       b.MaxDelay,
 		AttemptTimeout: b.AttemptTimeout,
 	}
 }

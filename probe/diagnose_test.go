@@ -117,7 +117,7 @@ func TestDiagnoseEdges(t *testing.T) {
 		if d.Recommendation.Concurrency != 0 || !d.Recommendation.Halt() {
 			t.Errorf("Diagnose(nil).Recommendation = %+v, want halt", d.Recommendation)
 		}
-		want := probe.Backoff{Initial: 5 * time.Second, Max: time.Minute, MaxRetries: 5}
+		want := probe.Backoff{BaseDelay: 5 * time.Second, MaxDelay: time.Minute, MaxRetries: 5}
 		if d.Backoff != want {
 			t.Errorf("Diagnose(nil).Backoff = %+v, want %+v", d.Backoff, want)
 		}
@@ -129,7 +129,7 @@ func TestDiagnoseEdges(t *testing.T) {
 			t.Errorf("Latency = %+v, want %+v", d.Latency, want)
 		}
 		// 4 x p99 = 480ms, raised to the 1s floor.
-		wantB := probe.Backoff{Initial: time.Second, Max: 10 * time.Second, MaxRetries: 2, AttemptTimeout: time.Second}
+		wantB := probe.Backoff{BaseDelay: time.Second, MaxDelay: 10 * time.Second, MaxRetries: 2, AttemptTimeout: time.Second}
 		if d.Backoff != wantB {
 			t.Errorf("Backoff = %+v, want %+v", d.Backoff, wantB)
 		}
@@ -195,8 +195,8 @@ func TestDiagnoseCounts(t *testing.T) {
 		// 6 timeouts + 7 cut by the deadline while connecting.
 		{"Timeouts", d.Timeouts, 13},
 		{"MaxRetryAfter", d.MaxRetryAfter, 30 * time.Second},
-		{"Backoff.Initial", d.Backoff.Initial, 30 * time.Second},
-		{"Backoff.Max", d.Backoff.Max, time.Minute},
+		{"Backoff.BaseDelay", d.Backoff.BaseDelay, 30 * time.Second},
+		{"Backoff.MaxDelay", d.Backoff.MaxDelay, time.Minute},
 		{"Outcomes", d.Outcomes, probe.Outcomes{OK: 10, Throttled: 4, Refused: 4, Permanent: 4, Transient: 13, Deadline: 7}},
 		{"HaltHosts", d.Recommendation.HaltHosts, []string{"a.example"}},
 		{"HostPerMinute", d.Recommendation.HostPerMinute, map[string]float64{"a.example": 2}},
@@ -208,7 +208,7 @@ func TestDiagnoseCounts(t *testing.T) {
 	}
 	// A Retry-After longer than the tier's cap raises the cap too.
 	d = probe.Diagnose(concat(repeat(9, okAt(ms)), repeat(1, throttled(45*time.Second))), probe.Thresholds{})
-	if d.Backoff.Initial != 45*time.Second || d.Backoff.Max != 90*time.Second {
+	if d.Backoff.BaseDelay != 45*time.Second || d.Backoff.MaxDelay != 90*time.Second {
 		t.Errorf("Backoff = %+v, want Initial 45s, Max 90s", d.Backoff)
 	}
 	if p := d.Backoff.Policy(); p.BaseDelay != 45*time.Second || p.MaxDelay != 90*time.Second || p.MaxRetries != 3 {

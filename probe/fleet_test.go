@@ -209,8 +209,8 @@ func checkFleet(tb testing.TB, f fleet, rep *probe.Report) {
 			tb.Errorf("Diagnosis.%s = %v, want %v", c.name, c.got, c.want)
 		}
 	}
-	if d.Backoff.Initial < 7*time.Second {
-		tb.Errorf("Backoff.Initial = %v, want at least 7s", d.Backoff.Initial)
+	if d.Backoff.BaseDelay < 7*time.Second {
+		tb.Errorf("Backoff.BaseDelay = %v, want at least 7s", d.Backoff.BaseDelay)
 	}
 	if p := rep.Backoff.Policy(); p.BaseDelay < 7*time.Second || p.MaxDelay < p.BaseDelay {
 		tb.Errorf("Backoff.Policy() = %+v, want BaseDelay >= 7s and MaxDelay >= BaseDelay", p)

@@ -211,8 +211,8 @@ func (d Diagnosis) wire() wireDiag {
 		RateLimitedCount: d.RateLimited,
 		BlockedCount:     d.Blocked,
 		RecommendedBackoff: wireBackoff{
-			Initial:        secs(d.Backoff.Initial),
-			Max:            secs(d.Backoff.Max),
+			Initial:        secs(d.Backoff.BaseDelay),
+			Max:            secs(d.Backoff.MaxDelay),
 			MaxRetries:     d.Backoff.MaxRetries,
 			AttemptTimeout: secs(d.Backoff.AttemptTimeout),
 		},

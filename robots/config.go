@@ -45,14 +45,14 @@ type Config struct {
 	// the fetch as well. If zero, 30 seconds.
 	FetchTimeout time.Duration
 
-	// RetryMin is how long an unreachable host stays disallowed before
+	// RetryBaseDelay is how long an unreachable host stays disallowed before
 	// its robots.txt is fetched again; each further failure doubles the
-	// wait, up to RetryMax. If zero, 1 minute.
-	RetryMin time.Duration
+	// wait, up to RetryMaxDelay. If zero, 1 minute.
+	RetryBaseDelay time.Duration
 
-	// RetryMax caps the wait between fetches of an unreachable robots.txt.
-	// If zero, 1 hour (or RetryMin, if that is larger).
-	RetryMax time.Duration
+	// RetryMaxDelay caps the wait between fetches of an unreachable robots.txt.
+	// If zero, 1 hour (or RetryBaseDelay, if that is larger).
+	RetryMaxDelay time.Duration
 
 	// UnreachableLimit is how long a host may stay unreachable before it
 	// is treated as unavailable and allowed (RFC 9309 section 2.3.1.4

@@ -87,7 +87,7 @@ func writeSummary(w io.Writer, rep *probe.Report) {
 	}
 	b := d.Backoff
 	fmt.Fprintf(w, "  backoff: initial %v, max %v, %d retries; concurrency x%.2f\n",
-		b.Initial, b.Max, b.MaxRetries, d.Recommendation.Concurrency)
+		b.BaseDelay, b.MaxDelay, b.MaxRetries, d.Recommendation.Concurrency)
 }
 
 // writeText prints the report as a table of results and the summary.

@@ -212,7 +212,7 @@ func printDiagnosis(out io.Writer, rep *probe.Report, ts *targetSet, names map[s
 	tw.Flush()
 	rec := rep.Recommendation
 	fmt.Fprintf(out, "  recommended: concurrency %.2f, backoff %v..%v with %d retries, halt hosts: %s\n",
-		rec.Concurrency, rep.Backoff.Initial, rep.Backoff.Max, rep.Backoff.MaxRetries, list(hostList(rec.HaltHosts, names)))
+		rec.Concurrency, rep.Backoff.BaseDelay, rep.Backoff.MaxDelay, rep.Backoff.MaxRetries, list(hostList(rec.HaltHosts, names)))
 	if len(rec.HostPerMinute) > 0 {
 		hosts := make([]string, 0, len(rec.HostPerMinute))
 		for h := range rec.HostPerMinute {

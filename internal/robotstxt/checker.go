@@ -46,13 +46,13 @@ func withDefaults(c robots.Config) robots.Config {
 	if c.FetchTimeout <= 0 {
 		c.FetchTimeout = 30 * time.Second
 	}
-	if c.RetryMin <= 0 {
-		c.RetryMin = time.Minute
+	if c.RetryBaseDelay <= 0 {
+		c.RetryBaseDelay = time.Minute
 	}
-	if c.RetryMax <= 0 {
-		c.RetryMax = time.Hour
+	if c.RetryMaxDelay <= 0 {
+		c.RetryMaxDelay = time.Hour
 	}
-	c.RetryMax = max(c.RetryMax, c.RetryMin)
+	c.RetryMaxDelay = max(c.RetryMaxDelay, c.RetryBaseDelay)
 	if c.UnreachableLimit == 0 {
 		c.UnreachableLimit = 30 * 24 * time.Hour
 	}
@@ -281,11 +281,11 @@ func (c *Checker) store(e *entry, res fetchResult, now time.Time) {
 
 // backoff returns the wait after the n-th consecutive unreachable fetch.
 func (c *Checker) backoff(n int) time.Duration {
-	d := c.cfg.RetryMin
-	for i := 1; i < n && d < c.cfg.RetryMax; i++ {
+	d := c.cfg.RetryBaseDelay
+	for i := 1; i < n && d < c.cfg.RetryMaxDelay; i++ {
 		d *= 2
 	}
-	return min(d, c.cfg.RetryMax)
+	return min(d, c.cfg.RetryMaxDelay)
 }
 
 // resize sets the size accounted to e. c.mu must be held.

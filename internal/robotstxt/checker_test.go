@@ -294,7 +294,7 @@ func TestCheckCache(t *testing.T) {
 }
 
 // TestCheckBackoff: an unreachable robots.txt is fetched again after 1
-// minute, then 2, 4, ... up to RetryMax, and the host recovers on success.
+// minute, then 2, 4, ... up to RetryMaxDelay, and the host recovers on success.
 func TestCheckBackoff(t *testing.T) {
 	var failing atomic.Bool
 	failing.Store(true)
@@ -306,7 +306,7 @@ func TestCheckBackoff(t *testing.T) {
 		io.WriteString(w, privateRules)
 	})
 	clk := newClock()
-	c := srv.checker(robots.Config{Now: clk.Now, RetryMax: 8 * time.Minute})
+	c := srv.checker(robots.Config{Now: clk.Now, RetryMaxDelay: 8 * time.Minute})
 	waits := []time.Duration{time.Minute, 2 * time.Minute, 4 * time.Minute, 8 * time.Minute, 8 * time.Minute}
 	for i, wait := range waits {
 		d, _ := check(t, c, srv.URL+"/public")
@@ -336,7 +336,7 @@ func TestCheckBackoff(t *testing.T) {
 func TestCheckUnreachableLimit(t *testing.T) {
 	srv := newRobotsServer(t, serveText(500, ""))
 	clk := newClock()
-	c := srv.checker(robots.Config{Now: clk.Now, UnreachableLimit: time.Hour, RetryMax: 10 * time.Minute})
+	c := srv.checker(robots.Config{Now: clk.Now, UnreachableLimit: time.Hour, RetryMaxDelay: 10 * time.Minute})
 	var d robotstxt.Decision
 	for range 20 {
 		d, _ = check(t, c, srv.URL+"/x")
