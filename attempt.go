@@ -323,6 +323,9 @@ func slotSlack(perMinute float64) time.Duration {
 // interval, and at least minSlack, late): sent late, it would go out
 // together with the next slot's; this is done once per attempt, so that a
 // machine too busy to keep any slot cannot hold an attempt back for long.
+// Last, the attempt goes out no sooner than most of a pacing interval
+// after this process's previous paced send to the host (see spacing), so
+// that timers firing together after a stall do not send together.
 // The wait honours ctx and ends early with its error.
 //
 // settle returns the admission to send with. held reports whether that
@@ -365,6 +368,11 @@ func (t *Transport) settle(ctx context.Context, key string, adm hoststate.Admiss
 			wait = time.Until(st.PausedUntil)
 		}
 		if wait <= 0 {
+			// Apart from this process's previous paced send, whatever
+			// the timers did (see spacing).
+			if err := t.spacing.wait(ctx, key, st.PerMinute); err != nil {
+				return adm, true, err
+			}
 			return adm, true, nil
 		}
 	}

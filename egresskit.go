@@ -284,6 +284,7 @@ type Transport struct {
 	ceilings  ceilingCache
 	holds     holds             // halts the store could not take
 	connFails connFails         // connections whose failure was counted
+	spacing   spacing           // paced sends kept apart per host
 	watch     *blocks.Watch     // nil when Config.BlockWatch.Disabled
 	send      http.RoundTripper // Egress or Base: what finally sends
 	base      http.RoundTripper // Base, or http.DefaultTransport
