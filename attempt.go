@@ -125,21 +125,32 @@ func (a *gatedSender) send(req *http.Request, key string, first bool) (*http.Res
 			return nil, unsent(req, err)
 		}
 	}
+	slotDone, slotWaited := noResume, false
+	if t.inflight != nil {
+		if slotDone, slotWaited, err = t.slotWait(ctx, key, first); err != nil {
+			r := classify.Of(nil, err)
+			eff, _ := t.record(ctx, key, adm, classify.Result{Outcome: classify.Canceled, Reason: r.Reason}) // as above
+			a.observe(ctx, req, key, attempt, start, adm.Wait, 0, r, &eff, nil, err, unsentReason(err), false)
+			return nil, unsent(req, err)
+		}
+	}
 	var choice *egress.Choice
 	if t.cfg.Egress != nil && (len(t.observers) > 0 || t.cfg.Audit != nil) {
 		choice = new(egress.Choice)
 		req = req.WithContext(egress.WithRecorder(ctx, choice))
 	}
-	// An admission without a wait was granted just now: the clock the
-	// store read for it stands for the time the attempt is sent.
+	// An admission without a wait (pacing or in-flight slot) was granted
+	// just now: the clock the store read for it stands for the time the
+	// attempt is sent.
 	sent := adm.At
-	if adm.Wait > 0 || sent.IsZero() {
+	if adm.Wait > 0 || sent.IsZero() || slotWaited {
 		sent = time.Now()
 	}
 	id, err := t.ids.of(userAgent(req.Header)) // set by Transport.RoundTrip
 	if err != nil {
 		// Unreachable: Transport.RoundTrip made this identity. Give the
 		// admission back and send nothing.
+		slotDone()
 		t.record(ctx, key, adm, classify.Result{Outcome: classify.Canceled, Reason: "not sent"})
 		return nil, unsent(req, err)
 	}
@@ -147,6 +158,9 @@ func (a *gatedSender) send(req *http.Request, key string, first bool) (*http.Res
 	tctx, ct := withConnTrace(req.Context())
 	req = req.WithContext(tctx)
 	resp, err := id.classify.RoundTrip(req) // classify over egress or base
+	if t.inflight != nil {
+		t.slotEnd(key, slotDone, resp, err, time.Since(sent))
+	}
 	var took time.Duration
 	if observed {
 		took = time.Since(sent)

@@ -80,8 +80,9 @@ func TestConnectionResetCountsOnceNginx(t *testing.T) {
 			t.Cleanup(base.CloseIdleConnections)
 			tr := mustChain(egresskit.Config{
 				Base: base, IgnoreRobots: true, UserAgent: "TestBot/1.0",
-				Store: mustMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 600000, Burst: 100}}),
-				Retry: retry.Policy{BaseDelay: 10 * time.Millisecond},
+				MaxInFlight: -1, // every request in flight at once, as the test needs
+				Store:       mustMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 600000, Burst: 100}}),
+				Retry:       retry.Policy{BaseDelay: 10 * time.Millisecond},
 			})
 			c := &http.Client{Transport: tr}
 			resp, err := c.Get(ngx.URL + "/warm")

@@ -124,6 +124,7 @@ func TestConnectionResetCountsOnce(t *testing.T) {
 			t.Cleanup(base.CloseIdleConnections)
 			tr := mustChain(egresskit.Config{
 				Base: base, IgnoreRobots: true, UserAgent: "TestBot/1.0",
+				MaxInFlight: -1, // every request in flight at once, as the test needs
 				Store: mustMemory(hoststate.Config{
 					Limit: ratelimit.Config{PerMinute: 600000, Burst: 100},
 				}),

@@ -35,6 +35,8 @@
 //	                 unreachable robots.txt blocks the host for 1 minute, doubling up to 1 hour
 //	identity         the User-Agent sent: Config.UserAgent, or the request's own (see UserAgent)
 //	retries          3, jittered, idempotent methods only; Retry.MaxRetries: -1 for none
+//	in flight        per host, what its pace needs at its latency with headroom, at most
+//	                 16 (MaxInFlight)
 //	breaker          opens after 8 consecutive host failures, for 300s, then 1 probe
 //	timeouts         none of the chain's own; a deadline that expires while waiting on the host
 //	                 counts against it, a cancellation does not
@@ -104,6 +106,7 @@ import (
 	"github.com/egresskit/egresskit/internal/blocks"
 	"github.com/egresskit/egresskit/internal/configerr"
 	"github.com/egresskit/egresskit/internal/firstsend"
+	"github.com/egresskit/egresskit/internal/inflight"
 	"github.com/egresskit/egresskit/internal/retrier"
 	"github.com/egresskit/egresskit/internal/robotstxt"
 	"github.com/egresskit/egresskit/internal/sentinel"
@@ -140,10 +143,11 @@ func DefaultConfig() Config {
 	// transport from Egress or Base.
 	rc.UserAgent, rc.AgentToken, rc.Transport, rc.Now = "", "", nil, nil
 	return Config{
-		UserAgent:  DefaultUserAgent,
-		Retry:      retrier.DefaultPolicy(),
-		Robots:     rc,
-		BlockWatch: blocks.DefaultConfig(),
+		UserAgent:   DefaultUserAgent,
+		Retry:       retrier.DefaultPolicy(),
+		Robots:      rc,
+		BlockWatch:  blocks.DefaultConfig(),
+		MaxInFlight: defaultMaxInFlight,
 	}
 }
 
@@ -250,6 +254,24 @@ type Config struct {
 	// context. 0 (the default) or a negative value: no cap. NaN or
 	// infinite: refused (ErrInvalidConfig).
 	CrawlRate float64
+
+	// MaxInFlight caps the attempts in flight to one host (a host key),
+	// so that a slow host is not handed a queue: an attempt is in flight
+	// from when it is sent until its response's body is read to the end
+	// or closed (close every body), or its error. The cap in force is
+	// Little's law with headroom, min(MaxInFlight, ceil(rate × latency ×
+	// 1.5)) and at least 1, with rate the host's current pacing rate and
+	// latency its time to headers as this Transport saw it: the lower of
+	// a fast moving average and a slow one that follows the host up over
+	// minutes, so that the queue our own attempts build at a slow host
+	// does not raise the cap, while a host that is simply far away is not
+	// penalised. Until a host's first answer, MaxInFlight. An attempt
+	// that finds its host at the cap waits after its pacing wait, first
+	// come first served, honouring its context; the wait spends no retry.
+	// The cap is per Transport, also with a shared (Redis) Store: each
+	// worker of a fleet has its own. 0 (the default): at most 16; a
+	// negative value: no cap.
+	MaxInFlight int
 }
 
 // Escalation is the evidence handed to Config.OnEscalate when a host is
@@ -289,6 +311,7 @@ type Transport struct {
 	send      http.RoundTripper // Egress or Base: what finally sends
 	base      http.RoundTripper // Base, or http.DefaultTransport
 	crawl     *rate.Limiter     // Config.CrawlRate; nil without a cap
+	inflight  *inflight.Limits  // Config.MaxInFlight; nil without a cap
 }
 
 var _ http.RoundTripper = (*Transport)(nil)
@@ -328,6 +351,7 @@ func New(cfg Config) (*Transport, error) {
 	}
 	t.retry = rt
 	t.crawl = crawlLimiter(cfg.CrawlRate)
+	t.inflight = newInflight(cfg.MaxInFlight)
 	return t, nil
 }
 

@@ -12,7 +12,8 @@
 // the fast EWMA rises with every attempt let in, and a cap following it
 // would rise with it. A host that is simply far away, with a steady
 // latency, has both at its latency and is not penalised. Until a host's
-// first latency sample, its limit is 1.
+// rate and first latency sample are known, its limit is Max: the pacing
+// alone holds it.
 //
 // An attempt that finds its host at its limit waits, first come first
 // served, until one in flight ends or its context ends. A Limits starts
@@ -104,6 +105,9 @@ func Limit(max int, perSec float64, latency time.Duration, headroom float64) int
 
 // limit is e's limit in force. The shard is locked.
 func (l *Limits) limit(e *entry) int {
+	if e.fast == 0 || e.perSec == 0 {
+		return l.cfg.Max // nothing known yet: the pacing alone
+	}
 	lat := min(e.fast, e.slow)
 	n := Limit(l.cfg.Max, e.perSec, time.Duration(lat*float64(time.Second)), l.cfg.Headroom)
 	e.peak = max(e.peak, n)
@@ -122,8 +126,9 @@ func (l *Limits) entry(sh *hostmap.Shard[entry, struct{}], key string, now time.
 
 // Acquire takes a slot for an attempt to key, waiting while the host is
 // at its limit, and returns the func that gives it back (call it once,
-// when the attempt has ended), or ctx's error when ctx ends first.
-func (l *Limits) Acquire(ctx context.Context, key string) (release func(), err error) {
+// when the attempt has ended) and whether it waited, or ctx's error when
+// ctx ends first.
+func (l *Limits) Acquire(ctx context.Context, key string) (release func(), waited bool, err error) {
 	now := l.cfg.Now()
 	sh := l.hosts.Shard(key)
 	sh.Lock()
@@ -132,14 +137,14 @@ func (l *Limits) Acquire(ctx context.Context, key string) (release func(), err e
 	if len(e.waiters) == 0 && e.n < l.limit(e) {
 		e.n++
 		sh.Unlock()
-		return l.releaser(key), nil
+		return l.releaser(key), false, nil
 	}
 	ch := make(chan struct{})
 	e.waiters = append(e.waiters, ch)
 	sh.Unlock()
 	select {
 	case <-ch:
-		return l.releaser(key), nil
+		return l.releaser(key), true, nil
 	case <-ctx.Done():
 	}
 	sh.Lock()
@@ -155,7 +160,7 @@ func (l *Limits) Acquire(ctx context.Context, key string) (release func(), err e
 			}
 		}
 	}
-	return nil, ctx.Err()
+	return nil, true, ctx.Err()
 }
 
 // releaser returns the release func of a slot of key, which gives the
@@ -243,7 +248,7 @@ func (l *Limits) SetRate(key string, perMinute float64) {
 type State struct {
 	InFlight, Waiting int
 	Limit             int // in force now
-	Peak              int // the highest limit in force so far
+	Peak              int // the highest limit computed from a known rate and latency so far
 	Latency           time.Duration
 }
 
@@ -254,7 +259,7 @@ func (l *Limits) Of(key string) State {
 	defer sh.Unlock()
 	e := sh.Get(key)
 	if e == nil {
-		return State{Limit: 1}
+		return State{Limit: l.cfg.Max}
 	}
 	n := l.limit(e)
 	return State{InFlight: e.n, Waiting: len(e.waiters), Limit: n, Peak: e.peak,

@@ -120,7 +120,7 @@ func TestLatencyEstimate(t *testing.T) {
 func acquire(ctx context.Context, l *inflight.Limits, key string) <-chan func() {
 	ch := make(chan func(), 1)
 	go func() {
-		rel, err := l.Acquire(ctx, key)
+		rel, _, err := l.Acquire(ctx, key)
 		if err != nil {
 			rel = nil
 		}
@@ -143,11 +143,25 @@ func TestAcquireWaits(t *testing.T) {
 	c := newClock()
 	l := inflight.New(inflight.Config{Max: 16, Now: c.Now})
 	ctx := t.Context()
-	// No latency known yet: one at a time.
-	first, err := l.Acquire(ctx, "h")
-	if err != nil {
-		t.Fatal(err)
+	// Nothing known yet: up to Max.
+	var early []func()
+	for range 16 {
+		rel, waited, err := l.Acquire(ctx, "h")
+		if waited {
+			t.Error("waited under the limit")
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		early = append(early, rel)
 	}
+	// Known at 10/s and 50ms: 1.
+	l.SetRate("h", 600)
+	l.Observe("h", 50*time.Millisecond)
+	for _, rel := range early[1:] {
+		rel()
+	}
+	first := early[0]
 	second := acquire(ctx, l, "h")
 	third := acquire(ctx, l, "h")
 	waitWaiting(t, l, "h", 2)
@@ -155,14 +169,13 @@ func TestAcquireWaits(t *testing.T) {
 		t.Fatalf("state %+v, want 1 in flight, limit 1", st)
 	}
 	// Other hosts are not held.
-	if rel, err := l.Acquire(ctx, "other"); err != nil {
+	if rel, _, err := l.Acquire(ctx, "other"); err != nil {
 		t.Fatal(err)
 	} else {
 		rel()
 	}
-	// A latency sample at 10/s raises the limit to 2: one waiter goes.
-	l.SetRate("h", 600)
-	l.Observe("h", 150*time.Millisecond) // 10 × 0.15 × 1.5 = 2.25 → 3
+	// A faster pace raises the limit to 3: both waiters go.
+	l.SetRate("h", 2000) // 33.3/s × 0.05s × 1.5 = 2.5 → 3
 	var got []func()
 	for range 2 {
 		select {
@@ -189,7 +202,7 @@ func TestAcquireWaits(t *testing.T) {
 
 func TestAcquireFIFOAndCancel(t *testing.T) {
 	l := inflight.New(inflight.Config{Max: 1})
-	hold, err := l.Acquire(t.Context(), "h")
+	hold, _, err := l.Acquire(t.Context(), "h")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,10 +226,10 @@ func TestAcquireFIFOAndCancel(t *testing.T) {
 		t.Fatalf("state %+v, want empty", st)
 	}
 	// A deadline that ends the wait returns its error.
-	hold, _ = l.Acquire(t.Context(), "h")
+	hold, _, _ = l.Acquire(t.Context(), "h")
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Millisecond)
 	defer cancel()
-	if _, err := l.Acquire(ctx, "h"); !errors.Is(err, context.DeadlineExceeded) {
+	if _, _, err := l.Acquire(ctx, "h"); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err %v, want DeadlineExceeded", err)
 	}
 	hold()
@@ -236,7 +249,7 @@ func TestNeverAboveLimit(t *testing.T) {
 	for range 20 {
 		wg.Go(func() {
 			for range 50 {
-				rel, err := l.Acquire(t.Context(), "h")
+				rel, _, err := l.Acquire(t.Context(), "h")
 				if err != nil {
 					t.Error(err)
 					return

@@ -1,0 +1,102 @@
+package egresskit
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/egresskit/egresskit/classify"
+	"github.com/egresskit/egresskit/internal/firstsend"
+	"github.com/egresskit/egresskit/internal/inflight"
+)
+
+// defaultMaxInFlight is what a zero Config.MaxInFlight means: the most
+// attempts in flight to one host, whatever its pace and latency.
+const defaultMaxInFlight = 16
+
+// newInflight returns the per-host cap of Config.MaxInFlight, or nil for
+// none (negative).
+func newInflight(maxInFlight int) *inflight.Limits {
+	switch {
+	case maxInFlight < 0:
+		return nil
+	case maxInFlight == 0:
+		maxInFlight = defaultMaxInFlight
+	}
+	return inflight.New(inflight.Config{Max: maxInFlight})
+}
+
+// slotWait takes an in-flight slot of the host key for one attempt, after
+// the host layers and the crawl rate admitted it. A retry's wait is not
+// counted against its attempt timeout (first is set for a first attempt on
+// the caller's context). It returns the func that gives the slot back and
+// whether it waited, or, when ctx ends first, an error wrapping ctx's: the
+// attempt is not sent and spends no retry.
+func (t *Transport) slotWait(ctx context.Context, key string, first bool) (func(), bool, error) {
+	if t.inflight.NeedRate(key) {
+		if st, err := t.state.Status(ctx, key); err == nil {
+			t.inflight.SetRate(key, st.PerMinute)
+		}
+	}
+	resume := noResume
+	if !first {
+		resume = firstsend.HoldAttemptTimer(ctx)
+	}
+	done, waited, err := t.inflight.Acquire(ctx, key)
+	resume()
+	if err == nil {
+		return done, waited, nil
+	}
+	r := classify.Result{Outcome: classify.Permanent, Reason: "in-flight wait exceeds deadline"}
+	if err == context.Canceled {
+		r = classify.Result{Outcome: classify.Canceled, Reason: "canceled"}
+	}
+	return nil, true, &classify.Error{Result: r, Err: fmt.Errorf("egresskit: waiting for an in-flight slot of %s: %w", key, err)}
+}
+
+// slotEnd ends the in-flight slot of an attempt whose RoundTrip returned:
+// at once for an error or a response without a body, else when its body
+// reaches EOF or is closed. A response's time to headers feeds the host's
+// latency estimate.
+func (t *Transport) slotEnd(key string, done func(), resp *http.Response, err error, ttfb time.Duration) {
+	if err != nil || resp == nil {
+		done()
+		return
+	}
+	t.inflight.Observe(key, ttfb)
+	if resp.Body == nil || resp.Body == http.NoBody || resp.StatusCode == http.StatusSwitchingProtocols {
+		done()
+		return
+	}
+	resp.Body = &slotBody{ReadCloser: resp.Body, done: done}
+}
+
+// slotBody gives its attempt's in-flight slot back at EOF or Close.
+type slotBody struct {
+	io.ReadCloser
+	done  func()
+	ended atomic.Bool
+}
+
+func (b *slotBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil {
+		b.end()
+	}
+	return n, err
+}
+
+func (b *slotBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.end()
+	return err
+}
+
+func (b *slotBody) end() {
+	if b.ended.CompareAndSwap(false, true) {
+		b.done()
+	}
+}
