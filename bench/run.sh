@@ -73,6 +73,22 @@ polite_table() {
 	}' "$polite"
 }
 
+# The slowing server runs once: every contender crawls its own server with
+# 8 workers and a 1s service time, all at once, for about 30s.
+slow="$work/slow.txt"
+echo "== a slowing server (about 30s)" >&2
+"$work/bench.test" -test.run '^$' -test.bench '^BenchmarkSlowServer$' -test.benchtime 1x | tee "$slow" >&2
+
+# slow_table turns the BenchmarkSlowServer lines into a Markdown table.
+slow_table() {
+	awk '/^BenchmarkSlowServer\// {
+		split($1, p, "/"); impl = p[2]
+		sub(/^impl=/, "", impl); sub(/-[0-9]+$/, "", impl)
+		for (i = 3; i < NF; i += 2) v[$(i + 1)] = $i
+		printf "| %s | %d | %.1f | %d ms | %d ms | %.2f× | %d / 240 |\n", impl, v["max-inflight"], v["mean-inflight"], v["p50-ms"], v["p95-ms"], v["capacity-share"], v["pages-200"]
+	}' "$slow"
+}
+
 # Redis state at fleet scale: Redis's cost per request for this tree and
 # an older commit (REDISLOAD_BASE, default the merge base with main),
 # interleaved on one redis-server; then a fleet of worker processes on a
@@ -243,6 +259,19 @@ without pacing or retries, \`colly\` Colly's \`LimitRule\` with the same setting
 | contender | allowed r/s | achieved r/s | achieved / allowed | 429 share | pages 200 |
 |---|---:|---:|---:|---:|---:|
 $(polite_table)
+
+## A slowing server
+
+A server with 8 workers serving each request in 1 s and queueing the rest (\`testprog.SlowServer\`:
+capacity 8 requests a second, latency = queue + service), 240 pages crawled by 32 workers:
+\`egresskit\` paced at 600 a minute with bursts of 5 and its per-host in-flight cap at its default,
+\`bare\` an \`http.Client\`, \`colly\` Colly's \`LimitRule\` at the same rate (\`Parallelism: 32\`,
+\`Delay: 100ms\`). What the server saw: requests in flight (queued or served) at most and on
+average, its latency p50 and p95, and its throughput as a share of its capacity.
+
+| contender | max in flight | mean in flight | p50 latency | p95 latency | throughput / capacity | pages 200 |
+|---|---:|---:|---:|---:|---:|---:|
+$(slow_table)
 
 ## Pacing against real rate limiters
 
