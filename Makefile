@@ -47,9 +47,11 @@ fuzz:
 	done
 
 # The whole limiter matrix (three limiters, two rates, memory and a Redis
-# fleet of two; about six minutes), then the bench module's benchmarks.
+# fleet of two; about six minutes), the in-flight cap against a slowing
+# server for a minute, then the bench module's benchmarks.
 bench:
 	$(GO) test -count=1 -parallel 4 -run '$(CONVERGE)' -v . -args -converge.all | tee bench/converge.txt
+	$(GO) test -count=1 -run '^TestInFlightCapSlowServer$$' -v . -args -inflight.long
 	$(MAKE) -C bench results
 
 # The exported API of every module, per package, checked against api/*.txt
