@@ -265,7 +265,12 @@ type Config struct {
 	// a fast moving average and a slow one that follows the host up over
 	// minutes, so that the queue our own attempts build at a slow host
 	// does not raise the cap, while a host that is simply far away is not
-	// penalised. Until a host's first answer, MaxInFlight. An attempt
+	// penalised. When the host's latency rises under our load all the same
+	// (the fast average a quarter above the slow one, with more than one
+	// attempt in flight), the cap counts a fifth less of the pace each
+	// round trip, and a tenth of it back each round trip once the latency
+	// is back: a slow host's queue of our attempts drains before it
+	// refuses. Until a host's first answer, MaxInFlight. An attempt
 	// that finds its host at the cap waits after its pacing wait, first
 	// come first served, honouring its context; the wait spends no retry.
 	// The cap is per Transport, also with a shared (Redis) Store: each

@@ -11,7 +11,15 @@
 // a slow server from raising the cap that lets them in: at such a server
 // the fast EWMA rises with every attempt let in, and a cap following it
 // would rise with it. A host that is simply far away, with a steady
-// latency, has both at its latency and is not penalised. Until a host's
+// latency, has both at its latency and is not penalised.
+//
+// When a host's latency rises under our load all the same (the fast EWMA
+// a quarter above the slow one, with more than one attempt in flight),
+// the limit counts a lower share of the host's pace: a fifth less each
+// round trip while it stays risen, a tenth of the pace back each round
+// trip once it is not. So a slow server's queue of our attempts drains
+// towards the requests it serves at once, at its full throughput. Until a
+// host's
 // rate and first latency sample are known, its limit is Max: the pacing
 // alone holds it.
 //
@@ -39,6 +47,12 @@ const (
 	rateTTL = time.Second
 	// idleTTL is how long an idle host's estimates are kept.
 	idleTTL = 30 * time.Minute
+	// rise is how far above the slow EWMA the fast one must be for the
+	// host's latency to count as risen under our load.
+	rise = 1.25
+	// cut and regain adjust the share of the pace a host is sent at while
+	// its latency is risen, and after.
+	cut, regain = 0.8, 0.1
 )
 
 // Config configures a Limits.
@@ -64,6 +78,8 @@ type entry struct {
 	slow    float64         // seconds
 	sampled time.Time       // when slow was last moved
 	perSec  float64         // the host's pacing rate; 0: unknown
+	share   float64         // of perSec that the limit counts, (0, 1]; 0 means 1
+	turned  time.Time       // when share was last changed
 	rateAt  time.Time       // when perSec was set
 	used    time.Time
 	peak    int // the highest limit in force so far
@@ -109,7 +125,11 @@ func (l *Limits) limit(e *entry) int {
 		return l.cfg.Max // nothing known yet: the pacing alone
 	}
 	lat := min(e.fast, e.slow)
-	n := Limit(l.cfg.Max, e.perSec, time.Duration(lat*float64(time.Second)), l.cfg.Headroom)
+	perSec := e.perSec
+	if e.share > 0 {
+		perSec *= e.share
+	}
+	n := Limit(l.cfg.Max, perSec, time.Duration(lat*float64(time.Second)), l.cfg.Headroom)
 	e.peak = max(e.peak, n)
 	return n
 }
@@ -218,8 +238,31 @@ func (l *Limits) Observe(key string, ttfb time.Duration) {
 		w := 1 - math.Exp(-float64(now.Sub(e.sampled))/float64(l.cfg.SlowTau))
 		e.slow += w * (s - e.slow)
 		e.sampled = now
+		l.adapt(e, now)
 	}
 	l.wake(e)
+}
+
+// adapt lowers the share of the pace that e's limit counts while e's
+// latency is risen under our load (the fast EWMA above rise × the slow
+// one with more than one attempt in flight), by cut once a round trip,
+// and gives it back by regain a round trip once it is not. The shard is
+// locked.
+func (l *Limits) adapt(e *entry, now time.Time) {
+	share := e.share
+	if share == 0 {
+		share = 1
+	}
+	risen := e.fast > rise*e.slow && e.n > 1
+	if (!risen && share == 1) || now.Sub(e.turned) < time.Duration(e.fast*float64(time.Second)) {
+		return
+	}
+	if risen {
+		share = max(share*cut, 1/float64(l.cfg.Max))
+	} else {
+		share = min(share+regain, 1)
+	}
+	e.share, e.turned = share, now
 }
 
 // NeedRate reports whether key's pacing rate is unknown or stale: the

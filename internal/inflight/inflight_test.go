@@ -271,3 +271,63 @@ func TestNeverAboveLimit(t *testing.T) {
 		t.Errorf("at most %d in flight, want 3", top)
 	}
 }
+
+// TestRisenLatencyLowersLimit keeps 15 attempts in flight to a host whose
+// latency doubles under them: the limit falls below the 15 that Little's
+// law gives at its unloaded latency, and comes back once the latency is
+// back; a host whose latency rises with one attempt in flight keeps its
+// limit.
+func TestRisenLatencyLowersLimit(t *testing.T) {
+	c := newClock()
+	l := inflight.New(inflight.Config{Max: 16, Now: c.Now})
+	l.SetRate("h", 600)
+	feed := func(n int, ttfb time.Duration) {
+		for range n {
+			c.Add(125 * time.Millisecond)
+			l.Observe("h", ttfb)
+		}
+		l.SetRate("h", 600)
+	}
+	feed(40, time.Second)
+	if got := l.Of("h").Limit; got != 15 {
+		t.Fatalf("limit %d at 1s, want 15", got)
+	}
+	var held []func()
+	for range 15 {
+		rel, _, err := l.Acquire(t.Context(), "h")
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, rel)
+	}
+	feed(80, 2*time.Second) // 10s at twice the latency
+	low := l.Of("h").Limit
+	if low > 8 {
+		t.Errorf("limit %d after 10s of risen latency, want at most 8", low)
+	}
+	feed(160, time.Second) // 20s back at 1s
+	if got := l.Of("h").Limit; got < 14 {
+		t.Errorf("limit %d 20s after the latency came back, want 14 or more (was %d)", got, low)
+	}
+	for _, rel := range held[1:] {
+		rel()
+	}
+	// One attempt in flight: a risen latency is the host's, not our load's.
+	l2 := inflight.New(inflight.Config{Max: 16, Now: c.Now})
+	l2.SetRate("h", 600)
+	for range 40 {
+		c.Add(125 * time.Millisecond)
+		l2.Observe("h", time.Second)
+	}
+	one, _, _ := l2.Acquire(t.Context(), "h")
+	for range 80 {
+		c.Add(125 * time.Millisecond)
+		l2.Observe("h", 2*time.Second)
+	}
+	l2.SetRate("h", 600)
+	if got := l2.Of("h").Limit; got < 15 {
+		t.Errorf("limit %d with one attempt in flight, want 15 or more", got)
+	}
+	one()
+	held[0]()
+}
