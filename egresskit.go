@@ -273,9 +273,12 @@ type Config struct {
 	// refuses. Until a host's first answer, MaxInFlight. An attempt
 	// that finds its host at the cap waits after its pacing wait, first
 	// come first served, honouring its context; the wait spends no retry.
-	// The cap is per Transport, also with a shared (Redis) Store: each
-	// worker of a fleet has its own. 0 (the default): at most 16; a
-	// negative value: no cap.
+	// The host's pacing rate is read from the Store at most once a second
+	// per host. The cap is per Transport, also with a shared (Redis)
+	// Store: each worker of a fleet has its own. A crawler author sets it
+	// lower for hosts that must see fewer requests at once, or negative
+	// for a test of its own that needs many. 0 (the default): at most 16;
+	// a negative value: no cap; every value is valid.
 	MaxInFlight int
 }
 
