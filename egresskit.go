@@ -257,8 +257,9 @@ type Config struct {
 
 	// MaxInFlight caps the attempts in flight to one host (a host key),
 	// so that a slow host is not handed a queue: an attempt is in flight
-	// from when it is sent until its response's body is read to the end
-	// or closed (close every body), or its error. The cap in force is
+	// from when it is sent until the host's answer (its response's
+	// headers) or its error; reading the body is the caller's time, and
+	// costs the host little once it has answered. The cap in force is
 	// Little's law with headroom, min(MaxInFlight, ceil(rate × latency ×
 	// 1.5)) and at least 1, with rate the host's current pacing rate and
 	// latency its time to headers as this Transport saw it: the lower of

@@ -3,9 +3,7 @@ package egresskit
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
-	"sync/atomic"
 	"time"
 
 	"github.com/egresskit/egresskit/classify"
@@ -58,45 +56,13 @@ func (t *Transport) slotWait(ctx context.Context, key string, first bool) (func(
 }
 
 // slotEnd ends the in-flight slot of an attempt whose RoundTrip returned:
-// at once for an error or a response without a body, else when its body
-// reaches EOF or is closed. A response's time to headers feeds the host's
-// latency estimate.
+// the host has answered (or the attempt failed), so the attempt no longer
+// waits on the host. Reading the body is the caller's time, as in
+// Little's law the host's latency is its time to headers, which a
+// response's feeds the host's estimate with.
 func (t *Transport) slotEnd(key string, done func(), resp *http.Response, err error, ttfb time.Duration) {
-	if err != nil || resp == nil {
-		done()
-		return
+	if err == nil && resp != nil {
+		t.inflight.Observe(key, ttfb)
 	}
-	t.inflight.Observe(key, ttfb)
-	if resp.Body == nil || resp.Body == http.NoBody || resp.StatusCode == http.StatusSwitchingProtocols {
-		done()
-		return
-	}
-	resp.Body = &slotBody{ReadCloser: resp.Body, done: done}
-}
-
-// slotBody gives its attempt's in-flight slot back at EOF or Close.
-type slotBody struct {
-	io.ReadCloser
-	done  func()
-	ended atomic.Bool
-}
-
-func (b *slotBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	if err != nil {
-		b.end()
-	}
-	return n, err
-}
-
-func (b *slotBody) Close() error {
-	err := b.ReadCloser.Close()
-	b.end()
-	return err
-}
-
-func (b *slotBody) end() {
-	if b.ended.CompareAndSwap(false, true) {
-		b.done()
-	}
+	done()
 }

@@ -31,7 +31,6 @@ package inflight
 import (
 	"context"
 	"math"
-	"sync"
 	"time"
 
 	"github.com/egresskit/egresskit/internal/hostmap"
@@ -83,6 +82,9 @@ type entry struct {
 	rateAt  time.Time       // when perSec was set
 	used    time.Time
 	peak    int // the highest limit in force so far
+	// rel gives back a slot of this entry: made once with the entry, so
+	// that taking a slot allocates nothing.
+	rel func()
 }
 
 // New returns a Limits configured by cfg.
@@ -138,6 +140,11 @@ func (l *Limits) entry(sh *hostmap.Shard[entry, struct{}], key string, now time.
 	e := sh.Get(key)
 	if e == nil {
 		e = &entry{}
+		e.rel = func() {
+			sh.Lock()
+			l.release(e)
+			sh.Unlock()
+		}
 		sh.Put(key, e)
 	}
 	e.used = now
@@ -145,8 +152,8 @@ func (l *Limits) entry(sh *hostmap.Shard[entry, struct{}], key string, now time.
 }
 
 // Acquire takes a slot for an attempt to key, waiting while the host is
-// at its limit, and returns the func that gives it back (call it once,
-// when the attempt has ended) and whether it waited, or ctx's error when
+// at its limit, and returns the func that gives it back (call it exactly
+// once, when the attempt has ended; it is the host's, shared by its slots) and whether it waited, or ctx's error when
 // ctx ends first.
 func (l *Limits) Acquire(ctx context.Context, key string) (release func(), waited bool, err error) {
 	now := l.cfg.Now()
@@ -157,14 +164,14 @@ func (l *Limits) Acquire(ctx context.Context, key string) (release func(), waite
 	if len(e.waiters) == 0 && e.n < l.limit(e) {
 		e.n++
 		sh.Unlock()
-		return l.releaser(key), false, nil
+		return e.rel, false, nil
 	}
 	ch := make(chan struct{})
 	e.waiters = append(e.waiters, ch)
 	sh.Unlock()
 	select {
 	case <-ch:
-		return l.releaser(key), true, nil
+		return e.rel, true, nil
 	case <-ctx.Done():
 	}
 	sh.Lock()
@@ -181,22 +188,6 @@ func (l *Limits) Acquire(ctx context.Context, key string) (release func(), waite
 		}
 	}
 	return nil, true, ctx.Err()
-}
-
-// releaser returns the release func of a slot of key, which gives the
-// slot back once however often it is called.
-func (l *Limits) releaser(key string) func() {
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			sh := l.hosts.Shard(key)
-			sh.Lock()
-			if e := sh.Get(key); e != nil {
-				l.release(e)
-			}
-			sh.Unlock()
-		})
-	}
 }
 
 // release gives back a slot of e, handing it to waiters while e is

@@ -191,7 +191,6 @@ func TestAcquireWaits(t *testing.T) {
 		t.Fatalf("state %+v, want 3 in flight, none waiting, peak 3", st)
 	}
 	first()
-	first() // idempotent
 	for _, rel := range got {
 		rel()
 	}
