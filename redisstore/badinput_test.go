@@ -2,7 +2,9 @@ package redisstore_test
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -29,17 +31,29 @@ func TestForeignValues(t *testing.T) {
 		key    string // "state" or "halt"
 		reason string
 	}{
-		{"string under the hash", func(s, h string) error { return client.Set(ctx, s, "hello", 0).Err() }, "state", "wrongtype"},
+		{"hash under the state", func(s, h string) error { return client.HSet(ctx, s, "bs", "0").Err() }, "state", "wrongtype"},
 		{"list under the halt", func(s, h string) error { return client.LPush(ctx, h, "x").Err() }, "halt", "wrongtype"},
 		{"halt not a time", func(s, h string) error { return client.Set(ctx, h, "yesterday", 0).Err() }, "halt", "value"},
 		{"negative halt", func(s, h string) error { return client.Set(ctx, h, "-5", 0).Err() }, "halt", "value"},
-		{"garbage failure count", func(s, h string) error { return corruptField(ctx, client, s, "bf", "banana") }, "state", "bf"},
-		{"fractional state", func(s, h string) error { return corruptField(ctx, client, s, "bs", "1.5") }, "state", "bs"},
-		{"unknown breaker state", func(s, h string) error { return corruptField(ctx, client, s, "bs", "7") }, "state", "bs"},
-		{"NaN rate", func(s, h string) error { return corruptField(ctx, client, s, "lr", "nan") }, "state", "lr"},
-		{"infinite tokens", func(s, h string) error { return corruptField(ctx, client, s, "lt", "inf") }, "state", "lt"},
-		{"zero rate", func(s, h string) error { return corruptField(ctx, client, s, "lr", "0") }, "state", "lr"},
-		{"fields missing", func(s, h string) error { return client.HSet(ctx, s, "bu", "1").Err() }, "state", "incomplete"},
+		{"garbage failure count", func(s, h string) error { return corruptField(ctx, client, s, "bf", bytesOf("banana")) }, "state", "bf"},
+		{"fractional state", func(s, h string) error { return corruptField(ctx, client, s, "bs", bitsOf(1.5)) }, "state", "bs"},
+		{"unknown breaker state", func(s, h string) error { return corruptField(ctx, client, s, "bs", bitsOf(7)) }, "state", "bs"},
+		{"NaN rate", func(s, h string) error { return corruptField(ctx, client, s, "lr", bitsOf(math.NaN())) }, "state", "lr"},
+		{"infinite tokens", func(s, h string) error { return corruptField(ctx, client, s, "lt", bitsOf(math.Inf(1))) }, "state", "lt"},
+		{"zero rate", func(s, h string) error { return corruptField(ctx, client, s, "lr", bitsOf(0)) }, "state", "lr"},
+		{"negative count", func(s, h string) error { return corruptField(ctx, client, s, "n3", bitsOf(-1)) }, "state", "n3"},
+		{"huge time", func(s, h string) error { return corruptField(ctx, client, s, "lps", bitsOf(1e300)) }, "state", "lps"},
+		{"fields missing", func(s, h string) error {
+			return client.Set(ctx, s, validState()[:redisstore.StateSize-8], 0).Err()
+		}, "state", "incomplete"},
+		{"a string of text", func(s, h string) error { return client.Set(ctx, s, "hello", 0).Err() }, "state", "incomplete"},
+		{"unknown version", func(s, h string) error {
+			return client.Set(ctx, s, "\x02"+validState()[1:], 0).Err()
+		}, "state", "version"},
+		{"unknown flags", func(s, h string) error {
+			v := validState()
+			return client.Set(ctx, s, v[:1]+"\x07"+v[2:], 0).Err()
+		}, "state", "flags"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -71,20 +85,20 @@ func TestForeignValues(t *testing.T) {
 			check("State", err)
 			check("SetCeiling", st.SetCeiling(ctx, host, 10))
 			if tt.key == "state" {
-				// No halt to resume: the hash is not read; the answer is
+				// No halt to resume: the state is not read; the answer is
 				// that the host is not halted, not that its state is corrupt.
 				if err := st.Resume(ctx, host); !errors.Is(err, hoststate.ErrNotHalted) {
 					t.Errorf("Resume of a host not halted = %v, want ErrNotHalted", err)
 				}
-				// A refusal halts the host even though its hash is corrupt.
+				// A refusal halts the host even though its state is corrupt.
 				_, err = st.Record(ctx, host, hoststate.Admission{}, classify.Result{Outcome: classify.Refused})
 				check("Record(Refused)", err)
 				if n, err := client.Exists(ctx, haltKey).Result(); err != nil || n != 1 {
-					t.Errorf("halt key after a refusal on a corrupt hash: exists = %d, %v; want 1", n, err)
+					t.Errorf("halt key after a refusal on a corrupt state: exists = %d, %v; want 1", n, err)
 				}
 				client.Del(ctx, stateKey)
 				if _, err := st.Admit(ctx, host); !errors.Is(err, egresskit.ErrHalted) {
-					t.Errorf("Admit once the hash is deleted = %v, want ErrHalted (the halt was kept)", err)
+					t.Errorf("Admit once the state is deleted = %v, want ErrHalted (the halt was kept)", err)
 				}
 			} else {
 				if tt.reason == "wrongtype" {
@@ -103,32 +117,48 @@ func TestForeignValues(t *testing.T) {
 	}
 }
 
-// corruptField builds a valid state hash, then overwrites one field.
-func corruptField(ctx context.Context, c *redis.Client, key, field, value string) error {
-	fields := map[string]string{
-		"bs": "0", "bg": "1", "bq": "0", "bx": "0", "bk": "0", "bf": "0", "bo": "0", "bu": "1", "bp": "0",
-		"lr": "60", "lc": "60", "lx": "0", "lp": "0", "lt": "0", "lf": "0", "la": "1", "lk": "0", "lw": "1", "lu": "1",
-		"n0": "0", "n1": "0", "n2": "0", "n3": "0", "n4": "0", "n5": "0",
-	}
-	fields[field] = value
-	return c.HSet(ctx, key, fields).Err()
+// validState is a packed state (breaker and limiter) that every script
+// accepts.
+func validState() string {
+	return redisstore.PackState(3, map[string]float64{"bg": 1, "bu": 1, "lr": 60, "lc": 60, "la": 1, "lw": 1, "lu": 1})
 }
 
-// TestUnknownFieldsIgnored: fields the store does not know (a newer
-// version's) are left alone.
-func TestUnknownFieldsIgnored(t *testing.T) {
+// bitsOf is the 8 bytes of a double, as a packed state holds it.
+func bitsOf(f float64) uint64 { return math.Float64bits(f) }
+
+// bytesOf is the 8 bytes that start with text (little-endian).
+func bytesOf(text string) uint64 {
+	var b [8]byte
+	copy(b[:], text)
+	return binary.LittleEndian.Uint64(b[:])
+}
+
+// corruptField writes a valid packed state, then overwrites the 8 bytes
+// of one field with bits (nothing for a field the state does not have).
+func corruptField(ctx context.Context, c *redis.Client, key, field string, bits uint64) error {
+	b := []byte(validState())
+	if at := redisstore.StateOffset(field); at >= 0 {
+		binary.LittleEndian.PutUint64(b[at:], bits)
+	}
+	return c.Set(ctx, key, string(b), 0).Err()
+}
+
+// TestUnknownBytesKept: bytes after the packed state of this version (a
+// newer version's fields) are left alone.
+func TestUnknownBytesKept(t *testing.T) {
 	ctx := context.Background()
 	client := redistest.Client(t)
 	st := mustState(t, redistest.Addr(t), redisstore.Config{Prefix: redistest.Prefix(t), Timeout: testTimeout})
 	stateKey, _, _ := redisstore.KeysOf(st, "a.example")
-	if err := client.HSet(ctx, stateKey, "future", "x").Err(); err != nil {
+	if err := client.Set(ctx, stateKey, validState()+"future", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := st.Admit(ctx, "a.example"); err != nil {
-		t.Errorf("Admit with an unknown field = %v", err)
+		t.Errorf("Admit with unknown bytes = %v", err)
 	}
-	if got, _ := client.HGet(ctx, stateKey, "future").Result(); got != "x" {
-		t.Errorf("unknown field = %q after Admit, want kept", got)
+	got, _ := client.Get(ctx, stateKey).Result()
+	if !strings.HasSuffix(got, "future") || len(got) != redisstore.StateSize+len("future") || got == validState()+"future" {
+		t.Errorf("state after Admit = %q, want it updated and the unknown bytes kept", got)
 	}
 }
 

@@ -40,7 +40,7 @@ func (p ErrorPolicy) String() string {
 
 // Config configures a Store. The zero value uses every default.
 type Config struct {
-	// Prefix starts every key ("PREFIX:{host}:s"). It must not contain
+	// Prefix starts every key ("PREFIX:{host}:st"). It must not contain
 	// spaces, control characters or braces. Default (""): "egresskit".
 	Prefix string
 

@@ -45,7 +45,7 @@
 //
 // A host's keys are
 //
-//	PREFIX:{HOST}:s        hash: breaker and pacing fields
+//	PREFIX:{HOST}:st       string: breaker and pacing, packed (below)
 //	PREFIX:{HOST}:halt     string: when the halt began (microseconds)
 //	PREFIX:{HOST}:resumed  string: when the host was last resumed
 //	PREFIX:{HOST}:halts    list: the halt records (hoststate.HaltLog), newest first
@@ -57,7 +57,7 @@
 // halted.
 // The host is the hash tag, so each script touches one Redis Cluster slot;
 // host keys may contain ':' and '.', but not braces (rejected with
-// ErrInvalidHost). The state hash expires when the host has been idle for the
+// ErrInvalidHost). The state key expires when the host has been idle for the
 // longer of the breaker's and the limiter's IdleTTL, and not before an
 // open circuit's open period or a Retry-After pause has ended; while the
 // host is halted it does not expire. The halt and resume keys have no
@@ -65,6 +65,24 @@
 // key: workers that remember it write it back). Idle state is also
 // forgotten logically, inside the scripts, by the same rules as in
 // memory, so an injected clock sees the same eviction as the real one.
+//
+// The state is one string of 338 bytes, read with GET and written with
+// SET … PX only when a script changed it: a version byte (1), a byte of
+// flags (1: the breaker part is there, 2: the pacing part), then 42
+// little-endian IEEE 754 doubles, the breaker's 9 fields and the pacing's
+// 33 in the order lua/common.lua lists them. Bytes after those (a newer
+// version's fields) are kept as they are. A packed string costs the Lua
+// scripts far less than a hash of 42 fields: no field names to build,
+// parse and write back on every call.
+//
+// Versions before the packed state kept it in a hash, PREFIX:{HOST}:s.
+// This version does not read it: after an upgrade every host starts with a
+// fresh breaker and pacing state (as if it had been idle past IdleTTL),
+// while its halt, resume and log keys, unchanged, carry over — a halted
+// host stays halted. The old hashes expire by their own TTL, except those
+// of hosts halted at the upgrade, which had none: Resume deletes the
+// host's old hash. During a rolling upgrade, workers of the two versions
+// share halts but not breaker and pacing state.
 //
 // # Halts that outlive Redis's data
 //
@@ -132,10 +150,12 @@
 // handshake counts against Config.Timeout: keep connections in the pool
 // (MinIdleConns) or allow for it.
 //
-// A key holding something this package did not write — another type, or
-// fields that do not parse — is reported as ErrCorrupt and left alone;
-// an operator deletes or fixes it. A Refused outcome sets the halt before
-// the state hash is read, so a corrupt hash never loses a halt.
+// A key holding something this package did not write — another type, a
+// state string too short, of another version or with unknown flags, or a
+// field out of its range (the CorruptError's Reason names it) — is
+// reported as ErrCorrupt and left alone; an operator deletes or fixes it.
+// A Refused outcome sets the halt before the state is read, so a corrupt
+// state never loses a halt.
 //
 // Other kinds of shared state may live in this package under other key
 // suffixes of the same prefix.

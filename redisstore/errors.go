@@ -92,8 +92,9 @@ type corruptError struct {
 	// Key is the Redis key.
 	Key string
 	// Reason is "wrongtype" (another type of value), "value" (a halt that
-	// is not a time), "incomplete" (fields missing), or the name of the
-	// field that does not parse.
+	// is not a time), "incomplete" (a state shorter than its fields),
+	// "version" (a state of another version), "flags" (unknown parts), or
+	// the name of the field out of its range.
 	Reason string
 }
 

@@ -1,5 +1,12 @@
 package redisstore
 
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"strings"
+)
+
 // The error types behind the sentinels, for the external tests that check
 // the details an error carries.
 type (
@@ -24,3 +31,51 @@ func KeysOf(s *Store, host string) (state, halt string, err error) {
 
 // PrefixOf returns the key prefix s uses.
 func PrefixOf(s *Store) string { return s.prefix }
+
+// StateFields are the fields of a packed state (lua/common.lua), in order.
+var StateFields = strings.Fields(packedFields())
+
+// packedFields reads the field names from the prelude, so that the tests
+// follow the Lua layout.
+func packedFields() string {
+	_, rest, _ := strings.Cut(luaCommon, "local FIELDS = '")
+	names, _, _ := strings.Cut(rest, "'")
+	return names
+}
+
+// StateSize is the length of a packed state of this version.
+const StateSize = 2 + 8*42
+
+// PackState returns the packed state of version 1 with flags and fields
+// (the others 0).
+func PackState(flags byte, fields map[string]float64) string {
+	b := make([]byte, StateSize)
+	b[0], b[1] = 1, flags
+	for i, name := range StateFields {
+		binary.LittleEndian.PutUint64(b[2+8*i:], math.Float64bits(fields[name]))
+	}
+	return string(b)
+}
+
+// StateOffset returns the offset of field's 8 bytes in a packed state,
+// or -1.
+func StateOffset(field string) int {
+	for i, name := range StateFields {
+		if name == field {
+			return 2 + 8*i
+		}
+	}
+	return -1
+}
+
+// UnpackState reads a packed state: its flags and its fields.
+func UnpackState(raw string) (flags byte, fields map[string]float64, err error) {
+	if len(raw) < StateSize || raw[0] != 1 {
+		return 0, nil, fmt.Errorf("not a packed state of version 1: %q", raw)
+	}
+	fields = make(map[string]float64, len(StateFields))
+	for i, name := range StateFields {
+		fields[name] = math.Float64frombits(binary.LittleEndian.Uint64([]byte(raw[2+8*i:])))
+	}
+	return raw[1], fields, nil
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"github.com/egresskit/egresskit"
+	"math"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -55,61 +56,101 @@ func FuzzKeys(f *testing.F) {
 	})
 }
 
-// FuzzStoredField overwrites one field of a valid state hash with
-// anything, then runs every operation: each returns a result or a typed
-// error — never a script failure (a Lua error would be a bug), never a
-// negative wait.
+// FuzzStoredField overwrites one field of a valid packed state with any
+// 8 bytes, then runs every operation (fuzzOps).
 func FuzzStoredField(f *testing.F) {
-	for _, seed := range [][2]string{
-		{"bf", "banana"}, {"bs", "2"}, {"bo", "1e300"}, {"lr", "1e-300"}, {"lt", "-1e15"},
-		{"lp", "99999999999999999"}, {"lx", "0x10"}, {"n3", " 7 "}, {"bg", "-1"}, {"la", "inf"},
+	for _, seed := range []struct {
+		field string
+		bits  uint64
+	}{
+		{"bf", bytesOf("banana")}, {"bs", bitsOf(2)}, {"bo", bitsOf(1e300)}, {"lr", bitsOf(1e-300)}, {"lt", bitsOf(-1e15)},
+		{"lp", bitsOf(99999999999999999)}, {"lx", bitsOf(16)}, {"n3", bitsOf(7)}, {"bg", bitsOf(-1)}, {"la", bitsOf(math.Inf(1))},
+		{"lq", bitsOf(math.NaN())}, {"lf", bitsOf(1)}, {"lcr", bitsOf(5e-7)},
 	} {
-		f.Add(seed[0], seed[1])
+		f.Add(seed.field, seed.bits)
 	}
 	client := redistest.Client(f)
-	prefix := redistest.Prefix(f)
+	st := fuzzStore(f, client)
+	var n atomic.Int64
+	ctx := context.Background()
+	f.Fuzz(func(t *testing.T, field string, bits uint64) {
+		host := "f" + strconv.FormatInt(n.Add(1), 10) + ".example"
+		stateKey, haltKey, _ := redisstore.KeysOf(st, host)
+		defer client.Del(ctx, stateKey, haltKey)
+		if err := corruptField(ctx, client, stateKey, field, bits); err != nil {
+			t.Fatal(err)
+		}
+		fuzzOps(t, st, host, field+"="+strconv.FormatUint(bits, 16))
+	})
+}
+
+// FuzzStoredState writes any bytes as a host's state, then runs every
+// operation (fuzzOps).
+func FuzzStoredState(f *testing.F) {
+	valid := validState()
+	for _, seed := range []string{
+		valid, valid + "tail", valid[:redisstore.StateSize-1], "", "\x01", "\x01\x03", "\x02" + valid[1:],
+		valid[:1] + "\x00" + valid[2:], valid[:1] + "\x01" + valid[2:], valid[:1] + "\x02" + valid[2:], "hello",
+	} {
+		f.Add([]byte(seed))
+	}
+	client := redistest.Client(f)
+	st := fuzzStore(f, client)
+	var n atomic.Int64
+	ctx := context.Background()
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		host := "g" + strconv.FormatInt(n.Add(1), 10) + ".example"
+		stateKey, haltKey, _ := redisstore.KeysOf(st, host)
+		defer client.Del(ctx, stateKey, haltKey)
+		if err := client.Set(ctx, stateKey, raw, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		fuzzOps(t, st, host, strconv.Quote(string(raw)))
+	})
+}
+
+func fuzzStore(f *testing.F, client *redis.Client) *redisstore.Store {
 	st, err := redisstore.New(client, redisstore.Config{
-		Prefix: prefix, OnRedisError: redisstore.FailClosed, Timeout: testTimeout,
+		Prefix: redistest.Prefix(f), OnRedisError: redisstore.FailClosed, Timeout: testTimeout,
 		HostState: hoststate.Config{Breaker: breaker.Config{FailureThreshold: 2}},
 	})
 	if err != nil {
 		f.Fatal(err)
 	}
-	var n atomic.Int64
+	return st
+}
+
+// fuzzOps runs every operation on host: each returns a result or a typed
+// error — never a script failure (a Lua error would be a bug), never a
+// negative wait.
+func fuzzOps(t testing.TB, st *redisstore.Store, host, what string) {
+	t.Helper()
 	ctx := context.Background()
-	f.Fuzz(func(t *testing.T, field, value string) {
-		host := "f" + strconv.FormatInt(n.Add(1), 10) + ".example"
-		stateKey, haltKey, _ := redisstore.KeysOf(st, host)
-		defer client.Del(ctx, stateKey, haltKey)
-		if err := corruptField(ctx, client, stateKey, field, value); err != nil {
-			t.Fatal(err)
+	check := func(op string, err error) {
+		t.Helper()
+		var ce *redisstore.CorruptError
+		var he *breaker.HaltError
+		var oe *breaker.OpenError
+		var de *ratelimit.DeadlineError
+		switch {
+		case err == nil, errors.As(err, &ce), errors.As(err, &he), errors.As(err, &oe), errors.As(err, &de):
+		default:
+			t.Fatalf("%s with %s: %v", op, what, err)
 		}
-		check := func(op string, err error) {
-			t.Helper()
-			var ce *redisstore.CorruptError
-			var he *breaker.HaltError
-			var oe *breaker.OpenError
-			var de *ratelimit.DeadlineError
-			switch {
-			case err == nil, errors.As(err, &ce), errors.As(err, &he), errors.As(err, &oe), errors.As(err, &de):
-			default:
-				t.Fatalf("%s with %s=%q: %v", op, field, value, err)
-			}
-		}
-		dctx, cancel := context.WithTimeout(ctx, testTimeout)
-		defer cancel()
-		a, err := st.Admit(dctx, host)
-		check("Admit", err)
-		if a.Wait < 0 {
-			t.Fatalf("Admit with %s=%q: wait %v", field, value, a.Wait)
-		}
-		for _, o := range []classify.Outcome{classify.Throttled, classify.OK, classify.Transient, classify.Refused} {
-			_, err := st.Record(ctx, host, a, classify.Result{Outcome: o})
-			check("Record", err)
-		}
-		_, err = st.Status(ctx, host)
-		check("State", err)
-		check("SetCeiling", st.SetCeiling(ctx, host, 30))
-		check("Resume", st.Resume(ctx, host))
-	})
+	}
+	dctx, cancel := context.WithTimeout(ctx, testTimeout)
+	defer cancel()
+	a, err := st.Admit(dctx, host)
+	check("Admit", err)
+	if a.Wait < 0 {
+		t.Fatalf("Admit with %s: wait %v", what, a.Wait)
+	}
+	for _, o := range []classify.Outcome{classify.Throttled, classify.OK, classify.Transient, classify.Refused} {
+		_, err := st.Record(ctx, host, a, classify.Result{Outcome: o})
+		check("Record", err)
+	}
+	_, err = st.Status(ctx, host)
+	check("State", err)
+	check("SetCeiling", st.SetCeiling(ctx, host, 30))
+	check("Resume", st.Resume(ctx, host))
 }

@@ -40,15 +40,23 @@ func checkPrefix(prefix string) error {
 	return nil
 }
 
+// stateSuffix ends the key of a host's state, a packed string (see
+// lua/common.lua); legacySuffix ended the hash that held it before, which
+// Resume deletes (see the package documentation, "Keys").
+const (
+	stateSuffix  = "st"
+	legacySuffix = "s"
+)
+
 // keys are the Redis keys of one host. Both carry the host as their hash
 // tag, so a script that touches them touches one Cluster slot.
 type keys struct {
-	state   string // hash: breaker and pacing
+	state   string // string: breaker and pacing, packed
 	halt    string // string: when the halt began; no TTL
 	resumed string // string: when the host was last resumed; no TTL
 }
 
-// keysOf returns host's keys, PREFIX:{HOST}:s, PREFIX:{HOST}:halt and
+// keysOf returns host's keys, PREFIX:{HOST}:st, PREFIX:{HOST}:halt and
 // PREFIX:{HOST}:resumed. A host that is empty, too long, or contains a
 // brace or a control character is rejected with an error wrapping
 // ErrInvalidHost: with a brace the hash tag would not be exactly the host.
@@ -56,12 +64,12 @@ func (s *Store) keysOf(host string) (keys, error) {
 	if err := checkHost(host); err != nil {
 		return keys{}, err
 	}
-	// One allocation for the three keys: "BASEs", "BASEhalt" and
+	// One allocation for the three keys: "BASEst", "BASEhalt" and
 	// "BASEresumed", where BASE is "PREFIX:{HOST}:".
 	n := len(s.prefix) + len(host) + 4
 	var b strings.Builder
-	b.Grow(3*n + len("s") + len("halt") + len("resumed"))
-	for _, suffix := range [...]string{"s", "halt", "resumed"} {
+	b.Grow(3*n + len(stateSuffix) + len("halt") + len("resumed"))
+	for _, suffix := range [...]string{stateSuffix, "halt", "resumed"} {
 		b.WriteString(s.prefix)
 		b.WriteString(":{")
 		b.WriteString(host)
@@ -69,7 +77,7 @@ func (s *Store) keysOf(host string) (keys, error) {
 		b.WriteString(suffix)
 	}
 	all := b.String()
-	st, halt := n+len("s"), n+len("s")+n+len("halt")
+	st, halt := n+len(stateSuffix), n+len(stateSuffix)+n+len("halt")
 	return keys{state: all[:st], halt: all[st:halt], resumed: all[halt:]}, nil
 }
 

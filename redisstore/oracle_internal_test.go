@@ -207,27 +207,25 @@ func compareRun(client *redis.Client, prefix string, sc scripts, seed uint64) er
 	return nil
 }
 
-// luaCounts reads the breaker's counts from the host's hash: requests bq,
+// luaCounts reads the breaker's counts from the host's state: requests bq,
 // exclusions bx, consecutive successes bk and failures bf. An open period
 // that has ended but is not yet noticed by a script (the Store script
 // only reads) counts as the cleared counts the next script will write,
 // as gobreaker clears them when its Store notices.
 func luaCounts(ctx context.Context, client *redis.Client, key string) ([4]uint32, error) {
-	v, err := client.HMGet(ctx, key, "bq", "bx", "bk", "bf", "bs", "bo").Result()
+	raw, err := client.Get(ctx, key).Result()
+	if err == redis.Nil {
+		return [4]uint32{}, nil
+	}
 	if err != nil {
 		return [4]uint32{}, err
 	}
-	var n [6]int64
-	for i, x := range v {
-		if x == nil {
-			continue
-		}
-		if n[i], err = strconv.ParseInt(x.(string), 10, 64); err != nil {
-			return [4]uint32{}, fmt.Errorf("field %d of %s: %v", i, key, err)
-		}
+	flags, f, err := UnpackState(raw)
+	if err != nil {
+		return [4]uint32{}, fmt.Errorf("%s: %v", key, err)
 	}
-	if n[4] == 2 && n[5] < time.Now().UnixMicro() {
+	if flags&1 == 0 || (f["bs"] == 2 && f["bo"] < float64(time.Now().UnixMicro())) {
 		return [4]uint32{}, nil
 	}
-	return [4]uint32{uint32(n[0]), uint32(n[1]), uint32(n[2]), uint32(n[3])}, nil
+	return [4]uint32{uint32(f["bq"]), uint32(f["bx"]), uint32(f["bk"]), uint32(f["bf"])}, nil
 }

@@ -282,7 +282,7 @@ func (s *Store) Admit(ctx context.Context, host string) (hoststate.Admission, er
 
 // Record feeds the classification of an attempt admitted by Admit back
 // into host's state; see hoststate.Store. A Refused result halts the host
-// before anything else is read, so that even a corrupt state hash does not
+// before anything else is read, so that even a corrupt state does not
 // lose the halt. Its errors are ErrInvalidHost, ErrCorrupt, ErrScript,
 // ctx.Err(), and under FailClosed ErrUnavailable.
 //
@@ -453,9 +453,11 @@ type redisErr struct{ error }
 func (s *Store) call(ctx context.Context, op string, sc *redis.Script, k keys, args []any) (any, error) {
 	start := time.Now()
 	rctx, cancel := context.WithTimeout(ctx, s.set.cfg.Timeout)
-	ks := []string{k.state, k.halt, k.resumed}
-	if op != "resume" {
-		ks = ks[:2] // only resume writes the resume key
+	ks := []string{k.state, k.halt}
+	if op == "resume" {
+		// Only resume writes the resume key, and deletes the hash an older
+		// version kept the state in.
+		ks = append(ks, k.resumed, k.state[:len(k.state)-len(stateSuffix)]+legacySuffix)
 	}
 	reply, err := sc.Run(rctx, s.client, ks, args...).Result()
 	cancel()

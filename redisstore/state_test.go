@@ -291,7 +291,7 @@ func TestKeysAndUnavailableOp(t *testing.T) {
 		t.Fatal(err)
 	}
 	state, halt, _ := redisstore.KeysOf(st, "example.com:8080")
-	if state != "crawl:{example.com:8080}:s" || halt != "crawl:{example.com:8080}:halt" {
+	if state != "crawl:{example.com:8080}:st" || halt != "crawl:{example.com:8080}:halt" {
 		t.Errorf("KeysOf = %q, %q", state, halt)
 	}
 	if _, _, err := redisstore.KeysOf(st, "bad{host}"); !errors.Is(err, redisstore.ErrInvalidHost) {

@@ -3,7 +3,7 @@
 -- saving with the right expiry. Times are integer microseconds since the
 -- Unix epoch, durations integer microseconds.
 --
--- KEYS[1] is the host's state hash, KEYS[2] its halt key; both carry the
+-- KEYS[1] is the host's state key, KEYS[2] its halt key; both carry the
 -- {host} hash tag, so a script touches one Cluster slot.
 --
 -- ARGV[1]   now (empty: the Redis server's TIME)
@@ -67,69 +67,110 @@ do
   end
 end
 
--- A Refused outcome halts the host before the state hash is read, so
--- that not even a corrupt hash loses the halt.
+-- A Refused outcome halts the host before the state key is read, so
+-- that not even a corrupt state loses the halt.
 local newhalt = 0
 if OP == 'record' and tonumber(ARGV[15]) == REFUSED and not halted then
   redis.call('SET', H, now)
   halted, newhalt = now, 1
 end
 
--- The state hash's fields, read with HMGET and parsed: an integer in
--- [0, 1e18) ('i'), a rate in [1e-6, 1e15] ('r'), a rate or 0 ('z'), a
--- token count in [-1e15, 1e15] ('t'), a duration in [0, 1e18) ('d'). The bounds are far beyond anything
--- the scripts write, and keep every computed wait finite. Other fields (a
--- newer version's) are left alone. f keeps the values read, so that save
--- writes only the fields that changed.
-local NAMES = {'bs', 'bg', 'bq', 'bx', 'bk', 'bf', 'bo', 'bu', 'bp',
-  'lr', 'lc', 'lx', 'lp', 'lt', 'lf', 'la', 'lk', 'lw', 'lu', 'n0', 'n1', 'n2', 'n3', 'n4', 'n5',
-  'le', 'lg', 'lb', 'lo', 'lq', 'lm', 'll', 'lpa', 'lbo', 'lpn', 'lps', 'lrs', 'lrn',
-  'lcr', 'lcs', 'lce', 'lcn'}
-local KINDS = 'iiiiiiiiirrzitiiiiiiiiiiiizzidizididiiziii'
-local f = {}
-do
-  local raw = redis.pcall('HMGET', S, unpack(NAMES))
-  if raw.err then corrupt('s', 'wrongtype') end
-  for i = 1, #NAMES do
-    local v = raw[i]
-    if v then
-      local n, kind = tonumber(v), string.sub(KINDS, i, i)
-      if n == nil or n ~= n
-        or (kind == 'i' and (n < 0 or n >= 1e18 or n ~= floor(n)))
-        or (kind == 'r' and (n < 1e-6 or n > 1e15))
-        or (kind == 'z' and n ~= 0 and (n < 1e-6 or n > 1e15))
-        or (kind == 't' and (n < -1e15 or n > 1e15))
-        or (kind == 'd' and (n < 0 or n >= 1e18)) then
-        corrupt('s', NAMES[i])
-      end
-      f[NAMES[i]] = n
-    end
+-- The state key holds one string: a version byte (1), a byte of flags (1:
+-- the breaker part is present, 2: the limiter part), then 42 little-endian
+-- doubles in the order of FIELDS, grouped by kind: integers in [0, 1e18)
+-- (the breaker's nine and the limiter's 22 that follow), rates in [1e-6,
+-- 1e15] (lr, lc), rates or 0 (lx to lcr), a token count in [-1e15, 1e15]
+-- (lt), durations in [0, 1e18) (lq, lbo, lps). The bounds are far beyond
+-- anything the scripts write, and keep every computed wait finite. A part
+-- that is absent is written as zeros and not read. Bytes after the 338 of
+-- version 1 (a newer version's) are kept as they are. raw keeps the value
+-- read, so that save writes only when something changed.
+local FMT = '<BBdddddddddddddddddddddddddddddddddddddddddd'
+local SIZE = 338
+local FIELDS = 'bs bg bq bx bk bf bo bu bp lp lf la lk lw lu n0 n1 n2 n3 n4 n5 le lo lm lpa lpn lrs lrn lcs lce lcn lr lc lx lg lb ll lcr lt lq lbo lps'
+
+-- bad reports the i-th value of the unpacked string (the i-2-th field).
+local function bad(i)
+  local j = 2
+  for name in string.gmatch(FIELDS, '%S+') do
+    j = j + 1
+    if j == i then corrupt('s', name) end
   end
 end
 
-local function need(t, names)
-  for _, k in ipairs(names) do
-    if t[k] == nil then corrupt('s', 'incomplete') end
-  end
-end
+local raw = redis.pcall('GET', S)
+if type(raw) == 'table' and raw.err then corrupt('s', 'wrongtype') end
 
--- dropped is set when a part of the hash was forgotten, so that save
--- rewrites the hash from scratch.
+-- dropped is set when a part of the state was forgotten, so that save
+-- writes the state again even when the other part is absent.
 local dropped = false
 
 -- The breaker part: state s, generation g, requests q, exclusions x,
 -- consecutive successes k and failures fl, open-until o, last use u, last
 -- probe admission p.
 local b = nil
-local lastgen = f.bg
-if f.bu ~= nil then
-  b = {s = f.bs, g = f.bg, q = f.bq, x = f.bx, k = f.bk, fl = f.bf, o = f.bo, u = f.bu, p = f.bp}
-  need(b, {'s', 'g', 'q', 'x', 'k', 'fl', 'o', 'u', 'p'})
-  if b.s > OPENED then corrupt('s', 'bs') end
-  -- Idle hosts are forgotten, except halted ones and open circuits still
-  -- in their open period.
-  if not halted and BIDLE >= 0 and now - b.u >= BIDLE and not (b.s == OPENED and now < b.o) then
-    b, dropped = nil, true
+local lastgen = nil
+
+-- The limiter part: rate r, configured rate c, ceiling x (0: none),
+-- paused-until p, tokens t (valid when tf is 1, else the bucket is full)
+-- as of time a (the latest time given to the bucket), epoch e (pauses
+-- started or grown), the recovery from base bs toward target g (0: none)
+-- k OKs in, the probe begun pn OKs in (0: not probing) and allowed from
+-- time pa, the learnt ceiling ll (0: none), the probe's backoff bo, the
+-- latest pause ps, the run of rn OKs since the latest pause ended begun at
+-- rs, the run a throttle's estimate counted (the rate refused cr, 0: no
+-- estimate to revise; its first OK cs, the end of its span ce, its OKs
+-- cn), the last OK's time o and the average gap q between
+-- OKs over m gaps, outcome counts l[1..6] since w, last use u.
+local l = nil
+
+if raw then
+  if #raw < SIZE then corrupt('s', 'incomplete') end
+  local u = {struct.unpack(FMT, raw)}
+  if u[1] ~= 1 then corrupt('s', 'version') end
+  local fl = u[2]
+  if fl > 3 then corrupt('s', 'flags') end
+  if fl % 2 == 1 then
+    for i = 3, 11 do
+      local n = u[i]
+      if not (n >= 0 and n < 1e18 and n == floor(n)) then bad(i) end
+    end
+    b = {s = u[3], g = u[4], q = u[5], x = u[6], k = u[7], fl = u[8], o = u[9], u = u[10], p = u[11]}
+    if b.s > OPENED then corrupt('s', 'bs') end
+    lastgen = b.g
+    -- Idle hosts are forgotten, except halted ones and open circuits still
+    -- in their open period.
+    if not halted and BIDLE >= 0 and now - b.u >= BIDLE and not (b.s == OPENED and now < b.o) then
+      b, dropped = nil, true
+    end
+  end
+  if fl >= 2 then
+    for i = 12, 33 do
+      local n = u[i]
+      if not (n >= 0 and n < 1e18 and n == floor(n)) then bad(i) end
+    end
+    for i = 34, 35 do
+      local n = u[i]
+      if not (n >= 1e-6 and n <= 1e15) then bad(i) end
+    end
+    for i = 36, 40 do
+      local n = u[i]
+      if not (n == 0 or (n >= 1e-6 and n <= 1e15)) then bad(i) end
+    end
+    local n = u[41]
+    if not (n >= -1e15 and n <= 1e15) then bad(41) end
+    for i = 42, 44 do
+      n = u[i]
+      if not (n >= 0 and n < 1e18) then bad(i) end
+    end
+    l = {u[18], u[19], u[20], u[21], u[22], u[23],
+      p = u[12], tf = u[13], a = u[14], k = u[15], w = u[16], u = u[17],
+      e = u[24], o = u[25], m = u[26], pa = u[27], pn = u[28], rs = u[29], rn = u[30], cs = u[31], ce = u[32], cn = u[33],
+      r = u[34], c = u[35], x = u[36], g = u[37], bs = u[38], ll = u[39], cr = u[40], t = u[41], q = u[42], bo = u[43], ps = u[44]}
+    -- Idle hosts are forgotten unless still paused.
+    if LIDLE >= 0 and now - l.u >= LIDLE and now >= l.p then
+      l, dropped = nil, true
+    end
   end
 end
 
@@ -153,41 +194,12 @@ local function lapse()
   if b.s == OPENED and b.o < now then setState(HALFOPEN) end
 end
 
--- The limiter part: rate r, configured rate c, ceiling x (0: none),
--- paused-until p, tokens t (valid when tf is 1, else the bucket is full)
--- as of time a (the latest time given to the bucket), epoch e (pauses
--- started or grown), the recovery from base bs toward target g (0: none)
--- k OKs in, the probe begun pn OKs in (0: not probing) and allowed from
--- time pa, the learnt ceiling ll (0: none), the probe's backoff bo, the
--- latest pause ps, the run of rn OKs since the latest pause ended begun at
--- rs, the run a throttle's estimate counted (the rate refused cr, 0: no
--- estimate to revise; its first OK cs, the end of its span ce, its OKs
--- cn), the last OK's time o and the average gap q between
--- OKs over m gaps, outcome counts n since w, last use u. The fields of
--- the recovery, the ceiling and the spacing start at 0 when a hash
--- written before them lacks them.
-local l = nil
-if f.lu ~= nil then
-  l = {r = f.lr, c = f.lc, x = f.lx, p = f.lp, t = f.lt, tf = f.lf, a = f.la, k = f.lk, w = f.lw, u = f.lu,
-       e = f.le or 0, g = f.lg or 0, bs = f.lb or 0, o = f.lo or 0, q = f.lq or 0, m = f.lm or 0,
-       ll = f.ll or 0, pa = f.lpa or 0, bo = f.lbo or 0, pn = f.lpn or 0, ps = f.lps or 0,
-       rs = f.lrs or 0, rn = f.lrn or 0, cr = f.lcr or 0, cs = f.lcs or 0, ce = f.lce or 0, cn = f.lcn or 0,
-       n = {f.n0, f.n1, f.n2, f.n3, f.n4, f.n5}}
-  need(l, {'r', 'c', 'x', 'p', 't', 'tf', 'a', 'k', 'w', 'u'})
-  need(l.n, {1, 2, 3, 4, 5, 6})
-  -- Idle hosts are forgotten unless still paused.
-  if LIDLE >= 0 and now - l.u >= LIDLE and now >= l.p then
-    l, dropped = nil, true
-  end
-end
-
 -- newLimiter is a host never contacted: one token, not a burst (the
 -- bucket fills to Burst while the host is idle).
 local function newLimiter()
   return {r = CONF, c = CONF, x = 0, p = 0, t = 1, tf = 1, a = now, k = 0, w = now, u = now,
     e = 0, g = 0, bs = 0, o = 0, q = 0, m = 0, ll = 0, pa = 0, bo = 0, pn = 0, ps = 0, rs = 0, rn = 0,
-    cr = 0, cs = 0, ce = 0, cn = 0,
-    n = {0, 0, 0, 0, 0, 0}}
+    cr = 0, cs = 0, ce = 0, cn = 0, 0, 0, 0, 0, 0, 0}
 end
 
 -- top is the rate the host may recover to.
@@ -285,36 +297,32 @@ local function probe(target, step, n, k)
   return target + step * (x * x * x)
 end
 
--- save writes the breaker and limiter parts back (the fields that changed;
--- all of them after a part was forgotten) and sets the hash's expiry: none
--- while the host is halted (a halt keeps its breaker, as in memory), else
--- when the later of the two parts would be forgotten.
+-- save writes the state back when it changed (with a Refused outcome:
+-- the parts present, or deletes the key when a part was forgotten and
+-- none is left) and sets its expiry: none while the host is halted (a halt
+-- keeps its breaker, as in memory), else when the later of the two parts
+-- would be forgotten.
 local function save()
-  if dropped then
-    redis.call('DEL', S)
-    f = {}
+  local fl, B, L = 0, b, l
+  if b then fl = 1 else B = {s = 0, g = 0, q = 0, x = 0, k = 0, fl = 0, o = 0, u = 0, p = 0} end
+  if l then fl = fl + 2 else L = {0, 0, 0, 0, 0, 0, p = 0, tf = 0, a = 0, k = 0, w = 0, u = 0, e = 0, o = 0, m = 0,
+    pa = 0, pn = 0, rs = 0, rn = 0, cs = 0, ce = 0, cn = 0, r = 0, c = 0, x = 0, g = 0, bs = 0, ll = 0, cr = 0, t = 0,
+    q = 0, bo = 0, ps = 0} end
+  if fl == 0 then
+    if dropped then redis.call('DEL', S) end
+    return
   end
-  local a, n = {}, 0
-  local function put(k, v)
-    if f[k] ~= v then a[n + 1], a[n + 2], n = k, v, n + 2 end
+  local v = struct.pack(FMT, 1, fl, B.s, B.g, B.q, B.x, B.k, B.fl, B.o, B.u, B.p,
+    L.p, L.tf, L.a, L.k, L.w, L.u, L[1], L[2], L[3], L[4], L[5], L[6], L.e, L.o, L.m, L.pa, L.pn, L.rs, L.rn, L.cs, L.ce, L.cn,
+    L.r, L.c, L.x, L.g, L.bs, L.ll, L.cr, L.t, L.q, L.bo, L.ps)
+  if raw and #raw > SIZE then v = v .. string.sub(raw, SIZE + 1) end
+  if v == raw then
+    if halted then redis.call('PERSIST', S) end
+    return
   end
-  if b then
-    put('bs', b.s); put('bg', b.g); put('bq', b.q); put('bx', b.x); put('bk', b.k)
-    put('bf', b.fl); put('bo', b.o); put('bu', b.u); put('bp', b.p)
-  end
-  if l then
-    put('lr', l.r); put('lc', l.c); put('lx', l.x); put('lp', l.p); put('lt', l.t)
-    put('lf', l.tf); put('la', l.a); put('lk', l.k); put('lw', l.w); put('lu', l.u)
-    put('n0', l.n[1]); put('n1', l.n[2]); put('n2', l.n[3]); put('n3', l.n[4]); put('n4', l.n[5]); put('n5', l.n[6])
-    put('le', l.e); put('lg', l.g); put('lb', l.bs); put('lo', l.o); put('lq', l.q); put('lm', l.m)
-    put('ll', l.ll); put('lpa', l.pa); put('lbo', l.bo); put('lpn', l.pn); put('lps', l.ps)
-    put('lrs', l.rs); put('lrn', l.rn)
-    put('lcr', l.cr); put('lcs', l.cs); put('lce', l.ce); put('lcn', l.cn)
-  end
-  if b == nil and l == nil then return end
-  if n > 0 then redis.call('HSET', S, unpack(a)) end
+  raw = v
   if halted then
-    redis.call('PERSIST', S)
+    redis.call('SET', S, v)
     return
   end
   local at, never = 0, false
@@ -328,8 +336,8 @@ local function save()
     if LIDLE < 0 then never = true else at = math.max(at, l.u + LIDLE, l.p) end
   end
   if never then
-    redis.call('PERSIST', S)
+    redis.call('SET', S, v)
   else
-    redis.call('PEXPIRE', S, math.max(1, math.ceil((at - now) / 1000)))
+    redis.call('SET', S, v, 'PX', math.max(1, math.ceil((at - now) / 1000)))
   end
 end

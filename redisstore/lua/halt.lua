@@ -1,9 +1,9 @@
 -- halt: write back a halt this State knows (made locally during an outage,
 -- or seen in Redis before it may have lost its data). It stands alone,
 -- without the prelude, so that nothing but a key of another type stops
--- it: a corrupt state hash does not lose the halt.
+-- it: a corrupt state does not lose the halt.
 --
--- KEYS[1] the host's state hash, KEYS[2] its halt key, KEYS[3] its resume
+-- KEYS[1] the host's state key, KEYS[2] its halt key, KEYS[3] its resume
 -- key (when the host was last resumed, microseconds).
 -- ARGV[1] when the halt began (microseconds).
 -- Returns 1 when this call halted the host, 0 when it was halted already,

@@ -16,7 +16,7 @@
 -- ARGV[17] the admission's generation
 -- ARGV[18] the quota an OK answer states, per minute (0: none)
 --
--- The halt itself is set by the prelude, before the state hash is read.
+-- The halt itself is set by the prelude, before the state key is read.
 --
 -- Returns {from, to, halted, since}: the breaker states before and after,
 -- 1 when this call halted the host, and when the halt began (0: none).
@@ -63,10 +63,10 @@ end
 if l == nil then l = newLimiter() end
 l.u = now
 if now - l.w >= WINDOW then
-  l.n, l.w = {0, 0, 0, 0, 0, 0}, now
+  l[1], l[2], l[3], l[4], l[5], l[6], l.w = 0, 0, 0, 0, 0, 0, now
 end
-if OUTCOME <= 5 and l.n[OUTCOME + 1] < 4294967295 then
-  l.n[OUTCOME + 1] = l.n[OUTCOME + 1] + 1
+if OUTCOME <= 5 and l[OUTCOME + 1] < 4294967295 then
+  l[OUTCOME + 1] = l[OUTCOME + 1] + 1
 end
 if OUTCOME == OK then
   -- The spacing of OK answers. A gap across the end of a pause (when this

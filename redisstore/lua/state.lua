@@ -18,6 +18,6 @@ local n = {0, 0, 0, 0, 0, 0}
 if l then
   r, x, e = l.r, l.x, l.e
   if now < l.p then p = l.p end
-  if now - l.w < WINDOW then n, w = l.n, l.w end
+  if now - l.w < WINDOW then n, w = l, l.w end
 end
 return {since, bs, bf, bo, string.format('%.17g', r), string.format('%.17g', x), p, n[1], n[2], n[3], n[4], n[5], n[6], w, e}

@@ -8,7 +8,7 @@
 //
 //   - per master: EVALSHA ops/s, CPU µs per EVALSHA and per request it
 //     served, its CPU utilisation, and memory per tracked host (MEMORY
-//     USAGE of a sample of state hashes);
+//     USAGE of a sample of state keys);
 //   - per worker: requests/s, and the latency of Store.Admit, p50 and
 //     p99;
 //   - the fleet: EVALSHA per request, Redis CPU per request, and how many
@@ -228,12 +228,12 @@ func run(procs, gor, hosts int, dur, delay time.Duration) error {
 	return nil
 }
 
-// memory returns how many state hashes of prefix a master holds and their
+// memory returns how many state keys of prefix a master holds and their
 // mean MEMORY USAGE over a sample of up to 200.
 func memory(ctx context.Context, c *redis.Client, prefix string) (int, float64) {
 	var n, sampled int
 	var bytes int64
-	iter := c.Scan(ctx, 0, prefix+":*:s", 1000).Iterator()
+	iter := c.Scan(ctx, 0, prefix+":*:st", 1000).Iterator()
 	for iter.Next(ctx) {
 		n++
 		if sampled < 200 {
