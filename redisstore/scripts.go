@@ -52,12 +52,15 @@ func scriptsWith(edit func(string) string) scripts {
 	// withDeferred is the clock, the prelude and op, with the application
 	// of the deferred records, from ARGV[at] on, followed by glue, between
 	// the prelude and op. It is inserted after edit, so that an edit
-	// reaches the text of the prelude and op as written.
+	// reaches the text of the prelude and op as written. The functions it
+	// defines are made only when there are records to apply: Lua builds a
+	// function, and each variable it captures, every time its definition
+	// runs, and a script runs whole on every call.
 	const mark = "-- deferred records\n"
 	withDeferred := func(name, at, glue, op string) *redis.Script {
 		src := edit("local OP = '" + name + "'\n" + luaClock + luaCommon + "\n" + mark + op)
-		ins := "local function applyRecord(ARGV)\n" + edit(luaRecord) + "\nend\n" +
-			luaDeferred + "\n" + strings.ReplaceAll(glue, "AT", at) + "\n"
+		ins := "if (tonumber(ARGV[" + at + "]) or 0) > 0 then\nlocal function applyRecord(ARGV)\n" + edit(luaRecord) + "\nend\n" +
+			luaDeferred + "\n" + strings.ReplaceAll(glue, "AT", at) + "\nend\n"
 		return redis.NewScript(strings.Replace(src, mark, ins, 1))
 	}
 	return scripts{

@@ -271,16 +271,8 @@ local function drain(at)
   l.t, l.tf, l.a = 1, 1, clock(at)
 end
 
--- MINGAPS gaps between OK answers make an accepted rate; MAXOKS bounds
--- the counts of OKs.
-local MINGAPS, MAXOKS = 1, 1073741824
-
--- accepted is the rate at which the host answered OK lately, per minute;
--- 0 when not known.
-local function accepted()
-  if l.m < MINGAPS or l.q <= 0 then return 0 end
-  return 60000000 / l.q
-end
+-- MAXOKS bounds the counts of OKs.
+local MAXOKS = 1073741824
 
 -- climb is the recovery's rate n OKs after a throttle or quota set the
 -- rate to base, aiming at target: a concave climb over k OKs, then target.
