@@ -33,6 +33,13 @@ var (
 	luaDeferred string
 )
 
+// recordBegins and recordEnds mark, in record.lua, the application of one
+// outcome, which the scripts repeat for each deferred record.
+const (
+	recordBegins = "-- (the outcome's application begins: deferred.lua repeats it)\n"
+	recordEnds   = "-- (the outcome's application ends)\n"
+)
+
 // scripts are the loaded scripts of a Store.
 type scripts struct {
 	admit, record, state, ceiling, resume *redis.Script
@@ -50,25 +57,24 @@ func newScripts() scripts {
 // (the identity but in tests that plant defects).
 func scriptsWith(edit func(string) string) scripts {
 	// withDeferred is the clock, the prelude and op, with the application
-	// of the deferred records, from ARGV[at] on, followed by glue, between
-	// the prelude and op. It is inserted after edit, so that an edit
-	// reaches the text of the prelude and op as written. The functions it
-	// defines are made only when there are records to apply: Lua builds a
-	// function, and each variable it captures, every time its definition
-	// runs, and a script runs whole on every call.
+	// of the deferred records, from ARGV[at] on, followed by then, between
+	// the prelude and op (see deferred.lua). It is inserted after edit, so
+	// that an edit reaches the text of the prelude and op as written; the
+	// application of each record is record's, edited too.
 	const mark = "-- deferred records\n"
-	withDeferred := func(name, at, glue, op string) *redis.Script {
+	_, apply, _ := strings.Cut(luaRecord, recordBegins)
+	apply, _, _ = strings.Cut(apply, recordEnds)
+	withDeferred := func(name, at, then, op string) *redis.Script {
 		src := edit("local OP = '" + name + "'\n" + luaClock + luaCommon + "\n" + mark + op)
-		ins := "if (tonumber(ARGV[" + at + "]) or 0) > 0 then\nlocal function applyRecord(ARGV)\n" + edit(luaRecord) + "\nend\n" +
-			luaDeferred + "\n" + strings.ReplaceAll(glue, "AT", at) + "\nend\n"
+		ins := strings.NewReplacer("$AT", at, "$THEN", then, "-- $RECORD\n", edit(apply)).Replace(luaDeferred)
 		return redis.NewScript(strings.Replace(src, mark, ins, 1))
 	}
 	return scripts{
-		admit:   withDeferred("admit", "16", "if applyDeferred(AT) > 0 and halted then save() end", luaAdmit),
-		record:  withDeferred("record", "19", "applyDeferred(AT)", luaRecord),
-		flush:   withDeferred("flush", "15", "if applyDeferred(AT) > 0 then save() end", "return 1"),
-		state:   withDeferred("state", "15", "if applyDeferred(AT) > 0 then save() end", luaState),
-		ceiling: withDeferred("ceiling", "16", "applyDeferred(AT)", luaCeiling),
+		admit:   withDeferred("admit", "16", "if halted then save() end", luaAdmit),
+		record:  withDeferred("record", "19", "", luaRecord),
+		flush:   withDeferred("flush", "15", "save()", "return 1"),
+		state:   withDeferred("state", "15", "save()", luaState),
+		ceiling: withDeferred("ceiling", "16", "", luaCeiling),
 		resume:  redis.NewScript(edit(luaClock + luaResume)),
 	}
 }

@@ -25,6 +25,7 @@ local OUTCOME = tonumber(ARGV[15])
 local RETRYAFTER = tonumber(ARGV[16])
 local GEN = tonumber(ARGV[17])
 local QUOTA = tonumber(ARGV[18]) or 0
+-- (the outcome's application begins: deferred.lua repeats it)
 if QUOTA ~= QUOTA or QUOTA < 0 or QUOTA > 1e15 then QUOTA = 0 end
 
 -- A throttle is pacing's business: it counts for the breaker only when
@@ -183,6 +184,7 @@ elseif OUTCOME == THROTTLED then
     drain(math.max(untilT, now + math.floor(iv)))
   end
 end
+-- (the outcome's application ends)
 
 save()
 return {from, to, newhalt, halted or 0}
