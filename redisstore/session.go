@@ -63,7 +63,7 @@ var _ sessionstore.Store = (*sessionStore)(nil)
 // cookie field names are hashes; the store never holds a cookie, header
 // or token in the clear. Session IDs cannot contain braces
 // (session.ValidateID), so the hash tag is exactly the ID, and these keys
-// never collide with a Store's host keys ("PREFIX:{HOST}:s").
+// never collide with a Store's host keys ("PREFIX:{HOST}:st").
 //
 // # Atomicity and time
 //
