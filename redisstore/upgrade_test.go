@@ -46,3 +46,17 @@ func TestUpgradeFromHash(t *testing.T) {
 		t.Errorf("state key's type = %q, want string", typ)
 	}
 }
+
+// TestPackedLayout: the prelude lists 42 fields, as StateSize counts, and
+// the offsets resume.lua reads and writes (bo and bu of the breaker, lp of
+// the limiter; Lua counts from 1) are theirs.
+func TestPackedLayout(t *testing.T) {
+	if n := len(redisstore.StateFields); n != 42 || redisstore.StateSize != 2+8*n {
+		t.Fatalf("%d fields, size %d", n, redisstore.StateSize)
+	}
+	for field, lua := range map[string]int{"bo": 51, "bu": 59, "lp": 75} {
+		if got := redisstore.StateOffset(field) + 1; got != lua {
+			t.Errorf("%s at %d (from 1), resume.lua reads it at %d", field, got, lua)
+		}
+	}
+}
