@@ -95,13 +95,14 @@ func (a *gatedSender) send(req *http.Request, key string, first bool) (*http.Res
 		a.observe(ctx, req, key, attempt, start, wait, 0, classify.Of(nil, err), nil, nil, err, unsentReason(err), false)
 		return nil, unsent(req, err)
 	}
+	var pacedAt float64 // the host's rate, per minute, when the attempt was paced
 	if adm.Wait > 0 {
 		resume := noResume
 		if !first {
 			resume = firstsend.HoldAttemptTimer(ctx)
 		}
 		var held bool
-		adm, held, err = t.settle(ctx, key, adm)
+		adm, pacedAt, held, err = t.settle(ctx, key, adm)
 		resume()
 		if err != nil {
 			err = notSent(err)
@@ -128,6 +129,26 @@ func (a *gatedSender) send(req *http.Request, key string, first bool) (*http.Res
 	slotDone, slotWaited := noResume, false
 	if t.inflight != nil {
 		if slotDone, slotWaited, err = t.slotWait(ctx, key, first); err != nil {
+			r := classify.Of(nil, err)
+			eff, _ := t.record(ctx, key, adm, classify.Result{Outcome: classify.Canceled, Reason: r.Reason}) // as above
+			a.observe(ctx, req, key, attempt, start, adm.Wait, 0, r, &eff, nil, err, unsentReason(err), false)
+			return nil, unsent(req, err)
+		}
+		if slotWaited {
+			// The slot came when another attempt ended, however long
+			// after its pacing: space it at the host's rate as of now.
+			if st, err := t.state.Status(ctx, key); err == nil {
+				pacedAt = st.PerMinute
+				t.inflight.SetRate(key, st.PerMinute)
+			}
+		}
+	}
+	if pacedAt > 0 {
+		// Apart from this process's previous paced send to the host,
+		// whatever the timers and the in-flight slots let through
+		// together (see spacing).
+		if err := t.spaceOut(ctx, key, pacedAt, first); err != nil {
+			slotDone()
 			r := classify.Of(nil, err)
 			eff, _ := t.record(ctx, key, adm, classify.Result{Outcome: classify.Canceled, Reason: r.Reason}) // as above
 			a.observe(ctx, req, key, attempt, start, adm.Wait, 0, r, &eff, nil, err, unsentReason(err), false)
@@ -337,57 +358,50 @@ func slotSlack(perMinute float64) time.Duration {
 // interval, and at least minSlack, late): sent late, it would go out
 // together with the next slot's; this is done once per attempt, so that a
 // machine too busy to keep any slot cannot hold an attempt back for long.
-// Last, the attempt goes out no sooner than most of a pacing interval
-// after this process's previous paced send to the host (see spacing), so
-// that timers firing together after a stall do not send together.
 // The wait honours ctx and ends early with its error.
 //
-// settle returns the admission to send with. held reports whether that
+// settle returns the admission to send with and the host's pacing rate
+// (0 when the state is unavailable). held reports whether that
 // admission is still to be recorded (false only when taking it again
 // failed); on an error the caller records a held admission as Canceled.
-func (t *Transport) settle(ctx context.Context, key string, adm hoststate.Admission) (_ hoststate.Admission, held bool, _ error) {
+func (t *Transport) settle(ctx context.Context, key string, adm hoststate.Admission) (_ hoststate.Admission, perMinute float64, held bool, _ error) {
 	wait := adm.Wait
 	lateOnce := true // an admission may be taken again once for lateness
 	for {
 		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
-			return adm, true, fmt.Errorf("egresskit: wait of %v for %s: %w", wait.Round(time.Millisecond), key, context.DeadlineExceeded)
+			return adm, 0, true, fmt.Errorf("egresskit: wait of %v for %s: %w", wait.Round(time.Millisecond), key, context.DeadlineExceeded)
 		}
 		due := time.Now().Add(wait)
 		timer := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			timer.Stop()
-			return adm, true, ctx.Err()
+			return adm, 0, true, ctx.Err()
 		case <-timer.C:
 		}
 		late := time.Since(due)
 		st, err := t.state.Status(ctx, key)
 		if err != nil {
-			return adm, true, nil // the state is unavailable: the admission stands
+			return adm, 0, true, nil // the state is unavailable: the admission stands
 		}
 		switch {
 		case st.Halted:
-			return adm, true, &breaker.HaltError{Host: key, HaltedAt: st.HaltedAt}
+			return adm, 0, true, &breaker.HaltError{Host: key, HaltedAt: st.HaltedAt}
 		case st.Breaker == breaker.Open && !adm.Probe:
-			return adm, true, &breaker.OpenError{Host: key, Until: st.OpenUntil}
+			return adm, 0, true, &breaker.OpenError{Host: key, Until: st.OpenUntil}
 		case st.Epoch != adm.Epoch || (lateOnce && late > slotSlack(st.PerMinute)):
 			lateOnce = lateOnce && st.Epoch != adm.Epoch
 			t.record(ctx, key, adm, readmitted)
 			next, err := t.state.Admit(ctx, key)
 			if err != nil {
-				return adm, false, err
+				return adm, 0, false, err
 			}
 			adm, wait = next, next.Wait
 		default:
 			wait = time.Until(st.PausedUntil)
 		}
 		if wait <= 0 {
-			// Apart from this process's previous paced send, whatever
-			// the timers did (see spacing).
-			if err := t.spacing.wait(ctx, key, st.PerMinute); err != nil {
-				return adm, true, err
-			}
-			return adm, true, nil
+			return adm, st.PerMinute, true, nil
 		}
 	}
 }

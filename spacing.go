@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/egresskit/egresskit/internal/firstsend"
 )
 
 // spacing keeps this process's paced attempts to one host apart in time.
@@ -73,4 +75,17 @@ func (s *spacing) note(key string, now time.Time) {
 		}
 	}
 	s.last[key] = now
+}
+
+// spaceOut holds a paced attempt to key (see spacing); a retry's hold is
+// not counted against its attempt timeout (first is set for a first
+// attempt on the caller's context).
+func (t *Transport) spaceOut(ctx context.Context, key string, perMinute float64, first bool) error {
+	resume := noResume
+	if !first {
+		resume = firstsend.HoldAttemptTimer(ctx)
+	}
+	err := t.spacing.wait(ctx, key, perMinute)
+	resume()
+	return err
 }
