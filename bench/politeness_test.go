@@ -120,15 +120,24 @@ func chainCrawl(tb testing.TB, base string, chains []*egresskit.Transport) int {
 // poolCrawl fetches the pages with politeWorkers workers, worker w through
 // client(w).
 func poolCrawl(base string, client func(w int) *http.Client) int {
+	return crawlPages(base, politeWorkers, politePages, func(w int) *http.Client {
+		c := client(w)
+		c.Timeout = politeDeadline
+		return c
+	})
+}
+
+// crawlPages fetches pages pages (base/page/0, ...) with workers workers,
+// worker w through client(w), and returns how many were answered 200.
+func crawlPages(base string, workers, pages int, client func(w int) *http.Client) int {
 	jobs := make(chan int)
 	var (
 		mu sync.Mutex
 		ok int
 		wg sync.WaitGroup
 	)
-	for w := range politeWorkers {
+	for w := range workers {
 		c := client(w)
-		c.Timeout = politeDeadline
 		wg.Go(func() {
 			for i := range jobs {
 				resp, err := c.Get(fmt.Sprintf("%s/page/%d", base, i))
@@ -145,7 +154,7 @@ func poolCrawl(base string, client func(w int) *http.Client) int {
 			}
 		})
 	}
-	for i := range politePages {
+	for i := range pages {
 		jobs <- i
 	}
 	close(jobs)

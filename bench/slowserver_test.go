@@ -2,7 +2,6 @@ package bench
 
 import (
 	"fmt"
-	"io"
 	"net/http"
 	"sync"
 	"testing"
@@ -66,35 +65,7 @@ var slowContenders = []struct {
 
 // slowPool fetches the pages with slowWorkers workers through c.
 func slowPool(base string, c *http.Client) int {
-	jobs := make(chan int)
-	var (
-		mu sync.Mutex
-		ok int
-		wg sync.WaitGroup
-	)
-	for range slowWorkers {
-		wg.Go(func() {
-			for i := range jobs {
-				resp, err := c.Get(fmt.Sprintf("%s/page/%d", base, i))
-				if err != nil {
-					continue
-				}
-				io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				if resp.StatusCode == 200 {
-					mu.Lock()
-					ok++
-					mu.Unlock()
-				}
-			}
-		})
-	}
-	for i := range slowPages {
-		jobs <- i
-	}
-	close(jobs)
-	wg.Wait()
-	return ok
+	return crawlPages(base, slowWorkers, slowPages, func(int) *http.Client { return c })
 }
 
 // BenchmarkSlowServer crawls a slowing server (testprog.SlowServer) with
