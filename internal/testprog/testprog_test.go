@@ -103,6 +103,45 @@ func TestRateLimitedHAProxy(t *testing.T) {
 	}
 }
 
+// TestRateLimitedHAProxyAdvertised checks the advertised fixed window: 3
+// requests per 10 s pass with X-RateLimit-Remaining 2, 1, 0 and the same
+// X-RateLimit-Reset of at most 10 s; the 4th is a 429 whose Retry-After is
+// that reset.
+func TestRateLimitedHAProxyAdvertised(t *testing.T) {
+	h := testprog.RateLimitedHAProxy(t, testprog.HAProxyLimit{Requests: 3, Period: 10, Advertise: true})
+	// Start early in a window, so that the four requests share it.
+	if s := time.Now().Unix() % 10; s >= 7 {
+		time.Sleep(time.Duration(10-s) * time.Second)
+	}
+	get := func(i int) (int, http.Header) {
+		t.Helper()
+		resp, err := http.Get(h.URL + "/p/" + strconv.Itoa(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, resp.Header
+	}
+	var reset string
+	for i, remaining := range []string{"2", "1", "0"} {
+		status, hd := get(i)
+		if i == 0 {
+			reset = hd.Get("X-RateLimit-Reset")
+		}
+		if n, err := strconv.Atoi(reset); err != nil || n < 1 || n > 10 {
+			t.Fatalf("X-RateLimit-Reset %q, want 1 to 10 seconds (haproxy %s)", reset, h.Version)
+		}
+		if status != 200 || hd.Get("X-RateLimit-Limit") != "3" || hd.Get("X-RateLimit-Remaining") != remaining || hd.Get("X-RateLimit-Reset") != reset {
+			t.Errorf("request %d: %d with limit %q, remaining %q, reset %q; want 200, 3, %s, %s", i+1, status,
+				hd.Get("X-RateLimit-Limit"), hd.Get("X-RateLimit-Remaining"), hd.Get("X-RateLimit-Reset"), remaining, reset)
+		}
+	}
+	if status, hd := get(3); status != 429 || hd.Get("Retry-After") != reset || hd.Get("X-RateLimit-Remaining") != "0" {
+		t.Errorf("request 4: %d with Retry-After %q, remaining %q; want 429, %s, 0", status, hd.Get("Retry-After"), hd.Get("X-RateLimit-Remaining"), reset)
+	}
+}
+
 // TestRateLimitedNginx checks the rate-limited nginx the convergence tests
 // rely on: at 1 r/s without burst, the first of three requests sent back
 // to back is a 200 without Retry-After, the other two are 429s with
