@@ -505,8 +505,9 @@ func throttledOpensOnlyAtFloor(t *testing.T, env Env) {
 // quotaSetsRate: at 60/min, an OK whose rate-limit fields leave 20
 // requests a minute (classify.Result.Quota) sets the rate to 20 at once;
 // it holds there until the probe's 2-minute backoff has passed, then
-// probes above it (22 after 10 OKs more); a quota above the rate changes
-// nothing.
+// probes above it (22 after 10 OKs more). A quota is the rate the host
+// accepts until its window ends, faster as well as slower: 40 sets the
+// rate to 40, and 1000 to the configured 60, never above.
 func quotaSetsRate(t *testing.T, env Env) {
 	a := admit(t, env, host)
 	record(t, env, host, a, classify.Result{Outcome: classify.OK, Status: 200, Quota: 20})
@@ -520,11 +521,13 @@ func quotaSetsRate(t *testing.T, env Env) {
 	recoveryOKs(t, env, map[int]float64{29: 20})
 	env.Advance(2 * time.Minute)
 	recoveryOKs(t, env, map[int]float64{1: 20, 11: 22})
-	a = admit(t, env, host)
-	env.Advance(a.Wait)
-	record(t, env, host, a, classify.Result{Outcome: classify.OK, Status: 200, Quota: 1000})
-	if got := state(t, env, host).PerMinute; got < 22 {
-		t.Errorf("after an OK with a quota above the rate: rate %v, want unchanged (>= 22)", got)
+	for _, c := range []struct{ quota, want float64 }{{40, 40}, {1000, 60}, {20, 20}} {
+		a = admit(t, env, host)
+		env.Advance(a.Wait)
+		record(t, env, host, a, classify.Result{Outcome: classify.OK, Status: 200, Quota: c.quota})
+		if got := state(t, env, host).PerMinute; got != c.want {
+			t.Errorf("after an OK with a quota of %v/min: rate %v, want %v", c.quota, got, c.want)
+		}
 	}
 }
 

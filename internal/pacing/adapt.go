@@ -79,14 +79,18 @@ func (s *Set) ok(e *entry, now time.Time, quota float64) {
 	} else {
 		s.revise(e, now)
 	}
-	if positive(quota) && quota < e.perMinute {
-		// The host says how fast it will go on accepting: slow to that
-		// at once, and recover from there.
-		q := max(quota, minPerMinute)
+	if positive(quota) {
+		// The host says how fast it will go on accepting until its
+		// window ends: go at that rate at once, slower or faster (never
+		// above the configured rate or Crawl-delay), and stay there until
+		// the probe's backoff has passed.
+		q := min(max(quota, minPerMinute), e.top())
 		e.target, e.base, e.oks, e.probeN = q, q, 0, 0
 		e.cutRate = 0
 		e.probeAt = maxTime(e.probeAt, now.Add(firstBackoff))
-		e.setRate(q, now)
+		if q != e.perMinute {
+			e.setRate(q, now)
+		}
 		return
 	}
 	if e.target == 0 {

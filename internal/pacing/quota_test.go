@@ -11,10 +11,10 @@ import (
 	"github.com/egresskit/egresskit/ratelimit"
 )
 
-// TestQuota: an OK answer stating a quota below the current rate slows the
-// host to it at once, and the rate stays there; a quota equal to or above
-// the current rate changes nothing: the rate stays where the throttle
-// settled it.
+// TestQuota: an OK answer stating a quota sets the host's rate to it at
+// once, below or above the rate a throttle settled (the quota is what the
+// host accepts until its window ends), never above the configured 60, and
+// the rate stays there while no OK says otherwise.
 func TestQuota(t *testing.T) {
 	okQuota := func(s *pacing.Set, q float64) {
 		s.Observe(host, classify.Result{Outcome: classify.OK, Quota: q})
@@ -27,7 +27,10 @@ func TestQuota(t *testing.T) {
 	}{
 		{"no quota", 0, 30, 30},
 		{"quota at the current rate", 30, 30, 30},
-		{"quota above the current rate", 45, 30, 30},
+		{"quota above the current rate", 45, 45, 45},
+		// OKs without a quota then settle below the ceiling the throttle
+		// taught, by its margin.
+		{"quota above the configured rate", 90, 60, 60 * 0.97},
 		{"quota below the current rate", 12, 12, 12},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -95,14 +95,16 @@ if OUTCOME == OK then
     local t = math.min(math.max(estimate(l.cr, l.cn, l.ce - l.cs), math.min(FLOOR, l.c)), top())
     if t > l.g then l.g, l.bs = t, t end
   end
-  if QUOTA > 0 and QUOTA < l.r then
-    -- The host says how fast it will go on accepting: slow to that at
-    -- once, and stay there until the probe's backoff has passed.
-    local q = math.max(QUOTA, 1 / 1440)
+  if QUOTA > 0 then
+    -- The host says how fast it will go on accepting until its window
+    -- ends: go at that rate at once, slower or faster (never above the
+    -- configured rate or Crawl-delay), and stay there until the probe's
+    -- backoff has passed.
+    local q = math.min(math.max(QUOTA, 1 / 1440), top())
     l.g, l.bs, l.k, l.pn = q, q, 0, 0
     l.cr = 0
     l.pa = math.max(l.pa, now + FIRSTBACKOFF)
-    setRate(q)
+    if q ~= l.r then setRate(q) end
   elseif l.g > 0 then
     local w = climb(l.bs, l.g, l.k, RAFTER)
     if (l.k >= RAFTER or l.bs >= l.g) and now >= l.pa then
