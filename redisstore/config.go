@@ -136,8 +136,9 @@ type Config struct {
 	// reaches Redis in the same round trip as the host's next admission
 	// (or next other outcome) from this Store instead of a round trip of
 	// its own: an attempt then costs one round trip, not two. Other
-	// outcomes (failures, throttles, refusals, probes) are recorded at
-	// once. An outcome held back is applied at the time it was made; what
+	// outcomes (failures, throttles, refusals, probes, and OKs that state
+	// a quota in rate-limit fields, which set the host's rate) are
+	// recorded at once. An outcome held back is applied at the time it was made; what
 	// is still held when the delay ends is sent by a timer, and Flush
 	// sends everything (call it before exiting). Held-back OKs are seen
 	// by other workers, and by Status of other Stores, up to RecordDelay

@@ -60,9 +60,11 @@ type queued struct {
 }
 
 // holds reports whether r, the outcome of admission a, may be held back.
-// Admissions from local state (a.At set) are recorded as they are.
+// Admissions from local state (a.At set) are recorded as they are, and so
+// is an OK that states a quota: it sets the host's rate for the fleet, and
+// a quota read late is a rate of another moment of the host's window.
 func (s *Store) holds(host string, a hoststate.Admission, r classify.Result) bool {
-	if s.set.delay <= 0 || r.Outcome != classify.OK || a.Probe || !a.At.IsZero() {
+	if s.set.delay <= 0 || r.Outcome != classify.OK || positive(r.Quota) || a.Probe || !a.At.IsZero() {
 		return false
 	}
 	d := &s.def

@@ -87,6 +87,31 @@ func TestHeldOKsRideWithNextScript(t *testing.T) {
 	}
 }
 
+// TestQuotaOKRecordedAtOnce: an OK stating a quota is not held back:
+// another worker's Status sees the rate it set before any other script.
+func TestQuotaOKRecordedAtOnce(t *testing.T) {
+	ctx := context.Background()
+	addr := redistest.Addr(t)
+	clk := newClock()
+	cfg := heldConfig(t, clk, time.Minute)
+	w, obs := mustState(t, addr, cfg), mustState(t, addr, cfg)
+	const host = "quota.example"
+	a, err := w.Admit(ctx, host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Record(ctx, host, a, classify.Result{Outcome: classify.OK, Status: 200, Quota: 20}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := obs.Status(ctx, host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Recent.OK != 1 || s.PerMinute != 20 {
+		t.Errorf("other worker after an OK with a quota of 20/min: %d OKs at %v/min, want 1 at 20", s.Recent.OK, s.PerMinute)
+	}
+}
+
 // TestHeldOKsCountBeforeLaterOutcomes: OKs held back are applied before
 // the outcome whose script carries them, in the order they came, so an
 // OK does not wipe out a failure that came after it; and an OK that met
