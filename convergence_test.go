@@ -149,58 +149,34 @@ var convergeAll = flag.Bool("converge.all", false, "run every cell of TestConver
 // the allowed rate (240 at 2 r/s, 1,200 at 10 r/s): pacing must converge
 // on the server's limit. Every page ends 200, at most 2 % of the attempts
 // are answered 429, and the crawl runs at no less than 0.9× the allowed
-// rate. The limiters, each 429 with Retry-After: 2:
+// rate. The limiters are testprog.Limiters (nginx delaying and refusing,
+// HAProxy's sliding window, HAProxy's advertised fixed window), each at 2
+// and 10 r/s, with in-memory state and with a fleet of two chains sharing
+// Redis state. make test runs one cell of each kind (in parallel, about
+// two minutes); make bench, with -converge.all, all sixteen.
 //
-//   - nginx-delay: nginx limit_req, burst=1 (the excess queued);
-//   - nginx-nodelay: nginx limit_req, burst=1 nodelay (refused at once);
-//   - haproxy: HAProxy, http_req_rate over a 10 s sliding window, refused
-//     requests counted.
-//
-// Each at 2 and 10 r/s, with in-memory state and with a fleet of two
-// chains sharing Redis state. make test runs one cell of each kind (in
-// parallel, about two minutes); make bench, with -converge.all, all twelve.
+// nginx-delay queues the excess: the OKs of a run come spaced at the
+// limit, and the attempt it still holds when it refuses one is answered
+// during the pause; that late OK revises the throttle's estimate (0.8×
+// without it). Paced sends leave a process at least 0.9 of the pacing
+// interval apart (spacing.go), or after a stall, or when a freed in-flight
+// slot lets several go, two or three requests reach nginx (burst 1) within
+// milliseconds and it refuses one. haproxy-quota's answers state the rate
+// left (classify.Result.Quota), which sets the pacing rate at once.
 func TestConvergesOnLimiters(t *testing.T) {
-	type server struct {
-		url string
-		log func() string
-	}
-	kinds := []struct {
-		name  string
-		ci    string // the cell make test runs: rate/store
-		start func(t *testing.T, perSecond int) server
-	}{
-		// nginx queues the excess: the OKs of a run come spaced at the
-		// limit, and the attempt it still holds when it refuses one is
-		// answered during the pause; that late OK revises the throttle's
-		// estimate (0.8× without it). Paced sends leave a process at
-		// least 0.9 of the pacing interval apart (spacing.go), or after a
-		// stall, or when a freed in-flight slot lets several go, two or
-		// three requests reach nginx (burst 1) within milliseconds and it
-		// refuses one. All twelve cells pass (0.94–1.00×, at most 1.6 %
-		// of attempts 429).
-		{"nginx-delay", "10/memory", func(t *testing.T, ps int) server {
-			n := testprog.RateLimitedNginx(t, testprog.NginxLimit{PerSecond: ps, Burst: 1, RetryAfter: 2})
-			return server{n.URL, n.Log}
-		}},
-		{"nginx-nodelay", "2/memory", func(t *testing.T, ps int) server {
-			n := testprog.RateLimitedNginx(t, testprog.NginxLimit{PerSecond: ps, Burst: 1, NoDelay: true, RetryAfter: 2})
-			return server{n.URL, n.Log}
-		}},
-		{"haproxy", "2/redis", func(t *testing.T, ps int) server {
-			h := testprog.RateLimitedHAProxy(t, testprog.HAProxyLimit{Requests: 10 * ps, Period: 10, RetryAfter: 2})
-			return server{h.URL, func() string { return "" }}
-		}},
-	}
+	// The cell make test runs of each kind: rate/store.
+	ci := map[string]string{"nginx-delay": "10/memory", "nginx-nodelay": "2/memory", "haproxy": "2/redis", "haproxy-quota": "10/redis"}
+	kinds := testprog.Limiters
 	for _, k := range kinds {
 		for _, perSecond := range []int{2, 10} {
 			for _, store := range []string{"memory", "redis"} {
 				cell := fmt.Sprintf("%d/%s", perSecond, store)
-				t.Run(k.name+"/"+cell, func(t *testing.T) {
-					if !*convergeAll && cell != k.ci {
+				t.Run(k.Name+"/"+cell, func(t *testing.T) {
+					if !*convergeAll && cell != ci[k.Name] {
 						t.Skip("one cell per limiter kind; -converge.all runs them all")
 					}
 					t.Parallel()
-					srv := k.start(t, perSecond)
+					srv := k.Start(t, perSecond)
 					counter := newStatusCounter()
 					var chains []*egresskit.Transport
 					switch store {
@@ -217,11 +193,11 @@ func TestConvergesOnLimiters(t *testing.T) {
 							chains = append(chains, mustChain(convergeConfig(st, counter)))
 						}
 					}
-					st := crawl(t, srv.url, float64(perSecond), chains, counter, 120*perSecond, 8)
+					st := crawl(t, srv.URL, float64(perSecond), chains, counter, 120*perSecond, 8)
 					t.Log(st)
 					// One line for bench/run.sh's table (make bench).
 					t.Logf("converge-cell limiter=%s allowed=%d store=%s pages=%d ok=%d attempts=%d throttled=%d seconds=%.1f",
-						k.name, perSecond, store, st.urls, st.ok, st.attempts, st.throttled, st.elapsed.Seconds())
+						k.Name, perSecond, store, st.urls, st.ok, st.attempts, st.throttled, st.elapsed.Seconds())
 					if st.ok != st.urls {
 						t.Errorf("%d of %d pages failed; first: %v", st.urls-st.ok, st.urls, st.firstError)
 					}
@@ -232,7 +208,7 @@ func TestConvergesOnLimiters(t *testing.T) {
 						t.Errorf("crawl ran at %.2f× the allowed rate, want at least 0.9×", st.ratio())
 					}
 					if t.Failed() {
-						t.Logf("access log (end time, duration, status):\n%s", srv.log())
+						t.Logf("access log (end time, duration, status):\n%s", srv.Log())
 					}
 				})
 			}
