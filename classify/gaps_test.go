@@ -161,9 +161,12 @@ func TestPeekOneByteAtATime(t *testing.T) {
 // policies of the IETF RateLimit field the same way — quoted names with
 // escapes, several field lines, a dictionary spread over lines or mixed with
 // structured members — one taking the longest reset of a spent policy, the
-// other the tightest rate of a policy with requests left.
+// other the tightest rate of any policy (a spent one is a request at its
+// reset; requests left are spread over the reset less half a second, the
+// delay-seconds being rounded up).
 func TestRateLimitFieldBothReaders(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	left := func(rem, reset float64) float64 { return rem * 60 / (reset - 0.5) }
 	for _, tt := range []struct {
 		name   string
 		fields []string
@@ -171,17 +174,17 @@ func TestRateLimitFieldBothReaders(t *testing.T) {
 		waitOK bool
 		quota  float64 // requests a minute
 	}{
-		{"escaped name, spent", []string{`"a\",b";r=0;t=8`}, 8 * time.Second, true, 0},
-		{"escaped name, left", []string{`"a\",b";r=4;t=8`}, 0, false, 30},
-		{"two lines", []string{`"burst";r=3;t=5`, `"day";r=0;t=60`}, time.Minute, true, 36},
-		{"two lines, both left", []string{`"burst";r=30;t=5`, `"day";r=10;t=60`}, 0, false, 10},
-		{"dictionary over two lines, spent", []string{`remaining=0`, `reset=30`}, 30 * time.Second, true, 0},
-		{"dictionary over two lines, left", []string{`remaining=6`, `reset=30`}, 0, false, 12},
-		{"structured and dictionary, dictionary longest", []string{`"p";r=0;t=5, remaining=0, reset=30`}, 30 * time.Second, true, 0},
-		{"structured and dictionary, dictionary tightest", []string{`"p";r=10;t=60, remaining=2, reset=60`}, 0, false, 2},
-		{"structured and dictionary, structured tightest", []string{`remaining=20, reset=60, "p";r=1;t=60`}, 0, false, 1},
+		{"escaped name, spent", []string{`"a\",b";r=0;t=8`}, 8 * time.Second, true, 60.0 / 8},
+		{"escaped name, left", []string{`"a\",b";r=4;t=8`}, 0, false, left(4, 8)},
+		{"two lines", []string{`"burst";r=3;t=5`, `"day";r=0;t=60`}, time.Minute, true, 1},
+		{"two lines, both left", []string{`"burst";r=30;t=5`, `"day";r=10;t=60`}, 0, false, left(10, 60)},
+		{"dictionary over two lines, spent", []string{`remaining=0`, `reset=30`}, 30 * time.Second, true, 2},
+		{"dictionary over two lines, left", []string{`remaining=6`, `reset=30`}, 0, false, left(6, 30)},
+		{"structured and dictionary, dictionary longest", []string{`"p";r=0;t=5, remaining=0, reset=30`}, 30 * time.Second, true, 2},
+		{"structured and dictionary, dictionary tightest", []string{`"p";r=10;t=60, remaining=2, reset=60`}, 0, false, left(2, 60)},
+		{"structured and dictionary, structured tightest", []string{`remaining=20, reset=60, "p";r=1;t=60`}, 0, false, left(1, 60)},
 		{"parameter without a value", []string{`"p";r;t=5`}, 0, false, 0},
-		{"later parameter wins", []string{`"p";r=9;t=60;r=0`}, time.Minute, true, 0},
+		{"later parameter wins", []string{`"p";r=9;t=60;r=0`}, time.Minute, true, 1},
 	} {
 		h := http.Header{"Ratelimit": tt.fields}
 		if got, ok := classify.ParseRetryAfter(h, now); got != tt.wait || ok != tt.waitOK {

@@ -64,8 +64,10 @@ type Result struct {
 	RetryAfter time.Duration
 	// Quota is the rate, in requests a minute, that a successful
 	// response's rate-limit fields leave until their reset (remaining ÷
-	// seconds to reset); 0 when they state none. Pacing
-	// slows to it at once when it is below the current rate.
+	// seconds to reset; a reset in delay-seconds, rounded up by the
+	// server, counts half a second less; a spent quota is one request at
+	// the reset); 0 when they state none. Pacing takes it as the host's
+	// rate at once, never above the configured rate.
 	Quota float64
 	// Markers names the challenge markers that matched, e.g.
 	// "cloudflare-challenge". Nil when none matched.

@@ -361,9 +361,9 @@ func until(t, now time.Time) (time.Duration, bool) {
 // (the tightest of its policies), RateLimit-Remaining with RateLimit-Reset,
 // X-RateLimit-Remaining with X-RateLimit-Reset, or X-Rate-Limit-Remaining
 // with X-Rate-Limit-Reset, whichever comes first (resets are delays or Unix
-// times, as for parseRetryAfter). It returns 0 when no field states both a
-// remaining count above 0 and a reset: a spent quota is a wait, which
-// parseRetryAfter reports. now is called only for Unix-time resets.
+// times, as for parseRetryAfter). A spent quota (0 remaining) is one
+// request at the reset. It returns 0 when no field states both a remaining
+// count and a reset. now is called only for Unix-time resets.
 func parseQuota(h http.Header, now func() time.Time) float64 {
 	if vs := h[hRateLimit]; len(vs) > 0 {
 		if q := rateLimitQuota(vs); q > 0 {
@@ -383,16 +383,28 @@ func parseQuota(h http.Header, now func() time.Time) float64 {
 		}
 		rem := atoiOr(trimOWS(rs[0]), -1)
 		d, ok := parseReset(vs[0], now)
-		if rem > 0 && ok {
-			return quota(rem, d)
+		if rem >= 0 && ok {
+			n, _ := decimalCeil(trimOWS(vs[0]))
+			return quota(rem, d, n > epochThreshold)
 		}
 	}
 	return 0
 }
 
-// quota is rem requests over d (at least a second), per minute.
-func quota(rem int, d time.Duration) float64 {
-	return float64(rem) * float64(time.Minute) / float64(max(d, time.Second))
+// quota is the rate, per minute, of rem requests over the time d to the
+// reset. A reset in delay-seconds (not exact) is the time left rounded up
+// to whole seconds, as servers send it: the requests are spread over half
+// a second less (the middle of that last second; spread a little too fast,
+// the last of them are counted in the next window, which is no excess). A
+// spent quota is one request at the reset, d (at least a second) away.
+func quota(rem int, d time.Duration, exact bool) float64 {
+	if rem == 0 {
+		return float64(time.Minute) / float64(max(d, time.Second))
+	}
+	if !exact {
+		d -= time.Second / 2
+	}
+	return float64(rem) * float64(time.Minute) / float64(max(d, time.Second/2))
 }
 
 // rateLimitQuota is the tightest quota of the IETF RateLimit field's
@@ -401,9 +413,9 @@ func quota(rem int, d time.Duration) float64 {
 func rateLimitQuota(vs []string) float64 {
 	best := 0.0
 	eachRateLimitPolicy(vs, func(rem, reset int) {
-		if rem > 0 && reset >= 0 {
+		if rem >= 0 && reset >= 0 {
 			d, _ := seconds(reset)
-			if q := quota(rem, d); best == 0 || q < best {
+			if q := quota(rem, d, false); best == 0 || q < best {
 				best = q
 			}
 		}

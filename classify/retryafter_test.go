@@ -106,18 +106,23 @@ func TestParseRetryAfter(t *testing.T) {
 
 func TestParseQuota(t *testing.T) {
 	epoch := func(d time.Duration) string { return strconv.FormatInt(testNow.Add(d).Unix(), 10) }
+	// Delay-seconds are rounded up by the server: the requests left are
+	// spread over the reset less half a second.
+	left := func(rem, reset float64) float64 { return rem * 60 / (reset - 0.5) }
 	tests := []struct {
 		name   string
 		header http.Header
 		want   float64 // requests a minute
 	}{
 		{"none", http.Header{}, 0},
-		{"ratelimit structured", hdr("RateLimit", `"default";r=5;t=30`), 10},
-		{"ratelimit tightest policy", hdr("RateLimit", `"burst";r=50;t=10, "day";r=1440;t=86400`), 1},
-		{"ratelimit dictionary", hdr("RateLimit", "limit=100, remaining=20, reset=60"), 20},
-		{"ratelimit spent is a wait, not a quota", hdr("RateLimit", `"default";r=0;t=30`), 0},
-		{"ratelimit reset now counts as a second", hdr("RateLimit", `"default";r=3;t=0`), 180},
-		{"ratelimit-remaining and reset", hdr("RateLimit-Remaining", "30", "RateLimit-Reset", "60"), 30},
+		{"ratelimit structured", hdr("RateLimit", `"default";r=5;t=30`), left(5, 30)},
+		{"ratelimit tightest policy", hdr("RateLimit", `"burst";r=50;t=10, "day";r=1440;t=86400`), left(1440, 86400)},
+		{"ratelimit dictionary", hdr("RateLimit", "limit=100, remaining=20, reset=60"), left(20, 60)},
+		{"ratelimit spent is one request at the reset", hdr("RateLimit", `"default";r=0;t=30`), 2},
+		{"x-ratelimit spent is one request at the reset", hdr("X-RateLimit-Remaining", "0", "X-RateLimit-Reset", "20"), 3},
+		{"ratelimit reset now counts as half a second", hdr("RateLimit", `"default";r=3;t=0`), 360},
+		{"ratelimit spent, reset now: a second", hdr("RateLimit", `"default";r=0;t=0`), 60},
+		{"ratelimit-remaining and reset", hdr("RateLimit-Remaining", "30", "RateLimit-Reset", "60"), left(30, 60)},
 		{"x-ratelimit epoch (GitHub)", hdr("X-RateLimit-Remaining", "4999", "X-RateLimit-Reset", epoch(time.Hour)), 4999.0 / 60},
 		{"x-rate-limit epoch (X)", hdr("X-Rate-Limit-Remaining", "12", "X-Rate-Limit-Reset", epoch(15*time.Minute)), 0.8},
 		{"remaining without reset", hdr("X-RateLimit-Remaining", "10"), 0},

@@ -51,10 +51,13 @@
 //     configured rate, so that a raised limit is found within minutes
 //     while a fixed one is probed ever more rarely. A throttle during the
 //     probe sends the rate back to where the probe started.
-//   - An OK answer whose rate-limit fields leave a quota below the current
-//     rate (classify.Result.Quota: remaining requests over the time to the
-//     reset) sets the rate to that quota at once; it stays there until
-//     the probe's backoff has passed.
+//   - An OK answer whose rate-limit fields state a quota
+//     (classify.Result.Quota: remaining requests over the time to the
+//     reset; a spent quota is one request at the reset) sets the rate to
+//     it at once, slower or faster, never above the configured rate or
+//     ceiling; with a fixed window advertised on every answer the rate
+//     follows what the window has left. Without a later quota the rate
+//     stays there until the probe's backoff has passed.
 //   - The rate never exceeds the host's configured rate nor its ceiling
 //     (robots.txt Crawl-delay).
 //   - Transient, Refused, Permanent and Canceled outcomes leave the rate
