@@ -1,92 +1,115 @@
 package bench
 
 import (
+	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"os"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/egresskit/egresskit"
 	"github.com/egresskit/egresskit/hoststate"
-	"github.com/egresskit/egresskit/internal/redistest"
 	"github.com/egresskit/egresskit/internal/testprog"
 	"github.com/egresskit/egresskit/ratelimit"
 	"github.com/egresskit/egresskit/redisstore"
 	"github.com/gocolly/colly/v2"
+	"github.com/redis/go-redis/v9"
 )
 
-// The politeness run: 120 pages of one host, 8 workers, configured at
-// 600 requests a minute with bursts of 5, against a real nginx that allows
-// 2 (or 10) requests a second per client (limit_req, burst 1, 429 with
-// Retry-After: 2 beyond it).
+// The politeness run: one host, two minutes' worth of pages at the rate
+// it allows (240 at 2 r/s, 1,200 at 10 r/s), 8 workers, every contender
+// configured at 600 requests a minute with bursts of 5, against each of
+// testprog.Limiters allowing 2 or 10 requests a second per client. A
+// crawl ends when its pages are done or at politeDeadline, whichever
+// comes first: one that loses pages to 429s still ends.
 const (
-	politePages    = 120
+	politeSeconds  = 120 // pages per request a second allowed
 	politeWorkers  = 8
 	politePerMin   = 600
 	politeBurst    = 5
-	politeDelay    = time.Minute / politePerMin // Colly's Delay for the same rate
-	politeDeadline = 5 * time.Minute
+	politeDelay    = time.Minute / politePerMin // the gap between requests at that rate
+	politeDeadline = 3 * time.Minute
 )
+
+// politeRates are the rates, in requests a second, the limiters allow.
+var politeRates = []int{2, 10}
 
 // politeness is what one contender's crawl measured.
 type politeness struct {
-	allowed   float64 // requests a second nginx allows
-	ok        int     // pages answered 200
-	attempts  int     // requests nginx answered
+	allowed   float64 // requests a second the limiter allows
+	pages     int     // pages crawled
+	ok        int     // of them answered 200
+	attempts  int     // requests the limiter answered
 	throttled int     // of them 429
 	elapsed   time.Duration
 }
 
-// crawler crawls politePages pages under base and returns how many ended
-// 200.
-type crawler func(tb testing.TB, base string) int
+// politeCrawl crawls pages pages under base (base/page/0, ...) until ctx
+// ends and returns how many were answered 200.
+type politeCrawl func(ctx context.Context, base string, pages int) int
 
-var politeContenders = []struct {
+// politeContender is one contender of the run. setup makes its client on
+// the benchmark's goroutine, where it may fail the benchmark, with every
+// request sent through counter, and returns its crawl, which runs on a
+// goroutine of its own; or an error when the contender cannot run here
+// (no Redis server), which skips its rows.
+type politeContender struct {
 	name  string
-	crawl crawler
-}{
-	{"egresskit", func(tb testing.TB, base string) int {
-		return chainCrawl(tb, base, []*egresskit.Transport{mustChain(politeConfig(nil))})
+	setup func(tb testing.TB, counter *statusCounter) (politeCrawl, error)
+}
+
+var politeContenders = []politeContender{
+	{"egresskit", func(tb testing.TB, counter *statusCounter) (politeCrawl, error) {
+		return poolCrawl(mustChain(politeConfig(nil, counter))), nil
 	}},
-	{"egresskit-redis-fleet", func(tb testing.TB, base string) int {
-		client := redistest.Client(tb)
-		prefix := redistest.Prefix(tb)
-		var chains []*egresskit.Transport
+	{"egresskit-redis-fleet", func(tb testing.TB, counter *statusCounter) (politeCrawl, error) {
+		client, prefix, err := politeRedis(tb)
+		if err != nil {
+			return nil, err
+		}
+		var chains []http.RoundTripper
 		for range 2 {
 			st, err := redisstore.New(client, redisstore.Config{Prefix: prefix, HostState: politeHostState, OnRedisError: redisstore.FailClosed, Timeout: time.Second})
 			if err != nil {
 				tb.Fatal(err)
 			}
-			chains = append(chains, mustChain(politeConfig(st)))
+			chains = append(chains, mustChain(politeConfig(st, counter)))
 		}
-		return chainCrawl(tb, base, chains)
+		return poolCrawl(chains...), nil
 	}},
-	{"bare", func(tb testing.TB, base string) int {
-		tr := &http.Transport{MaxIdleConnsPerHost: politeWorkers}
-		defer tr.CloseIdleConnections()
-		return poolCrawl(base, func(int) *http.Client { return &http.Client{Transport: tr} })
+	{"bare", func(tb testing.TB, counter *statusCounter) (politeCrawl, error) {
+		return poolCrawl(counter), nil
 	}},
-	{"colly", func(tb testing.TB, base string) int {
+	{"colly", func(tb testing.TB, counter *statusCounter) (politeCrawl, error) {
 		c := colly.NewCollector(colly.Async(true), colly.UserAgent("PoliteBench/1.0"))
+		c.WithTransport(counter)
 		if err := c.Limit(&colly.LimitRule{DomainGlob: "*", Parallelism: politeWorkers, Delay: politeDelay}); err != nil {
 			tb.Fatal(err)
 		}
-		var mu sync.Mutex
-		ok := 0
-		c.OnResponse(func(r *colly.Response) {
-			if r.StatusCode == 200 {
-				mu.Lock()
-				ok++
-				mu.Unlock()
+		return func(ctx context.Context, base string, pages int) int {
+			c.Context = ctx
+			var mu sync.Mutex
+			ok := 0
+			c.OnResponse(func(r *colly.Response) {
+				if r.StatusCode == 200 {
+					mu.Lock()
+					ok++
+					mu.Unlock()
+				}
+			})
+			for i := range pages {
+				c.Visit(fmt.Sprintf("%s/page/%d", base, i))
 			}
-		})
-		for i := range politePages {
-			c.Visit(fmt.Sprintf("%s/page/%d", base, i))
-		}
-		c.Wait()
-		return ok
+			c.Wait()
+			return ok
+		}, nil
+	}},
+	{"autothrottle-ref", func(tb testing.TB, counter *statusCounter) (politeCrawl, error) {
+		return poolCrawl(newAutothrottleRef(counter, autothrottleDefaults(politeDelay))), nil
 	}},
 }
 
@@ -94,10 +117,11 @@ var politeContenders = []struct {
 var politeHostState = hoststate.Config{Limit: ratelimit.Config{PerMinute: politePerMin, Burst: politeBurst}}
 
 // politeConfig is egresskit configured as the run says, from
-// DefaultConfig (3 retries), its state in memory or in st when not nil.
-func politeConfig(st hoststate.Store) egresskit.Config {
+// DefaultConfig (3 retries), sending through base, its state in memory or
+// in st when not nil.
+func politeConfig(st hoststate.Store, base http.RoundTripper) egresskit.Config {
 	cfg := egresskit.DefaultConfig()
-	cfg.Base = &http.Transport{MaxIdleConnsPerHost: politeWorkers}
+	cfg.Base = base
 	cfg.UserAgent = "PoliteBench/1.0"
 	cfg.IgnoreRobots = true
 	if st != nil {
@@ -108,28 +132,49 @@ func politeConfig(st hoststate.Store) egresskit.Config {
 	return cfg
 }
 
-func chainCrawl(tb testing.TB, base string, chains []*egresskit.Transport) int {
-	defer func() {
-		for _, c := range chains {
-			c.CloseIdleConnections()
+// politeRedis returns a client of the Redis server at redisAddr, closed
+// when tb ends, and a key prefix of its own, whose keys are deleted then;
+// or the error when no server answers (a failure of tb when
+// EGRESSKIT_REQUIRE_REDIS is 1).
+func politeRedis(tb testing.TB) (*redis.Client, string, error) {
+	addr := redisAddr()
+	client := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if err := client.Ping(ctx).Err(); err != nil {
+		client.Close()
+		if os.Getenv("EGRESSKIT_REQUIRE_REDIS") == "1" {
+			tb.Fatalf("no Redis at %s (EGRESSKIT_REQUIRE_REDIS=1): %v", addr, err)
 		}
-	}()
-	return poolCrawl(base, func(w int) *http.Client { return &http.Client{Transport: chains[w%len(chains)]} })
+		return nil, "", fmt.Errorf("no Redis at %s (set EGRESSKIT_REDIS_ADDR): %w", addr, err)
+	}
+	prefix := fmt.Sprintf("egresskit-polite-%d-%d", os.Getpid(), time.Now().UnixNano())
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		iter := client.Scan(ctx, 0, prefix+":*", 1000).Iterator()
+		for iter.Next(ctx) {
+			client.Del(ctx, iter.Val())
+		}
+		client.Close()
+	})
+	return client, prefix, nil
 }
 
-// poolCrawl fetches the pages with politeWorkers workers, worker w through
-// client(w).
-func poolCrawl(base string, client func(w int) *http.Client) int {
-	return crawlPages(base, politeWorkers, politePages, func(w int) *http.Client {
-		c := client(w)
-		c.Timeout = politeDeadline
-		return c
-	})
+// poolCrawl is the crawl of politeWorkers workers, worker w sending
+// through rts[w%len(rts)].
+func poolCrawl(rts ...http.RoundTripper) politeCrawl {
+	return func(ctx context.Context, base string, pages int) int {
+		return crawlPages(ctx, base, politeWorkers, pages, func(w int) *http.Client {
+			return &http.Client{Transport: rts[w%len(rts)]}
+		})
+	}
 }
 
 // crawlPages fetches pages pages (base/page/0, ...) with workers workers,
-// worker w through client(w), and returns how many were answered 200.
-func crawlPages(base string, workers, pages int, client func(w int) *http.Client) int {
+// worker w through client(w), until ctx ends, and returns how many were
+// answered 200.
+func crawlPages(ctx context.Context, base string, workers, pages int, client func(w int) *http.Client) int {
 	jobs := make(chan int)
 	var (
 		mu sync.Mutex
@@ -140,7 +185,11 @@ func crawlPages(base string, workers, pages int, client func(w int) *http.Client
 		c := client(w)
 		wg.Go(func() {
 			for i := range jobs {
-				resp, err := c.Get(fmt.Sprintf("%s/page/%d", base, i))
+				req, err := http.NewRequestWithContext(ctx, "GET", fmt.Sprintf("%s/page/%d", base, i), nil)
+				if err != nil {
+					continue
+				}
+				resp, err := c.Do(req)
 				if err != nil {
 					continue
 				}
@@ -154,73 +203,140 @@ func crawlPages(base string, workers, pages int, client func(w int) *http.Client
 			}
 		})
 	}
+feed:
 	for i := range pages {
-		jobs <- i
+		select {
+		case jobs <- i:
+		case <-ctx.Done():
+			break feed
+		}
 	}
 	close(jobs)
 	wg.Wait()
 	return ok
 }
 
-// measure crawls one nginx allowing perSecond requests a second.
-func measure(tb testing.TB, perSecond int, crawl crawler) politeness {
-	n := testprog.RateLimitedNginx(tb, testprog.NginxLimit{PerSecond: perSecond, Burst: 1, RetryAfter: 2})
-	start := time.Now()
-	p := politeness{allowed: float64(perSecond), ok: crawl(tb, n.URL)}
-	p.elapsed = time.Since(start)
-	// nginx logs a request after its response is sent.
-	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		s := n.Statuses()
-		p.attempts, p.throttled = 0, s[429]
-		for _, k := range s {
-			p.attempts += k
-		}
-		if p.attempts >= p.ok || time.Now().After(deadline) {
-			break
-		}
-	}
-	return p
+// statusCounter is the transport every contender sends through: it
+// counts the answers the limiter gave, by status (HAProxy keeps no access
+// log to count them in).
+type statusCounter struct {
+	next *http.Transport
+	mu   sync.Mutex // guards n
+	n    map[int]int
 }
 
-// BenchmarkPoliteness crawls a rate-limited nginx with each contender and
-// reports the rate allowed, the rate achieved (pages answered 200 a
-// second), their ratio, the share of attempts answered 429 and the pages
-// that ended 200. The crawls of all contenders and both server rates run
-// at once, each against its own nginx, before the sub-benchmarks report
-// them (a crawl at 2 r/s takes a minute); run it with -benchtime=1x.
-func BenchmarkPoliteness(b *testing.B) {
-	type key struct {
-		perSecond int
-		name      string
+func newStatusCounter() *statusCounter {
+	return &statusCounter{next: &http.Transport{MaxIdleConnsPerHost: politeWorkers}, n: map[int]int{}}
+}
+
+// RoundTrip sends req and counts the status of its answer.
+func (c *statusCounter) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := c.next.RoundTrip(req)
+	if err == nil {
+		c.mu.Lock()
+		c.n[resp.StatusCode]++
+		c.mu.Unlock()
 	}
-	results := map[key]politeness{}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for _, perSecond := range []int{2, 10} {
-		for _, c := range politeContenders {
-			wg.Go(func() {
-				p := measure(b, perSecond, c.crawl)
-				mu.Lock()
-				results[key{perSecond, c.name}] = p
-				mu.Unlock()
-			})
+	return resp, err
+}
+
+// CloseIdleConnections closes the idle connections of the transport
+// below.
+func (c *statusCounter) CloseIdleConnections() { c.next.CloseIdleConnections() }
+
+// statuses returns how many answers had each status.
+func (c *statusCounter) statuses() map[int]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.n)
+}
+
+// politeCell is one crawl of the matrix: a contender against a limiter
+// allowing perSecond requests a second.
+type politeCell struct {
+	limiter   string
+	perSecond int
+	impl      string
+	skip      error // why the contender cannot run here, or nil
+	result    politeness
+}
+
+// name is the cell's sub-benchmark name.
+func (c *politeCell) name() string {
+	return fmt.Sprintf("limiter=%s/server=%drps/impl=%s", c.limiter, c.perSecond, c.impl)
+}
+
+// BenchmarkPoliteness crawls each of testprog.Limiters at 2 and 10
+// requests a second with each contender and reports, per
+// limiter=/server=/impl= sub-benchmark, the rate allowed, the rate
+// achieved (pages answered 200 a second, over the whole crawl), their
+// ratio, the requests the limiter answered, the share of them answered
+// 429 and the pages that ended 200. Every crawl has a limiter of its own;
+// the limiters and clients are set up first, on the benchmark's goroutine,
+// then all the crawls run at once (about three minutes) before the
+// sub-benchmarks report them. Run it with -benchtime=1x.
+func BenchmarkPoliteness(b *testing.B) {
+	testprog.Need(b, "nginx")
+	testprog.Need(b, "haproxy")
+	var (
+		cells []*politeCell
+		runs  []func()
+	)
+	for _, lim := range testprog.Limiters {
+		for _, perSecond := range politeRates {
+			for _, c := range politeContenders {
+				cell := &politeCell{limiter: lim.Name, perSecond: perSecond, impl: c.name}
+				cells = append(cells, cell)
+				counter := newStatusCounter()
+				crawl, err := c.setup(b, counter)
+				if err != nil {
+					cell.skip = err
+					continue
+				}
+				srv := lim.Start(b, perSecond)
+				runs = append(runs, func() { cell.result = runPolite(b.Context(), srv.URL, perSecond, crawl, counter) })
+			}
 		}
+	}
+	var wg sync.WaitGroup
+	for _, run := range runs {
+		wg.Go(run)
 	}
 	wg.Wait()
-	for _, perSecond := range []int{2, 10} {
-		for _, c := range politeContenders {
-			p := results[key{perSecond, c.name}]
-			b.Run(fmt.Sprintf("server=%drps/impl=%s", perSecond, c.name), func(b *testing.B) {
-				for range b.N {
-				}
-				achieved := float64(p.ok) / p.elapsed.Seconds()
-				b.ReportMetric(0, "ns/op")
-				b.ReportMetric(p.allowed, "allowed-r/s")
-				b.ReportMetric(achieved, "achieved-r/s")
-				b.ReportMetric(achieved/p.allowed, "ratio")
-				b.ReportMetric(100*float64(p.throttled)/float64(max(p.attempts, 1)), "429-%")
-				b.ReportMetric(float64(p.ok), "pages-200")
-			})
-		}
+	for _, cell := range cells {
+		b.Run(cell.name(), func(b *testing.B) {
+			if cell.skip != nil {
+				b.Skip(cell.skip)
+			}
+			for range b.N {
+			}
+			p := cell.result
+			achieved := float64(p.ok) / p.elapsed.Seconds()
+			b.ReportMetric(0, "ns/op")
+			b.ReportMetric(p.allowed, "allowed-r/s")
+			b.ReportMetric(achieved, "achieved-r/s")
+			b.ReportMetric(achieved/p.allowed, "ratio")
+			b.ReportMetric(float64(p.attempts), "attempts")
+			b.ReportMetric(100*float64(p.throttled)/float64(max(p.attempts, 1)), "429-%")
+			b.ReportMetric(float64(p.ok), "pages-200")
+		})
 	}
+}
+
+// runPolite runs one crawl of two minutes' worth of pages at perSecond
+// against base, within politeDeadline, and counts its answers at counter.
+func runPolite(ctx context.Context, base string, perSecond int, crawl politeCrawl, counter *statusCounter) politeness {
+	ctx, cancel := context.WithTimeout(ctx, politeDeadline)
+	defer cancel()
+	p := politeness{allowed: float64(perSecond), pages: politeSeconds * perSecond}
+	start := time.Now()
+	p.ok = crawl(ctx, base, p.pages)
+	p.elapsed = time.Since(start)
+	counter.CloseIdleConnections()
+	s := counter.statuses()
+	p.throttled = s[http.StatusTooManyRequests]
+	for _, k := range s {
+		p.attempts += k
+	}
+	return p
 }

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"sync"
@@ -29,8 +30,7 @@ var slowContenders = []struct {
 	crawl func(tb testing.TB, base string) int
 }{
 	{"egresskit", func(tb testing.TB, base string) int {
-		cfg := politeConfig(nil)
-		cfg.Base = &http.Transport{MaxIdleConnsPerHost: slowWorkers}
+		cfg := politeConfig(nil, &http.Transport{MaxIdleConnsPerHost: slowWorkers})
 		tr := mustChain(cfg)
 		defer tr.CloseIdleConnections()
 		return slowPool(base, &http.Client{Transport: tr, Timeout: slowDeadline})
@@ -65,7 +65,7 @@ var slowContenders = []struct {
 
 // slowPool fetches the pages with slowWorkers workers through c.
 func slowPool(base string, c *http.Client) int {
-	return crawlPages(base, slowWorkers, slowPages, func(int) *http.Client { return c })
+	return crawlPages(context.Background(), base, slowWorkers, slowPages, func(int) *http.Client { return c })
 }
 
 // BenchmarkSlowServer crawls a slowing server (testprog.SlowServer) with
