@@ -20,6 +20,14 @@
 // measure the memory kept per host, egress selection over 1,000 endpoints
 // and a pre-flight probe of 1,000 targets.
 //
+// BenchmarkPoliteness crawls real rate limiters (nginx and HAProxy, the
+// kinds in internal/testprog's Limiters) at 2 and 10 requests a second
+// with egresskit (in memory, and two chains sharing Redis), a bare
+// http.Client, Colly's LimitRule and autothrottle-ref, this module's own
+// reference implementation of the AutoThrottle algorithm as Scrapy
+// documents it (not Scrapy); BenchmarkSlowServer crawls a server whose
+// latency grows with the requests in flight.
+//
 // The Redis contender uses the server at EGRESSKIT_REDIS_ADDR (default
 // 127.0.0.1:6379) and is skipped when none answers.
 //

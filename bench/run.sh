@@ -55,21 +55,27 @@ group '^BenchmarkHosts$' "$HOSTS_TIME"
 group '^BenchmarkSelect$' "$SELECT_TIME"
 group '^BenchmarkProbe$' "$PROBE_TIME"
 
-# Politeness runs once: every contender crawls its own rate-limited nginx,
-# all at once, for about a minute; its numbers are not for benchstat.
+# Politeness runs once: every contender crawls each real rate limiter of
+# testprog.Limiters at 2 and 10 r/s, each crawl against a limiter of its
+# own, all at once, for about three minutes; its numbers are not for
+# benchstat.
 polite="$work/polite.txt"
-echo "== politeness against a rate-limited nginx (about a minute)" >&2
+echo "== politeness against real rate limiters (about three minutes)" >&2
 "$work/bench.test" -test.run '^$' -test.bench '^BenchmarkPoliteness$' -test.benchtime 1x | tee "$polite" >&2
 
-# polite_table turns the BenchmarkPoliteness lines into a Markdown table.
+# polite_table turns the BenchmarkPoliteness lines into a Markdown table;
+# a crawl is two minutes' worth of pages at the allowed rate.
 polite_table() {
-	awk '/^BenchmarkPoliteness\// {
-		split($1, p, "/"); server = p[2]; impl = p[3]
-		sub(/^server=/, "", server); sub(/rps$/, "", server); sub(/^impl=/, "", impl); sub(/-[0-9]+$/, "", impl)
+	awk '/^BenchmarkPoliteness\// && / pages-200/ {
+		split($1, p, "/"); limiter = p[2]; server = p[3]; impl = p[4]
+		sub(/^limiter=/, "", limiter); sub(/^server=/, "", server); sub(/rps$/, "", server)
+		sub(/^impl=/, "", impl); sub(/-[0-9]+$/, "", impl)
 		for (i = 3; i < NF; i += 2) v[$(i + 1)] = $i
+		pages = 120 * server
 		ratio = sprintf("%.2f×", v["ratio"])
-		if (v["pages-200"] < 120) ratio = "— (pages lost)"
-		printf "| %s | %s | %.2f | %s | %.1f %% | %d / 120 |\n", impl, server, v["achieved-r/s"], ratio, v["429-%"], v["pages-200"]
+		if (v["pages-200"] < pages) ratio = "— (pages lost)"
+		printf "| %s | %s | %s | %d / %d | %.2f | %s | %d | %.1f %% |\n", limiter, server, impl,
+			v["pages-200"], pages, v["achieved-r/s"], ratio, v["attempts"], v["429-%"]
 	}' "$polite"
 }
 
@@ -245,19 +251,41 @@ Medians with 95% confidence intervals; \`vs base\` compares each contender with 
 $(stats -col /impl -row .name,/body -filter '.name:(Overhead OR Loopback)')
 \`\`\`
 
-## Politeness against a real rate limiter
+## Politeness against real rate limiters
 
-120 pages of one host, 8 workers, pacing configured at 600 requests a minute with bursts of 5, against a
-real nginx (\`limit_req\`, burst 1, 429 with \`Retry-After: 2\`) allowing 2 or 10 requests a second:
-the rate achieved (pages answered 200 a second, over the whole crawl), its ratio to the rate allowed
-(not given for a contender that lost pages: its few 200s came in a short burst), and the share of
-attempts answered 429. \`egresskit\` is the chain with in-memory state,
-\`egresskit-redis-fleet\` two chains (4 workers each) sharing Redis state, \`bare\` an \`http.Client\`
-without pacing or retries, \`colly\` Colly's \`LimitRule\` with the same settings (\`Parallelism: 8\`,
-\`Delay: 100ms\`, no retries).
+Every contender crawls each of four real rate limiters (\`testprog.Limiters\`) allowing 2 or 10 requests a
+second per client: two minutes' worth of pages at the allowed rate (240 at 2 r/s, 1,200 at 10 r/s) of one
+host, 8 workers, every contender configured at 600 requests a minute with bursts of 5. Each crawl has a
+limiter of its own; all run at once, each until its pages are done or for at most 3 minutes. The limiters,
+each answering 429 beyond its limit:
 
-| contender | allowed r/s | achieved r/s | achieved / allowed | 429 share | pages 200 |
-|---|---:|---:|---:|---:|---:|
+- \`nginx-delay\`: nginx \`limit_req\`, \`burst=1\`, the excess queued; \`Retry-After: 2\`;
+- \`nginx-nodelay\`: nginx \`limit_req\`, \`burst=1 nodelay\`, the excess refused at once; \`Retry-After: 2\`;
+- \`haproxy\`: HAProxy, \`http_req_rate\` over a 10 s sliding window, refused requests counted too; \`Retry-After: 2\`;
+- \`haproxy-quota\`: HAProxy, a fixed 10 s window advertised in \`X-RateLimit-Limit\`, \`-Remaining\` and
+  \`-Reset\` on every answer, refused requests counted too; \`Retry-After\`: the seconds to the window's end.
+
+The contenders:
+
+- \`egresskit\`: the chain from \`DefaultConfig()\` (3 retries), its state in memory;
+- \`egresskit-redis-fleet\`: two such chains (4 workers each) sharing their state in Redis;
+- \`bare\`: an \`http.Client\` without pacing or retries;
+- \`colly\`: Colly's \`LimitRule\` with the same settings (\`Parallelism: 8\`, \`Delay: 100ms\`), no retries;
+- \`autothrottle-ref\`: our reference implementation (\`autothrottle_test.go\`, an \`http.RoundTripper\`) of
+  Scrapy's AutoThrottle algorithm as its documentation publishes it, not Scrapy itself: a delay per host,
+  starting at 5 s, set after each answer to the mean of the old delay and the latency to headers (target
+  concurrency 1) but not below the latency, within 100 ms (\`DOWNLOAD_DELAY\`, the configured rate) and 60 s,
+  never lowered by an answer other than 200; each wait randomized to 0.5–1.5× the delay, at most 8 requests
+  in flight per host; with the default retries (408, 429, 500, 502, 503, 504, 522, 524 and transport
+  errors, twice, each through the delay again, \`Retry-After\` not read).
+
+Pages answered 200; the rate achieved (pages answered 200 a second, over the whole crawl) and its ratio
+to the rate allowed (not given for a contender that lost pages: its 200s are not a rate it could keep);
+the attempts (requests the limiter answered, counted at the transport under each contender) and the share
+of them answered 429. A contender that could not run (the Redis fleet without a Redis server) has no rows.
+
+| limiter | allowed r/s | contender | pages 200 | achieved r/s | achieved / allowed | attempts | 429 share |
+|---|---:|---|---:|---:|---:|---:|---:|
 $(polite_table)
 
 ## A slowing server
