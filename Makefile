@@ -46,11 +46,12 @@ fuzz:
 		done; \
 	done
 
-# The whole limiter matrix (three limiters, two rates, memory and a Redis
-# fleet of two; about six minutes), the in-flight cap against a slowing
-# server for a minute, then the bench module's benchmarks.
+# The whole limiter matrix (four limiters, two rates, memory and a Redis
+# fleet of two: sixteen cells, eight at a time, about five minutes), the
+# in-flight cap against a slowing server for a minute, then the bench
+# module's benchmarks.
 bench:
-	$(GO) test -count=1 -parallel 4 -run '$(CONVERGE)' -v . -args -converge.all | tee bench/converge.txt
+	$(GO) test -count=1 -parallel 8 -run '$(CONVERGE)' -v . -args -converge.all | tee bench/converge.txt
 	$(GO) test -count=1 -run '^TestInFlightCapSlowServer$$' -v . -args -inflight.long
 	$(MAKE) -C bench results
 

@@ -305,9 +305,8 @@ $(slow_table)
 
 The root package's \`TestConvergesOnLimiters\` with \`-converge.all\`: 8 workers starting too fast (600
 requests a minute, bursts of 5), two minutes' worth of pages at the allowed rate (240 at 2 r/s, 1,200 at
-10 r/s), against nginx \`limit_req\` delaying (\`burst=1\`) and refusing (\`burst=1 nodelay\`) and HAProxy
-(\`http_req_rate\` over a 10 s sliding window, refused requests counted), each 429 with \`Retry-After: 2\`;
-the chain from \`DefaultConfig()\` with its state in memory, or two chains (4 workers each) sharing Redis.
+10 r/s), against the four limiters above (nginx \`limit_req\` delaying and refusing, HAProxy's sliding
+window, HAProxy's advertised fixed window); the chain from \`DefaultConfig()\` with its state in memory, or two chains (4 workers each) sharing Redis.
 The bar: every page 200, at most 2 % of attempts 429, at least 0.9× the allowed rate.
 
 | limiter | allowed r/s | state | pages 200 | achieved r/s | achieved / allowed | attempts 429 |
