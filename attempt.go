@@ -128,7 +128,7 @@ func (a *gatedSender) send(req *http.Request, key string, first bool) (*http.Res
 	}
 	slotDone, slotWaited := noResume, false
 	if t.inflight != nil {
-		if slotDone, slotWaited, err = t.slotWait(ctx, key, first); err != nil {
+		if slotDone, slotWaited, err = t.slotWait(ctx, key, adm.PerMinute, first); err != nil {
 			r := classify.Of(nil, err)
 			eff, _ := t.record(ctx, key, adm, classify.Result{Outcome: classify.Canceled, Reason: r.Reason}) // as above
 			a.observe(ctx, req, key, attempt, start, adm.Wait, 0, r, &eff, nil, err, unsentReason(err), false)

@@ -32,9 +32,13 @@ func newInflight(maxInFlight int) *inflight.Limits {
 // counted against its attempt timeout (first is set for a first attempt on
 // the caller's context). It returns the func that gives the slot back and
 // whether it waited, or, when ctx ends first, an error wrapping ctx's: the
-// attempt is not sent and spends no retry.
-func (t *Transport) slotWait(ctx context.Context, key string, first bool) (func(), bool, error) {
-	if t.inflight.NeedRate(key) {
+// attempt is not sent and spends no retry. perMinute is the host's rate
+// the admission reported (0: the store did not say; Status is asked when
+// the rate this process knows is stale).
+func (t *Transport) slotWait(ctx context.Context, key string, perMinute float64, first bool) (func(), bool, error) {
+	if perMinute > 0 {
+		t.inflight.SetRate(key, perMinute)
+	} else if t.inflight.NeedRate(key) {
 		if st, err := t.state.Status(ctx, key); err == nil {
 			t.inflight.SetRate(key, st.PerMinute)
 		}

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -194,5 +195,66 @@ func TestInFlightWaitHonoursContext(t *testing.T) {
 	}
 	if len(second) != 1 || second[0].Unsent != "deadline" || !second[0].Final {
 		t.Errorf("second request's events %+v, want one, final, unsent for its deadline", second)
+	}
+}
+
+// statusCounting is a store that counts Status calls and, when hideRate is
+// set, does not report the rate on its admissions (as a store that does
+// not say).
+type statusCounting struct {
+	hoststate.Store
+	hideRate bool
+	status   atomic.Int32
+}
+
+func (s *statusCounting) Admit(ctx context.Context, host string) (hoststate.Admission, error) {
+	a, err := s.Store.Admit(ctx, host)
+	if s.hideRate {
+		a.PerMinute = 0
+	}
+	return a, err
+}
+
+func (s *statusCounting) Status(ctx context.Context, host string) (hoststate.Status, error) {
+	s.status.Add(1)
+	return s.Store.Status(ctx, host)
+}
+
+// TestInFlightRateFromAdmission: the in-flight cap takes a host's rate from
+// its admission, so a crawl over many hosts, each met once, asks the store
+// for no Status (with a Redis store, a round trip each); from a store whose
+// admissions do not report the rate, it asks Status once per new host.
+func TestInFlightRateFromAdmission(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
+	defer srv.Close()
+	const hosts = 50
+	for _, tt := range []struct {
+		name     string
+		hideRate bool
+		want     int32
+	}{
+		{"rate on the admission", false, 0},
+		{"no rate on the admission", true, hosts},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			st := &statusCounting{Store: mustMemory(hoststate.Config{}), hideRate: tt.hideRate}
+			base := &http.Transport{DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+				var d net.Dialer
+				return d.DialContext(ctx, network, srv.Listener.Addr().String())
+			}}
+			defer base.CloseIdleConnections()
+			c := &http.Client{Transport: mustChain(egresskit.Config{Base: base, IgnoreRobots: true, Store: st})}
+			for i := range hosts {
+				resp, err := c.Get(fmt.Sprintf("http://h%d.example/", i))
+				if err != nil {
+					t.Fatal(err)
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+			if n := st.status.Load(); n != tt.want {
+				t.Errorf("%d Status calls for %d hosts met once, want %d", n, hosts, tt.want)
+			}
+		})
 	}
 }

@@ -99,6 +99,11 @@ type Admission struct {
 	// as it is but recorded as Canceled and taken again, so that attempts
 	// waiting when a pause ends go out one interval apart.
 	Epoch uint64
+	// PerMinute is the host's pacing rate, in requests a minute, when the
+	// attempt was admitted (the Status.PerMinute of that moment), so that
+	// a caller sizing its concurrency by the rate need not ask Status; 0
+	// when the store does not say.
+	PerMinute float64
 	// At is when the store admitted the attempt, by the local clock
 	// (time.Now, with its monotonic reading), when it read that clock
 	// for the decision; zero when it did not (the Redis store decides by

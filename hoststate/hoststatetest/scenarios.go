@@ -46,6 +46,7 @@ func Scenarios() []Scenario {
 		{"ThrottledOpensOnlyAtFloor", hoststate.Config{Limit: ratelimit.Config{Floor: 15, MaxPause: time.Minute}}, throttledOpensOnlyAtFloor},
 		{"SlowHost", hoststate.Config{}, slowHost},
 		{"QuotaSetsRate", hoststate.Config{}, quotaSetsRate},
+		{"AdmissionCarriesRate", hoststate.Config{Limit: ratelimit.Config{PerMinute: 90}}, admissionCarriesRate},
 		{"SetCeiling", hoststate.Config{}, setCeiling},
 		{"ThrottleStorm", hoststate.Config{}, throttleStorm},
 		{"StillShutWaitsLonger", hoststate.Config{Limit: ratelimit.Config{PerMinute: 120}}, stillShutWaitsLonger},
@@ -528,6 +529,21 @@ func quotaSetsRate(t *testing.T, env Env) {
 		if got := state(t, env, host).PerMinute; got != c.want {
 			t.Errorf("after an OK with a quota of %v/min: rate %v, want %v", c.quota, got, c.want)
 		}
+	}
+}
+
+// admissionCarriesRate: an admission reports the host's pacing rate as
+// Status does: 90 (configured) at first, 20 after an OK whose quota is 20
+// a minute.
+func admissionCarriesRate(t *testing.T, env Env) {
+	a := admit(t, env, host)
+	if a.PerMinute != 90 {
+		t.Errorf("first admission: PerMinute %v, want 90", a.PerMinute)
+	}
+	record(t, env, host, a, classify.Result{Outcome: classify.OK, Status: 200, Quota: 20})
+	a = admit(t, env, host)
+	if got := state(t, env, host).PerMinute; a.PerMinute != 20 || got != 20 {
+		t.Errorf("after a quota of 20/min: admission's PerMinute %v, Status's %v; want 20", a.PerMinute, got)
 	}
 }
 

@@ -23,6 +23,8 @@ type Reservation struct {
 	// Epoch has moved past it, a throttle has paused the host since, and
 	// the token must not be used: reserve again.
 	Epoch uint64
+	// PerMinute is the host's rate when the token was taken.
+	PerMinute float64
 }
 
 // Status is a snapshot of one host's pacing.
@@ -102,7 +104,7 @@ func (s *Set) ReserveAt(ctx context.Context, host string, now time.Time) (Reserv
 	}
 	send := e.lim.reserve(at)
 	s.hosts.MaybeSweep(sh, now)
-	return Reservation{Wait: max(send.Sub(now), 0), Epoch: e.epoch}, nil
+	return Reservation{Wait: max(send.Sub(now), 0), Epoch: e.epoch, PerMinute: e.perMinute}, nil
 }
 
 // delay is the time to accumulate tokens at perMinute, computed as

@@ -60,4 +60,5 @@ if b.s == HALFOPEN then
   b.p = now
 end
 save()
-return {0, floor(math.min(act - now, MAXWAIT)), probe, b.g, l.e}
+-- The rate goes in thousandths of a request a minute (an integer reply).
+return {0, floor(math.min(act - now, MAXWAIT)), probe, b.g, l.e, floor(l.r * 1000 + 0.5)}
