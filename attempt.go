@@ -136,8 +136,13 @@ func (a *gatedSender) send(req *http.Request, key string, first bool) (*http.Res
 		}
 		if slotWaited {
 			// The slot came when another attempt ended, however long
-			// after its pacing: space it at the host's rate as of now.
-			if st, err := t.state.Status(ctx, key); err == nil {
+			// after its pacing: space it at the host's rate as of now
+			// (for a host paced faster than spacingMatters, whose
+			// spacing is under a millisecond, the admission's rate
+			// serves, without a round trip to the store).
+			if adm.PerMinute > spacingMatters {
+				pacedAt = adm.PerMinute
+			} else if st, err := t.state.Status(ctx, key); err == nil {
 				pacedAt = st.PerMinute
 				t.inflight.SetRate(key, st.PerMinute)
 			}

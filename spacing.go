@@ -28,6 +28,12 @@ type spacing struct {
 // not push the next send back.
 const spacingShare = 0.9
 
+// spacingMatters is the rate, in requests a minute, above which a host's
+// spacing is under a millisecond (1,000 a second): a slot-waited attempt
+// to such a host is spaced at its admission's rate rather than at the
+// rate a Status round trip would read.
+const spacingMatters = 60000
+
 // maxSpaced bounds the hosts remembered; past it, hosts whose latest send
 // is older than spacingForget are dropped.
 const (

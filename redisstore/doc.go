@@ -20,16 +20,29 @@
 // 1s) and rides with the worker's next script for that host, which
 // applies it first, at the time it was made; a timer sends what is left
 // when the delay ends, and Store.Flush sends everything. Every other
-// outcome is recorded at once, with the OKs held before it. The windows,
-// guarantee by guarantee:
+// outcome is recorded at once, with the OKs held before it. A fast host
+// (one whose rate gives at least 2 tokens in Config.LeaseWindow, 100ms:
+// 1,200 requests a minute or more, with a burst to spare) is also leased:
+// an admission that asks Redis takes up to 16 of the tokens the host has
+// on hand, which the Store's next admissions of the host use without a
+// round trip until they run out or the window ends; its own outcome other
+// than OK ends the lease. The windows, guarantee by guarantee:
 //
-//   - halts: none. A Refused outcome is recorded at once; every admission
-//     reads the halt in Redis (and a Store's own memory of halts, below).
-//   - breaker opening and half-open probes: none. Failures, throttles at
-//     the floor and probe outcomes are recorded at once, and so is every
-//     outcome whose admission this Store saw open or half-open.
+//   - halts: none for a host that is not leased. A Refused outcome is
+//     recorded at once; every admission reads the halt in Redis (and a
+//     Store's own memory of halts, below). A worker holding a lease of the
+//     host sees another's halt when the lease ends: up to LeaseWindow, at
+//     most 16 attempts.
+//   - breaker opening and half-open probes: none for a host that is not
+//     leased, up to LeaseWindow for one that is (as halts). Failures,
+//     throttles at the floor and probe outcomes are recorded at once, and
+//     so is every outcome whose admission this Store saw open or
+//     half-open; a host whose latest outcome was a failure, or whose
+//     breaker is not closed, is not leased.
 //   - pacing: tokens and pauses are taken and set at once; a throttle is
-//     seen fleet-wide at once. The recovery after a throttle and the OK
+//     seen fleet-wide at once (up to LeaseWindow by a worker holding a
+//     lease; a host that has throttled keeps a burst of one and is not
+//     leased again). The recovery after a throttle and the OK
 //     counts (Status.Recent) of other workers lag by up to RecordDelay.
 //   - the breaker's failure count: an OK resets it up to RecordDelay late;
 //     failures that came after it, recorded meanwhile, are reset with it,

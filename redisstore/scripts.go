@@ -70,7 +70,7 @@ func scriptsWith(edit func(string) string) scripts {
 		return redis.NewScript(strings.Replace(src, mark, ins, 1))
 	}
 	return scripts{
-		admit:   withDeferred("admit", "16", "if halted then save() end", luaAdmit),
+		admit:   withDeferred("admit", "18", "if halted then save() end", luaAdmit),
 		record:  withDeferred("record", "19", "", luaRecord),
 		flush:   withDeferred("flush", "15", "save()", "return 1"),
 		state:   withDeferred("state", "15", "save()", luaState),

@@ -101,7 +101,8 @@ type Store struct {
 	known   map[string]time.Time   // halts seen: refused while degraded, written back after a loss
 	runs    map[string]serverInfo  // what the last check read of each server, by address
 
-	def deferrals // the OK outcomes held back (Config.RecordDelay)
+	def   deferrals // the OK outcomes held back (Config.RecordDelay)
+	lease leases    // the tokens taken ahead (Config.LeaseWindow)
 }
 
 var _ hoststate.Store = (*Store)(nil)
@@ -221,12 +222,22 @@ func (s *Store) Admit(ctx context.Context, host string) (hoststate.Admission, er
 	if err != nil {
 		return hoststate.Admission{}, err
 	}
+	if a, ok := s.leased(host); ok {
+		if s.nKnown.Load() == 0 {
+			return a, nil
+		}
+		if _, halted := s.knownHalt(host); !halted {
+			return a, nil
+		}
+		s.dropLease(host)
+	}
 	budget := "-1"
 	if dl, ok := ctx.Deadline(); ok {
 		budget = itoa(max(dl.Sub(s.localNow()), 0).Microseconds())
 	}
 	recs := s.take(host)
-	args := s.deferredArgs(s.set.args(host, s.nowArg(), budget), recs)
+	leaseMax, leaseWin := s.leaseArgs()
+	args := s.deferredArgs(s.set.args(host, s.nowArg(), budget, leaseMax, leaseWin), recs)
 	reply, local, err := s.exec(ctx, "admit", s.sc.admit, k, args)
 	if local != nil {
 		return s.localAdmit(ctx, local, host)
@@ -249,7 +260,7 @@ func (s *Store) Admit(ctx context.Context, host string) (hoststate.Admission, er
 		return hoststate.Admission{}, &scriptError{Op: "admit", Msg: err.Error()}
 	}
 	switch {
-	case v[0] == 0 && len(v) == 6:
+	case v[0] == 0 && len(v) == 7:
 		a := hoststate.Admission{
 			Wait:       time.Duration(v[1]) * time.Microsecond,
 			Probe:      v[2] == 1,
@@ -266,6 +277,9 @@ func (s *Store) Admit(ctx context.Context, host string) (hoststate.Admission, er
 			if since, ok := s.knownHalt(host); ok {
 				return s.recheck(ctx, host, since, a)
 			}
+		}
+		if v[6] > 0 {
+			s.grant(host, int(v[6]), a)
 		}
 		return a, nil
 	case v[0] == 1:
@@ -299,6 +313,9 @@ func (s *Store) Record(ctx context.Context, host string, a hoststate.Admission, 
 	k, err := s.keysOf(host)
 	if err != nil {
 		return hoststate.Effect{}, err
+	}
+	if r.Outcome != classify.OK {
+		s.dropLease(host)
 	}
 	if s.holds(host, a, r) {
 		if s.hold(host, a, r) {
@@ -404,6 +421,7 @@ func (s *Store) SetCeiling(ctx context.Context, host string, perMinute float64) 
 	if err != nil {
 		return err
 	}
+	s.dropLease(host)
 	c := "0"
 	if positive(perMinute) {
 		c = ftoa(max(perMinute, minPerMinute))

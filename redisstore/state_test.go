@@ -153,16 +153,22 @@ func (c *counter) reset() {
 // server (INFO commandstats), the Redis commands of 100 requests through
 // the chain and a Flush: with RecordDelay off, one EVALSHA before and one
 // after each attempt; with OKs held back, one EVALSHA per attempt (its
-// admission carries the previous OK) and one for the Flush. Nothing else.
+// admission carries the previous OK) and one for the Flush. With tokens
+// leased (the host's rate gives 100 in the 100ms window), one admission
+// in 17 asks Redis (it takes 16 tokens more). Nothing else.
 func TestRoundTripsPerRequest(t *testing.T) {
 	const n = 100
+	leasedAdmits := int64((n + 16) / 17) // 6
 	tests := []struct {
 		name  string
 		delay time.Duration
+		lease time.Duration
 		want  int64
 	}{
-		{"record delay off", -1, 2 * n},
-		{"OKs held back", time.Minute, n + 1},
+		{"record delay off", -1, -1, 2 * n},
+		{"OKs held back", time.Minute, -1, n + 1},
+		{"record delay off, tokens leased", -1, 0, leasedAdmits + n},
+		{"OKs held back, tokens leased", time.Minute, 0, leasedAdmits + 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -176,6 +182,7 @@ func TestRoundTripsPerRequest(t *testing.T) {
 			cfg := fleetConfig("rtt")
 			cfg.CheckInterval = -1 // no periodic INFO among the counted commands
 			cfg.RecordDelay = tt.delay
+			cfg.LeaseWindow = tt.lease
 			st, err := redisstore.New(c, cfg)
 			if err != nil {
 				t.Fatal(err)

@@ -4,12 +4,19 @@
 -- token, and a wait past the caller's deadline takes nothing.
 --
 -- ARGV[15] the caller's remaining time budget (negative: no deadline)
+-- ARGV[16] the most tokens to lease beyond this attempt's (0: none)
+-- ARGV[17] the lease's window, in microseconds
 --
--- Returns {0, wait, probe, generation, epoch} when admitted, {1, since} when
--- halted, {2, until} when open (until 0: half-open, every probe slot
--- taken), {3, wait} when the wait would pass the deadline.
+-- Returns {0, wait, probe, generation, epoch, rate, leased} when admitted
+-- (the rate in thousandths of a request a minute; leased the tokens taken
+-- beyond this attempt's, for the caller's next attempts within the
+-- window), {1, since} when halted, {2, until} when open (until 0:
+-- half-open, every probe slot taken), {3, wait} when the wait would pass
+-- the deadline.
 
 local BUDGET = tonumber(ARGV[15])
+local LEASEMAX = tonumber(ARGV[16]) or 0
+local LEASEWIN = tonumber(ARGV[17]) or 0
 
 if halted then
   return {1, halted}
@@ -59,6 +66,18 @@ if b.s == HALFOPEN then
   probe = 1
   b.p = now
 end
+-- A lease: tokens on hand now beyond this attempt's, for a closed host
+-- whose last outcome was not a failure, that is not paused and whose rate
+-- gives at least 2 in the window.
+local leased = 0
+if LEASEMAX > 0 and b.s == CLOSED and b.fl == 0 and at == now and tok >= 1 then
+  local inWindow = math.floor(LEASEWIN * l.r / 60000000)
+  if inWindow >= 2 then
+    leased = math.min(LEASEMAX, math.floor(tok), inWindow)
+    tok = tok - leased
+    l.t = tok
+  end
+end
 save()
 -- The rate goes in thousandths of a request a minute (an integer reply).
-return {0, floor(math.min(act - now, MAXWAIT)), probe, b.g, l.e, floor(l.r * 1000 + 0.5)}
+return {0, floor(math.min(act - now, MAXWAIT)), probe, b.g, l.e, floor(l.r * 1000 + 0.5), leased}
