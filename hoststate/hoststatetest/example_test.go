@@ -32,6 +32,8 @@ func ExampleScenarios() {
 	// ThrottledOpensOnlyAtFloor
 	// SlowHost
 	// QuotaSetsRate
+	// AdmissionCarriesRate
+	// StrayRefusalAtLowDemand
 	// SetCeiling
 	// ThrottleStorm
 	// StillShutWaitsLonger
