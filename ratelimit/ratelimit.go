@@ -58,13 +58,6 @@
 //     ceiling; with a fixed window advertised on every answer the rate
 //     follows what the window has left. Without a later quota the rate
 //     stays there until the probe's backoff has passed.
-//   - A stray refusal does not cut the rate: a 429 after 20 OKs or more
-//     since the last pause, answered at under half the pacing rate (the
-//     crawl's own demand, far below the pace, spaced them), says nothing
-//     of a limit near the rate; the host pauses as asked and its rate and
-//     learnt ceiling stay. Refused again within fewer OKs, it is cut as
-//     above. (A limit just below a demand that low may so refuse up to one
-//     request in 21.)
 //   - The rate never exceeds the host's configured rate nor its ceiling
 //     (robots.txt Crawl-delay).
 //   - Transient, Refused, Permanent and Canceled outcomes leave the rate

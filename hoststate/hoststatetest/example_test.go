@@ -32,8 +32,6 @@ func ExampleScenarios() {
 	// ThrottledOpensOnlyAtFloor
 	// SlowHost
 	// QuotaSetsRate
-	// AdmissionCarriesRate
-	// StrayRefusalAtLowDemand
 	// SetCeiling
 	// ThrottleStorm
 	// StillShutWaitsLonger

@@ -47,7 +47,6 @@ func Scenarios() []Scenario {
 		{"SlowHost", hoststate.Config{}, slowHost},
 		{"QuotaSetsRate", hoststate.Config{}, quotaSetsRate},
 		{"AdmissionCarriesRate", hoststate.Config{Limit: ratelimit.Config{PerMinute: 90}}, admissionCarriesRate},
-		{"StrayRefusalAtLowDemand", hoststate.Config{Limit: ratelimit.Config{PerMinute: 3000}}, strayRefusal},
 		{"SetCeiling", hoststate.Config{}, setCeiling},
 		{"ThrottleStorm", hoststate.Config{}, throttleStorm},
 		{"StillShutWaitsLonger", hoststate.Config{Limit: ratelimit.Config{PerMinute: 120}}, stillShutWaitsLonger},
@@ -545,58 +544,6 @@ func admissionCarriesRate(t *testing.T, env Env) {
 	a = admit(t, env, host)
 	if got := state(t, env, host).PerMinute; a.PerMinute != 20 || got != 20 {
 		t.Errorf("after a quota of 20/min: admission's PerMinute %v, Status's %v; want 20", a.PerMinute, got)
-	}
-}
-
-// strayRefusal: a host paced at 3,000 a minute that the crawl sends one
-// request a second answers 25 OKs, then a 429 with Retry-After: 1s. A
-// refusal after that many OKs sent at under half the pace is stray: the
-// host pauses for the second asked and its rate stays 3,000. Refused again
-// after 3 OKs, it is a limit below the crawl's demand: the rate is cut
-// (few OKs: halved, to 1,500). On a second host, a 429 right after a stray
-// refusal's pause, with no OK between, finds the host still shut: a
-// quarter of the rate (750), never none.
-func strayRefusal(t *testing.T, env Env) {
-	oks := func(n int) {
-		t.Helper()
-		for range n {
-			a := admit(t, env, host)
-			if a.Wait != 0 {
-				t.Fatalf("a request a second at 3,000 a minute waits %v", a.Wait)
-			}
-			record(t, env, host, a, classify.Result{Outcome: classify.OK, Status: 200})
-			env.Advance(time.Second)
-		}
-	}
-	oks(25)
-	a := admit(t, env, host)
-	record(t, env, host, a, classify.Result{Outcome: classify.Throttled, Status: 429, RetryAfter: time.Second})
-	st := state(t, env, host)
-	if st.PerMinute != 3000 || !near(st.PausedUntil, env.Now().Add(time.Second)) {
-		t.Errorf("after a stray 429: rate %v, paused until %v; want 3000, a second from now (%v)", st.PerMinute, st.PausedUntil, env.Now().Add(time.Second))
-	}
-	env.Advance(time.Second)
-	oks(3)
-	a = admit(t, env, host)
-	record(t, env, host, a, classify.Result{Outcome: classify.Throttled, Status: 429, RetryAfter: time.Second})
-	if got := state(t, env, host).PerMinute; math.Abs(got-1500) > 1e-6 {
-		t.Errorf("refused again after 3 OKs: rate %v, want 1500 (cut)", got)
-	}
-
-	const shut = "shut.example"
-	for range 25 {
-		a := admit(t, env, shut)
-		record(t, env, shut, a, classify.Result{Outcome: classify.OK, Status: 200})
-		env.Advance(time.Second)
-	}
-	for range 2 {
-		a := admit(t, env, shut)
-		env.Advance(a.Wait)
-		record(t, env, shut, a, classify.Result{Outcome: classify.Throttled, Status: 429, RetryAfter: time.Second})
-		env.Advance(time.Second)
-	}
-	if got := state(t, env, shut).PerMinute; math.Abs(got-750) > 1e-6 {
-		t.Errorf("refused again at once after a stray refusal's pause: rate %v, want 750", got)
 	}
 }
 

@@ -49,8 +49,6 @@ const (
 	maxOvershoot = 0.5
 	nearBelow    = 0.15 // a refusal this close below the learnt ceiling...
 	nearCut      = 0.1  // ...cuts the rate by this much, and margin
-	strayRun     = 20   // a refusal after this many OKs...
-	demandShare  = 0.5  // ...sent at under this share of the rate is stray
 	firstBackoff = 2 * time.Minute
 	maxBackoff   = 8 * time.Minute
 )
@@ -134,16 +132,9 @@ func (s *Set) throttled(e *entry, now time.Time, retryAfter time.Duration) (floo
 			e.lastOK = time.Time{}
 			e.cutRate = 0
 			pause = max(pause, 4*e.lastPause)
-			if e.target == 0 {
-				// The last pause was a stray refusal's, which set no
-				// target: a quarter of the rate refused.
-				e.target, e.base = e.perMinute, e.perMinute
-			}
 			e.target = min(max(e.target/4, floor), e.top())
 			e.base = min(e.base, e.target)
 			e.setRate(e.base, now)
-		} else if stray(e, now) {
-			e.cutRate = 0
 		} else {
 			s.cut(e, now, floor)
 		}
@@ -163,23 +154,6 @@ func (s *Set) throttled(e *entry, now time.Time, retryAfter time.Duration) (floo
 		e.drain(maxTime(until, now.Add(interval(e.perMinute, s.cfg.MaxPause))))
 	}
 	return floored
-}
-
-// stray reports whether a throttle that starts a new episode is a stray
-// refusal rather than a limit's: the run of OKs since the last pause ended
-// holds strayRun or more, answered at under demandShare of the pacing rate
-// (the crawl's own demand, not the pace, set their spacing), and no probe
-// is under way. Such a refusal says nothing of a limit near the pacing
-// rate, and cutting the rate for it would, over many hosts and hours,
-// bring every host down to its demand and below: it pauses the host as
-// asked and leaves the rate and the learnt ceiling alone. A limit below
-// the demand refuses again within fewer OKs, and is cut then.
-func stray(e *entry, now time.Time) bool {
-	n, d := e.runOKs, now.Sub(e.runStart)
-	if e.probeN > 0 || n < strayRun || !e.runStart.After(e.pausedUntil) || d <= 0 {
-		return false
-	}
-	return float64(n-1)*float64(time.Minute)/float64(d) < e.perMinute*demandShare
 }
 
 // cut learns from a throttle at the current rate r: the host's limit is

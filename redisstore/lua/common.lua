@@ -213,7 +213,6 @@ end
 -- NEARBELOW below the learnt ceiling cuts by NEARCUT; the probe's backoff
 -- starts at FIRSTBACKOFF and doubles up to MAXBACKOFF.
 local MARGIN, MAXOVER, NEARBELOW, NEARCUT = 0.03, 0.5, 0.15, 0.1
-local STRAYRUN, DEMANDSHARE = 20, 0.5
 local FIRSTBACKOFF, MAXBACKOFF = 120000000, 480000000
 
 -- estimate is the rate to settle at after a refusal at r that followed n

@@ -130,19 +130,9 @@ elseif OUTCOME == THROTTLED then
       l.o = 0
       l.cr = 0
       pause = math.max(pause, 4 * l.ps)
-      -- After a stray refusal's pause, which set no target: a quarter of
-      -- the rate refused.
-      if l.g == 0 then l.g, l.bs = l.r, l.r end
       l.g = math.min(math.max(l.g / 4, fl), top())
       l.bs = math.min(l.bs, l.g)
       setRate(l.bs)
-    elseif l.pn == 0 and l.rn >= STRAYRUN and l.rs > l.p and now > l.rs
-        and (l.rn - 1) * 60000000 / (now - l.rs) < l.r * DEMANDSHARE then
-      -- A stray refusal: STRAYRUN OKs or more since the last pause ended,
-      -- answered at under DEMANDSHARE of the rate (the crawl's demand set
-      -- their spacing, not the pace). It says nothing of a limit near the
-      -- rate: pause as asked, and leave the rate and the ceiling alone.
-      l.cr = 0
     else
       -- The host's limit is below r: the learnt ceiling drops to r (moves
       -- to r when a probe brought the throttle, whose backoff doubles),
