@@ -32,6 +32,7 @@ func ExampleScenarios() {
 	// ThrottledOpensOnlyAtFloor
 	// SlowHost
 	// QuotaSetsRate
+	// AdmissionCarriesRate
 	// SetCeiling
 	// ThrottleStorm
 	// StillShutWaitsLonger
