@@ -211,15 +211,7 @@ func redisState(tb testing.TB, hc hoststate.Config) *redisstore.Store {
 		client.Close()
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		iter := client.Scan(ctx, 0, prefix+":*", 1000).Iterator()
-		for iter.Next(ctx) {
-			client.Del(ctx, iter.Val())
-		}
-		client.Close()
-	})
+	dropOnCleanup(tb, client, prefix)
 	return st
 }
 
@@ -298,4 +290,18 @@ func fetch(c *http.Client, req *http.Request) error {
 		err = fmt.Errorf("status %d, want 200", resp.StatusCode)
 	}
 	return err
+}
+
+// dropOnCleanup deletes the keys under prefix and closes client when tb
+// ends.
+func dropOnCleanup(tb testing.TB, client *redis.Client, prefix string) {
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		iter := client.Scan(ctx, 0, prefix+":*", 1000).Iterator()
+		for iter.Next(ctx) {
+			client.Del(ctx, iter.Val())
+		}
+		client.Close()
+	})
 }

@@ -92,20 +92,7 @@ var politeContenders = []politeContender{
 		}
 		return func(ctx context.Context, base string, pages int) int {
 			c.Context = ctx
-			var mu sync.Mutex
-			ok := 0
-			c.OnResponse(func(r *colly.Response) {
-				if r.StatusCode == 200 {
-					mu.Lock()
-					ok++
-					mu.Unlock()
-				}
-			})
-			for i := range pages {
-				c.Visit(fmt.Sprintf("%s/page/%d", base, i))
-			}
-			c.Wait()
-			return ok
+			return collyCrawl(c, base, pages)
 		}, nil
 	}},
 	{"autothrottle-ref", func(tb testing.TB, counter *statusCounter) (politeCrawl, error) {
@@ -149,15 +136,7 @@ func politeRedis(tb testing.TB) (*redis.Client, string, error) {
 		return nil, "", fmt.Errorf("no Redis at %s (set EGRESSKIT_REDIS_ADDR): %w", addr, err)
 	}
 	prefix := fmt.Sprintf("egresskit-polite-%d-%d", os.Getpid(), time.Now().UnixNano())
-	tb.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		iter := client.Scan(ctx, 0, prefix+":*", 1000).Iterator()
-		for iter.Next(ctx) {
-			client.Del(ctx, iter.Val())
-		}
-		client.Close()
-	})
+	dropOnCleanup(tb, client, prefix)
 	return client, prefix, nil
 }
 
@@ -339,4 +318,23 @@ func runPolite(ctx context.Context, base string, perSecond int, crawl politeCraw
 		p.attempts += k
 	}
 	return p
+}
+
+// collyCrawl visits pages pages (base/page/0, ...) with c, an asynchronous
+// collector, and returns how many were answered 200.
+func collyCrawl(c *colly.Collector, base string, pages int) int {
+	var mu sync.Mutex
+	ok := 0
+	c.OnResponse(func(r *colly.Response) {
+		if r.StatusCode == 200 {
+			mu.Lock()
+			ok++
+			mu.Unlock()
+		}
+	})
+	for i := range pages {
+		c.Visit(fmt.Sprintf("%s/page/%d", base, i))
+	}
+	c.Wait()
+	return ok
 }

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"sync"
 	"testing"
@@ -46,20 +45,7 @@ var slowContenders = []struct {
 		if err := c.Limit(&colly.LimitRule{DomainGlob: "*", Parallelism: slowWorkers, Delay: politeDelay}); err != nil {
 			tb.Fatal(err)
 		}
-		var mu sync.Mutex
-		ok := 0
-		c.OnResponse(func(r *colly.Response) {
-			if r.StatusCode == 200 {
-				mu.Lock()
-				ok++
-				mu.Unlock()
-			}
-		})
-		for i := range slowPages {
-			c.Visit(fmt.Sprintf("%s/page/%d", base, i))
-		}
-		c.Wait()
-		return ok
+		return collyCrawl(c, base, slowPages)
 	}},
 }
 
