@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"maps"
 	"net/http"
 	"sync"
 	"testing"
@@ -41,31 +40,9 @@ func convergeConfig(st hoststate.Store, base http.RoundTripper) egresskit.Config
 
 // statusCounter is the chains' base transport: it counts the answers the
 // server gave, by status.
-type statusCounter struct {
-	next http.RoundTripper
-	mu   sync.Mutex // guards n
-	n    map[int]int
-}
+type statusCounter = testprog.StatusCounter
 
-func newStatusCounter() *statusCounter {
-	return &statusCounter{next: &http.Transport{MaxIdleConnsPerHost: 16}, n: map[int]int{}}
-}
-
-func (c *statusCounter) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := c.next.RoundTrip(req)
-	if err == nil {
-		c.mu.Lock()
-		c.n[resp.StatusCode]++
-		c.mu.Unlock()
-	}
-	return resp, err
-}
-
-func (c *statusCounter) statuses() map[int]int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return maps.Clone(c.n)
-}
+func newStatusCounter() *statusCounter { return testprog.NewStatusCounter(16) }
 
 // crawlStats is what a crawl of a rate-limited server measured.
 type crawlStats struct {
@@ -132,7 +109,7 @@ func crawl(t *testing.T, base string, perSecond float64, chains []*egresskit.Tra
 	for _, c := range chains {
 		c.CloseIdleConnections()
 	}
-	s := counter.statuses()
+	s := counter.Statuses()
 	st.throttled = s[429]
 	for _, k := range s {
 		st.attempts += k

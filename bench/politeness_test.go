@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"maps"
 	"net/http"
 	"os"
 	"sync"
@@ -196,39 +195,10 @@ feed:
 }
 
 // statusCounter is the transport every contender sends through: it
-// counts the answers the limiter gave, by status (HAProxy keeps no access
-// log to count them in).
-type statusCounter struct {
-	next *http.Transport
-	mu   sync.Mutex // guards n
-	n    map[int]int
-}
+// counts the answers the limiter gave, by status.
+type statusCounter = testprog.StatusCounter
 
-func newStatusCounter() *statusCounter {
-	return &statusCounter{next: &http.Transport{MaxIdleConnsPerHost: politeWorkers}, n: map[int]int{}}
-}
-
-// RoundTrip sends req and counts the status of its answer.
-func (c *statusCounter) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := c.next.RoundTrip(req)
-	if err == nil {
-		c.mu.Lock()
-		c.n[resp.StatusCode]++
-		c.mu.Unlock()
-	}
-	return resp, err
-}
-
-// CloseIdleConnections closes the idle connections of the transport
-// below.
-func (c *statusCounter) CloseIdleConnections() { c.next.CloseIdleConnections() }
-
-// statuses returns how many answers had each status.
-func (c *statusCounter) statuses() map[int]int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return maps.Clone(c.n)
-}
+func newStatusCounter() *statusCounter { return testprog.NewStatusCounter(politeWorkers) }
 
 // politeCell is one crawl of the matrix: a contender against a limiter
 // allowing perSecond requests a second.
@@ -312,7 +282,7 @@ func runPolite(ctx context.Context, base string, perSecond int, crawl politeCraw
 	p.ok = crawl(ctx, base, p.pages)
 	p.elapsed = time.Since(start)
 	counter.CloseIdleConnections()
-	s := counter.statuses()
+	s := counter.Statuses()
 	p.throttled = s[http.StatusTooManyRequests]
 	for _, k := range s {
 		p.attempts += k
