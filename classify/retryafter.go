@@ -133,19 +133,29 @@ func parseRetryAfterValue(v string, now func() time.Time) (time.Duration, bool) 
 // parseReset parses a reset field: delay seconds, or a Unix time above
 // epochThreshold; a fraction rounds the wait up.
 func parseReset(v string, now func() time.Time) (time.Duration, bool) {
+	d, _, ok := resetIn(v, now)
+	return d, ok
+}
+
+// resetIn is parseReset that also reports whether the field was a Unix
+// time (exact), not delay-seconds rounded up to a whole second.
+func resetIn(v string, now func() time.Time) (d time.Duration, exact, ok bool) {
 	n, ok := decimalCeil(trimOWS(v))
 	if !ok {
-		return 0, false
+		return 0, false, false
 	}
 	switch {
 	case n > maxNumber:
-		return maxRetryAfter, true
+		return maxRetryAfter, true, true
 	case n > epochMillisThreshold:
-		return until(time.UnixMilli(int64(n)), now())
+		d, ok = until(time.UnixMilli(int64(n)), now())
+		return d, true, ok
 	case n > epochThreshold:
-		return until(time.Unix(int64(n), 0), now())
+		d, ok = until(time.Unix(int64(n), 0), now())
+		return d, true, ok
 	}
-	return seconds(n)
+	d, ok = seconds(n)
+	return d, false, ok
 }
 
 // decimalCeil parses digits with an optional fraction (".5"; at least one
@@ -382,10 +392,8 @@ func parseQuota(h http.Header, now func() time.Time) float64 {
 			continue
 		}
 		rem := atoiOr(trimOWS(rs[0]), -1)
-		d, ok := parseReset(vs[0], now)
-		if rem >= 0 && ok {
-			n, _ := decimalCeil(trimOWS(vs[0]))
-			return quota(rem, d, n > epochThreshold)
+		if d, exact, ok := resetIn(vs[0], now); rem >= 0 && ok {
+			return quota(rem, d, exact)
 		}
 	}
 	return 0

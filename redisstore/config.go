@@ -191,9 +191,13 @@ func positive(f float64) bool { return f > 0 && !math.IsInf(f, 1) }
 // settings is a Config with every default applied, as breaker and
 // ratelimit apply them, and the script arguments it implies.
 type settings struct {
-	cfg       Config
-	delay     time.Duration // RecordDelay, with its default; 0: off
-	lease     time.Duration // LeaseWindow, with its default; 0: off
+	cfg   Config
+	delay time.Duration // RecordDelay, with its default; 0: off
+	lease time.Duration // LeaseWindow, with its default; 0: off
+	// leaseArgs are the admit script's lease arguments, formatted once:
+	// the most tokens to take beyond the attempt's, and the window in
+	// microseconds ("0" and "0" when leases are off).
+	leaseArgs [2]string
 	br        breaker.Config
 	lim       ratelimit.Config
 	conf      string            // the configured rate, formatted
@@ -228,6 +232,10 @@ func newSettings(cfg Config) settings {
 		s.lease = defaultLeaseWindow
 	case d > 0:
 		s.lease = d
+	}
+	s.leaseArgs = [2]string{"0", "0"}
+	if s.lease > 0 {
+		s.leaseArgs = [2]string{strconv.Itoa(maxLease), usec(s.lease)}
 	}
 
 	bd := circuits.DefaultConfig()

@@ -1,7 +1,6 @@
 package redisstore
 
 import (
-	"strconv"
 	"sync"
 	"time"
 
@@ -28,18 +27,6 @@ type lease struct {
 // before a new one is added, and when none has ended the new one is not
 // kept.
 const maxLeases = 4096
-
-// leaseArgs are the admit script's lease arguments: the most tokens to
-// take beyond the attempt's and the window, in microseconds ("0" and "0"
-// when leases are off).
-func (s *Store) leaseArgs() (string, string) {
-	if s.set.lease <= 0 {
-		return "0", "0"
-	}
-	return maxLeaseArg, usec(s.set.lease)
-}
-
-var maxLeaseArg = strconv.Itoa(maxLease)
 
 // leased takes a token of host's lease, if it has one that has not ended,
 // and returns its admission.

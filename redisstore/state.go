@@ -236,8 +236,7 @@ func (s *Store) Admit(ctx context.Context, host string) (hoststate.Admission, er
 		budget = itoa(max(dl.Sub(s.localNow()), 0).Microseconds())
 	}
 	recs := s.take(host)
-	leaseMax, leaseWin := s.leaseArgs()
-	args := s.deferredArgs(s.set.args(host, s.nowArg(), budget, leaseMax, leaseWin), recs)
+	args := s.deferredArgs(s.set.args(host, s.nowArg(), budget, s.set.leaseArgs[0], s.set.leaseArgs[1]), recs)
 	reply, local, err := s.exec(ctx, "admit", s.sc.admit, k, args)
 	if local != nil {
 		return s.localAdmit(ctx, local, host)
