@@ -185,22 +185,10 @@ func redisAddr() string {
 // so that a slow Redis shows up as an error instead of a silent fallback
 // to memory.
 func redisState(tb testing.TB, hc hoststate.Config) *redisstore.Store {
-	addr := redisAddr()
-	client := redis.NewClient(&redis.Options{
-		Addr:                  addr,
-		ContextTimeoutEnabled: true,
-		PoolSize:              concurrency,
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	if err := client.Ping(ctx).Err(); err != nil {
-		client.Close()
-		if os.Getenv("EGRESSKIT_REQUIRE_REDIS") == "1" {
-			tb.Fatalf("no Redis at %s (EGRESSKIT_REQUIRE_REDIS=1): %v", addr, err)
-		}
-		tb.Skipf("no Redis at %s (set EGRESSKIT_REDIS_ADDR): %v", addr, err)
+	client, prefix, err := benchRedis(tb, concurrency, "bench")
+	if err != nil {
+		tb.Skip(err)
 	}
-	prefix := fmt.Sprintf("egresskit-bench-%d-%d", os.Getpid(), time.Now().UnixNano())
 	st, err := redisstore.New(client, redisstore.Config{
 		Prefix:       prefix,
 		HostState:    hc,
@@ -208,11 +196,31 @@ func redisState(tb testing.TB, hc hoststate.Config) *redisstore.Store {
 		Timeout:      time.Second,
 	})
 	if err != nil {
-		client.Close()
 		tb.Fatal(err)
 	}
-	dropOnCleanup(tb, client, prefix)
 	return st
+}
+
+// benchRedis returns a client of the Redis server at redisAddr (with
+// poolSize connections at most; 0: go-redis's default), closed when tb
+// ends, and a key prefix of its own naming kind, whose keys are deleted
+// then; or the error when no server answers (a failure of tb when
+// EGRESSKIT_REQUIRE_REDIS is 1).
+func benchRedis(tb testing.TB, poolSize int, kind string) (*redis.Client, string, error) {
+	addr := redisAddr()
+	client := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, PoolSize: poolSize})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if err := client.Ping(ctx).Err(); err != nil {
+		client.Close()
+		if os.Getenv("EGRESSKIT_REQUIRE_REDIS") == "1" {
+			tb.Fatalf("no Redis at %s (EGRESSKIT_REQUIRE_REDIS=1): %v", addr, err)
+		}
+		return nil, "", fmt.Errorf("no Redis at %s (set EGRESSKIT_REDIS_ADDR): %w", addr, err)
+	}
+	prefix := fmt.Sprintf("egresskit-%s-%d-%d", kind, os.Getpid(), time.Now().UnixNano())
+	dropOnCleanup(tb, client, prefix)
+	return client, prefix, nil
 }
 
 // newRetryableHTTP is go-retryablehttp's RoundTripper alone, with the

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -123,20 +122,7 @@ func politeConfig(st hoststate.Store, base http.RoundTripper) egresskit.Config {
 // or the error when no server answers (a failure of tb when
 // EGRESSKIT_REQUIRE_REDIS is 1).
 func politeRedis(tb testing.TB) (*redis.Client, string, error) {
-	addr := redisAddr()
-	client := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	if err := client.Ping(ctx).Err(); err != nil {
-		client.Close()
-		if os.Getenv("EGRESSKIT_REQUIRE_REDIS") == "1" {
-			tb.Fatalf("no Redis at %s (EGRESSKIT_REQUIRE_REDIS=1): %v", addr, err)
-		}
-		return nil, "", fmt.Errorf("no Redis at %s (set EGRESSKIT_REDIS_ADDR): %w", addr, err)
-	}
-	prefix := fmt.Sprintf("egresskit-polite-%d-%d", os.Getpid(), time.Now().UnixNano())
-	dropOnCleanup(tb, client, prefix)
-	return client, prefix, nil
+	return benchRedis(tb, 0, "polite")
 }
 
 // poolCrawl is the crawl of politeWorkers workers, worker w sending
