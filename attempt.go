@@ -514,7 +514,9 @@ func (t *Transport) escalate(key string, req *http.Request, head []byte, r class
 		Time:    at,
 
 		Suspected: suspected,
-		BodyHead:  head,
+	}
+	if len(head) > 0 { // redacted like the halt record's copy (putHalt)
+		e.BodyHead = []byte(t.cfg.Redactor.RedactString(string(head)))
 	}
 	t.cfg.OnEscalate(e)
 }
