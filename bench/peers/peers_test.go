@@ -28,6 +28,7 @@ import (
 	"github.com/egresskit/egresskit/egress"
 	"github.com/egresskit/egresskit/hoststate"
 	"github.com/egresskit/egresskit/internal/cputime"
+	"github.com/egresskit/egresskit/internal/redistest"
 	"github.com/egresskit/egresskit/ratelimit"
 	"github.com/egresskit/egresskit/redisstore"
 	"github.com/egresskit/egresskit/retry"
@@ -67,6 +68,12 @@ var (
 	pageList  []*page
 	pagesErr  error
 )
+
+// TestMain stops the redis-server the Redis contender started, if any,
+// once the benchmarks end.
+func TestMain(m *testing.M) {
+	os.Exit(redistest.Main(m).Run())
+}
 
 // root is the egresskit tree whose files the pages come from: the parent of
 // the bench module ($EGRESSKIT_ROOT overrides it).
@@ -214,36 +221,19 @@ func newChain(tb testing.TB, base http.RoundTripper, loopback bool) http.RoundTr
 }
 
 // newChainRedis is the chain with its state in Redis (token leases on, the
-// store's default), failing closed. It skips tb without a Redis server at
-// $EGRESSKIT_REDIS_ADDR (default 127.0.0.1:6379), or fails it when
-// EGRESSKIT_REQUIRE_REDIS is 1.
+// store's default), failing closed: the server at $EGRESSKIT_REDIS_ADDR, else
+// a redis-server of the test binary's own (redistest); without one it skips
+// tb, or fails it when EGRESSKIT_REQUIRE_REDIS is 1.
 func newChainRedis(tb testing.TB, base http.RoundTripper, loopback bool) http.RoundTripper {
-	addr := os.Getenv("EGRESSKIT_REDIS_ADDR")
-	if addr == "" {
-		addr = "127.0.0.1:6379"
+	opt, err := redistest.Options(redistest.Addr(tb))
+	if err != nil {
+		tb.Fatal(err)
 	}
-	client := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, PoolSize: loopbackWorkers})
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	if err := client.Ping(ctx).Err(); err != nil {
-		client.Close()
-		if os.Getenv("EGRESSKIT_REQUIRE_REDIS") == "1" {
-			tb.Fatalf("no Redis at %s (EGRESSKIT_REQUIRE_REDIS=1): %v", addr, err)
-		}
-		tb.Skipf("no Redis at %s (set EGRESSKIT_REDIS_ADDR): %v", addr, err)
-	}
-	prefix := fmt.Sprintf("egresskit-peers-%d-%d", os.Getpid(), time.Now().UnixNano())
-	tb.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		iter := client.Scan(ctx, 0, prefix+":*", 1000).Iterator()
-		for iter.Next(ctx) {
-			client.Del(ctx, iter.Val())
-		}
-		client.Close()
-	})
+	opt.PoolSize = loopbackWorkers
+	client := redis.NewClient(opt)
+	tb.Cleanup(func() { client.Close() })
 	st, err := redisstore.New(client, redisstore.Config{
-		Prefix:       prefix,
+		Prefix:       redistest.Prefix(tb),
 		HostState:    neverBinds(),
 		OnRedisError: redisstore.FailClosed,
 		Timeout:      time.Second,
