@@ -33,6 +33,7 @@ CONVERGE := ^TestConvergesOnLimiters$$
 
 unit:
 	@for m in $(MODULES); do echo "== test $$m"; (cd $$m && $(GO) test -race -count=1 -skip '$(CONVERGE)' ./...) || exit 1; done
+	@echo "== bench/peers once, so that it cannot rot (make bench measures it)"; cd bench && $(GO) test -race -count=1 -run '^$$' -bench '^BenchmarkPeers' -benchtime 1x ./peers
 	@echo "== test . (alone) TestConvergesOnLimiters"; $(GO) test -count=1 -parallel 8 -run '$(CONVERGE)' .
 
 # Every Fuzz target of every module, each for FUZZTIME (an execution count,
