@@ -340,6 +340,7 @@ $(cpu_top)
 
 EOF
 	cat profile-notes.md
+	./run-peers.sh # the chain beside its peers and its base commit: peers.md, peers-notes.md
 	cat <<EOF
 
 ## Redis state at fleet scale
