@@ -53,6 +53,9 @@ type Head struct {
 var (
 	// errAuditClosed is returned by writes after Close.
 	errAuditClosed = errors.New("telemetry: audit log closed")
+	// errAuditLocked is returned when another writer holds the file's
+	// lock for longer than lockWait.
+	errAuditLocked = errors.New("telemetry: audit log locked by another writer")
 	// errReservedKey is returned by Record for a field named seq, time,
 	// kind, prev or hash, or an empty name.
 	errReservedKey = errors.New("telemetry: reserved audit field name")
@@ -87,6 +90,14 @@ var (
 // crash is removed and a "recovered" line records how many bytes were
 // discarded; every open writes an "open" line and Close a "close" line.
 //
+// Several writers may append to one file, in one process or many (the
+// chain, egressctl, the review console): each line is written under an
+// exclusive lock on the file (flock on Unix, LockFileEx on Windows) and
+// chains from the file's actual last line, so their lines interleave in
+// one chain that verifies. A writer that cannot take the lock within ten
+// seconds, or on a file system that cannot lock, fails with an error that
+// says so rather than fork the chain.
+//
 // Audit is an Observer and safe for concurrent use. Its mutex is held
 // while a line is written (and synced, by AuditConfig), because the
 // chain's order must be the file's order; a slow disk therefore slows
@@ -96,7 +107,7 @@ type Audit struct {
 
 	mu       sync.Mutex // guards all fields below, and writes to f
 	f        *os.File
-	size     int64
+	size     int64 // f's size after this writer's last write; -1: unknown
 	seq      uint64
 	prev     [hashLen]byte
 	lastSync time.Time
@@ -109,8 +120,8 @@ var _ Observer = (*Audit)(nil)
 
 // NewAudit opens (or creates) the log at cfg.Path for appending, continues
 // its chain and writes an "open" line. It fails when the path is empty, the
-// file cannot be opened for reading and appending or written, or the
-// existing log ends with a damaged line (a *VerifyError inside the
+// file cannot be opened for reading and appending, locked or written, or
+// the existing log ends with a damaged line (a *VerifyError inside the
 // returned error): an audit log that cannot be kept fails at start, not
 // later.
 func NewAudit(cfg AuditConfig) (*Audit, error) {
@@ -126,23 +137,16 @@ func NewAudit(cfg AuditConfig) (*Audit, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	a := &Audit{cfg: cfg}
+	a := &Audit{cfg: cfg, size: -1}
 	copy(a.prev[:], genesis)
-	discarded, err := a.openFile()
+	f, err := a.open(false)
 	if err != nil {
 		return nil, err
 	}
+	a.f = f
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if discarded > 0 {
-		a.line.start(a.seq+1, a.cfg.Now(), "recovered")
-		a.line.int("discarded_bytes", discarded)
-		if err := a.writeLocked(); err != nil {
-			a.f.Close()
-			return nil, err
-		}
-	}
-	a.line.start(a.seq+1, a.cfg.Now(), "open")
+	a.line.start(a.cfg.Now(), "open")
 	a.line.str("format", "egresskit-audit/1")
 	if err := a.writeLocked(); err != nil {
 		a.f.Close()
@@ -161,7 +165,7 @@ func (a *Audit) Observe(_ context.Context, e *Event) {
 	if a.closed || a.err != nil {
 		return
 	}
-	a.line.start(a.seq+1, a.cfg.Now(), "attempt")
+	a.line.start(a.cfg.Now(), "attempt")
 	a.line.str("host", e.Host)
 	a.line.str("method", e.Method)
 	a.line.int("attempt", int64(e.Attempt))
@@ -207,7 +211,7 @@ func (a *Audit) Record(kind string, fields ...slog.Attr) error {
 	if a.err != nil {
 		return a.err
 	}
-	a.line.start(a.seq+1, a.cfg.Now(), kind)
+	a.line.start(a.cfg.Now(), kind)
 	for _, f := range fields {
 		a.line.attr(f)
 	}
@@ -242,7 +246,7 @@ func (a *Audit) Close() error {
 	}
 	a.closed = true
 	if a.err == nil {
-		a.line.start(a.seq+1, a.cfg.Now(), "close")
+		a.line.start(a.cfg.Now(), "close")
 		_ = a.writeLocked()
 	}
 	if err := a.f.Sync(); err != nil && a.err == nil {
@@ -254,36 +258,62 @@ func (a *Audit) Close() error {
 	return a.err
 }
 
-// writeLocked finishes the line in a.line, rotates if needed, writes it
-// and advances the chain. a.mu must be held.
+// writeLocked appends the line in a.line: under the file's lock, after
+// the file's actual last line, rotating if needed; then syncs as
+// configured. An error is kept: the log accepts nothing more. a.mu must
+// be held.
 func (a *Audit) writeLocked() error {
-	hash := a.line.finish(&a.prev)
-	b := a.line.b
-	if a.cfg.MaxBytes > 0 && a.size > 0 && a.size+int64(len(b)) > a.cfg.MaxBytes {
-		if err := a.rotateLocked(); err != nil {
-			a.err = err
-			return err
+	if err := a.lockLocked(); err != nil {
+		a.err = err
+		return err
+	}
+	err := a.catchUpLocked()
+	if err == nil {
+		err = a.putLocked(&a.line)
+	}
+	if err == nil {
+		switch {
+		case a.cfg.SyncEachLine:
+			err = a.f.Sync()
+		case a.cfg.SyncEvery > 0:
+			if now := a.cfg.Now(); now.Sub(a.lastSync) >= a.cfg.SyncEvery || now.Before(a.lastSync) {
+				a.lastSync = now
+				err = a.f.Sync()
+			}
+		}
+		if err != nil {
+			err = fmt.Errorf("telemetry: sync audit log: %w", err)
 		}
 	}
-	n, err := a.f.Write(b)
+	if uerr := unlock(a.f); uerr != nil && err == nil {
+		err = fmt.Errorf("telemetry: unlock audit log %s: %w", a.cfg.Path, uerr)
+	}
+	if err != nil {
+		a.err = err
+	}
+	return err
+}
+
+// putLocked finishes l after the chain's end, rotates if needed and
+// writes it, advancing the chain. The file's lock must be held.
+func (a *Audit) putLocked(l *lineBuilder) error {
+	hash := l.finish(a.seq+1, &a.prev)
+	if a.cfg.MaxBytes > 0 && a.size > 0 && a.size+int64(len(l.out)) > a.cfg.MaxBytes {
+		if err := a.rotateLocked(); err != nil {
+			return err
+		}
+		if err := a.catchUpLocked(); err != nil {
+			return err
+		}
+		hash = l.finish(a.seq+1, &a.prev)
+	}
+	n, err := a.f.Write(l.out)
 	a.size += int64(n)
 	if err != nil {
-		a.err = fmt.Errorf("telemetry: write audit log: %w", err)
-		return a.err
+		a.size = -1
+		return fmt.Errorf("telemetry: write audit log: %w", err)
 	}
 	a.seq++
 	a.prev = hash
-	switch {
-	case a.cfg.SyncEachLine:
-		err = a.f.Sync()
-	case a.cfg.SyncEvery > 0:
-		if now := a.cfg.Now(); now.Sub(a.lastSync) >= a.cfg.SyncEvery || now.Before(a.lastSync) {
-			a.lastSync = now
-			err = a.f.Sync()
-		}
-	}
-	if err != nil {
-		a.err = fmt.Errorf("telemetry: sync audit log: %w", err)
-	}
-	return a.err
+	return nil
 }

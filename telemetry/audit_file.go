@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 )
 
 // maxLine bounds the length of a line read back when a log is reopened.
@@ -56,52 +57,128 @@ func rotatedFiles(path string) ([]string, error) {
 	return out, nil
 }
 
-// openFile opens cfg.Path, repairs a cut-short last line and loads the
-// chain's end into a.seq and a.prev. It returns how many bytes it
-// discarded.
-func (a *Audit) openFile() (discarded int64, err error) {
-	f, err := os.OpenFile(a.cfg.Path, os.O_RDWR|os.O_CREATE|os.O_APPEND, a.cfg.Perm)
-	if err != nil {
-		return 0, fmt.Errorf("telemetry: open audit log: %w", err)
+// lockWait bounds the wait for another writer's lock on the file.
+var lockWait = 10 * time.Second
+
+// open opens cfg.Path for appending, creating it if missing; excl creates
+// it, unless another writer created it first.
+func (a *Audit) open(excl bool) (*os.File, error) {
+	flags := os.O_RDWR | os.O_CREATE | os.O_APPEND
+	if excl {
+		f, err := os.OpenFile(a.cfg.Path, flags|os.O_EXCL, a.cfg.Perm)
+		if err == nil || !errors.Is(err, os.ErrExist) {
+			if err != nil {
+				return nil, fmt.Errorf("telemetry: open audit log: %w", err)
+			}
+			return f, nil
+		}
 	}
-	fail := func(err error) (int64, error) {
-		f.Close()
-		return 0, err
-	}
-	st, err := f.Stat()
+	f, err := os.OpenFile(a.cfg.Path, flags, a.cfg.Perm)
 	if err != nil {
-		return fail(fmt.Errorf("telemetry: open audit log: %w", err))
+		return nil, fmt.Errorf("telemetry: open audit log: %w", err)
+	}
+	return f, nil
+}
+
+// lock takes f's exclusive lock, waiting at most lockWait for another
+// writer to release it.
+func (a *Audit) lock(f *os.File) error {
+	deadline := time.Now().Add(lockWait)
+	for pause := time.Millisecond; ; pause = min(2*pause, 50*time.Millisecond) {
+		ok, err := tryLock(f)
+		if err != nil {
+			return fmt.Errorf("telemetry: lock audit log %s: %w; nothing written", a.cfg.Path, err)
+		}
+		if ok {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%w: %s held for %v; nothing written", errAuditLocked, a.cfg.Path, lockWait)
+		}
+		time.Sleep(pause)
+	}
+}
+
+// lockLocked takes the lock of the file now at cfg.Path: when another
+// writer rotated (or someone removed) the file a.f is, it opens the new
+// one. a.mu must be held.
+func (a *Audit) lockLocked() error {
+	for {
+		if err := a.lock(a.f); err != nil {
+			return err
+		}
+		fst, err := a.f.Stat()
+		if err != nil {
+			unlock(a.f)
+			return fmt.Errorf("telemetry: audit log: %w", err)
+		}
+		pst, err := os.Stat(a.cfg.Path)
+		if err == nil && os.SameFile(fst, pst) {
+			return nil
+		}
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			unlock(a.f)
+			return fmt.Errorf("telemetry: audit log: %w", err)
+		}
+		unlock(a.f)
+		a.f.Close()
+		if a.f, err = a.open(false); err != nil {
+			return err
+		}
+		a.size = -1
+	}
+}
+
+// catchUpLocked loads the chain's end from the file's last line (or the
+// newest rotated file's, when the file has none) when another writer
+// appended since this one, or when it is not known. A last line cut short
+// by a crash is removed, and a "recovered" line records how many bytes
+// were discarded. The file's lock must be held.
+func (a *Audit) catchUpLocked() error {
+	st, err := a.f.Stat()
+	if err != nil {
+		return fmt.Errorf("telemetry: audit log: %w", err)
 	}
 	size := st.Size()
-	last, end, err := tailScan(f, size)
-	if err != nil {
-		return fail(err)
+	if size == a.size {
+		return nil
 	}
+	last, end, err := tailScan(a.f, size)
+	if err != nil {
+		return err
+	}
+	var discarded int64
 	if end < size {
-		if err := f.Truncate(end); err != nil {
-			return fail(fmt.Errorf("telemetry: repair audit log: %w", err))
+		if err := a.f.Truncate(end); err != nil {
+			return fmt.Errorf("telemetry: repair audit log: %w", err)
 		}
 		discarded = size - end
 	}
 	if last == nil {
 		// No complete line here: continue from the newest rotated file.
-		last, err = lastRotatedLine(a.cfg.Path)
-		if err != nil {
-			return fail(err)
+		if last, err = lastRotatedLine(a.cfg.Path); err != nil {
+			return err
 		}
 	}
+	a.seq = 0
+	copy(a.prev[:], genesis)
 	if last != nil {
 		seq, _, hash, reason := parseLine(last)
 		if reason != "" {
-			return fail(fmt.Errorf("telemetry: open audit log: %w",
-				&VerifyError{File: a.cfg.Path, Reason: "last line: " + reason}))
+			return fmt.Errorf("telemetry: open audit log: %w",
+				&VerifyError{File: a.cfg.Path, Reason: "last line: " + reason})
 		}
 		a.seq = seq
 		copy(a.prev[:], hash)
 	}
-	a.f = f
 	a.size = end
-	return discarded, nil
+	if discarded > 0 {
+		var rec lineBuilder
+		rec.start(a.cfg.Now(), "recovered")
+		rec.int("discarded_bytes", discarded)
+		return a.putLocked(&rec)
+	}
+	return nil
 }
 
 func lastRotatedLine(path string) ([]byte, error) {
@@ -163,23 +240,28 @@ func tailScan(r io.ReaderAt, size int64) (last []byte, end int64, err error) {
 }
 
 // rotateLocked moves the current file aside and opens a new one at
-// cfg.Path. a.mu must be held.
+// cfg.Path, whose lock it takes before it releases the old one's, so
+// that no other writer appends to either meanwhile. The old file's lock
+// must be held; the new file's is held on return.
 func (a *Audit) rotateLocked() error {
 	if err := a.f.Sync(); err != nil {
-		return fmt.Errorf("telemetry: rotate audit log: %w", err)
-	}
-	if err := a.f.Close(); err != nil {
 		return fmt.Errorf("telemetry: rotate audit log: %w", err)
 	}
 	name := fmt.Sprintf("%s.%0*d", a.cfg.Path, rotatedSuffixLen, a.seq)
 	if err := os.Rename(a.cfg.Path, name); err != nil {
 		return fmt.Errorf("telemetry: rotate audit log: %w", err)
 	}
-	f, err := os.OpenFile(a.cfg.Path, os.O_RDWR|os.O_CREATE|os.O_APPEND|os.O_EXCL, a.cfg.Perm)
+	f, err := a.open(true)
 	if err != nil {
 		return fmt.Errorf("telemetry: rotate audit log: %w", err)
 	}
+	if err := a.lock(f); err != nil {
+		f.Close()
+		return err
+	}
+	unlock(a.f)
+	a.f.Close()
 	a.f = f
-	a.size = 0
+	a.size = -1
 	return nil
 }

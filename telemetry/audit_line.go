@@ -38,13 +38,14 @@ const (
 // reservedKeys may not be used as field names in Record.
 var reservedKeys = map[string]bool{"seq": true, "time": true, "kind": true, "prev": true, "hash": true}
 
-// lineBuilder encodes one audit line.
-type lineBuilder struct{ b []byte }
+// lineBuilder encodes one audit line. The fields (from "time" on) are
+// built first, in b; finish puts the seq before them and prev and hash
+// after, in out, once the writer holds the file's lock and knows the
+// chain's end.
+type lineBuilder struct{ b, out []byte }
 
-func (l *lineBuilder) start(seq uint64, t time.Time, kind string) {
-	l.b = append(l.b[:0], `{"seq":`...)
-	l.b = strconv.AppendUint(l.b, seq, 10)
-	l.b = append(l.b, `,"time":"`...)
+func (l *lineBuilder) start(t time.Time, kind string) {
+	l.b = append(l.b[:0], `,"time":"`...)
 	l.b = t.UTC().AppendFormat(l.b, time.RFC3339Nano)
 	l.b = append(l.b, `","kind":`...)
 	l.b = appendJSONString(l.b, kind)
@@ -172,17 +173,20 @@ func (l *lineBuilder) object(m map[string][]string) {
 	l.b = append(l.b, '}')
 }
 
-// finish appends prev and hash and the newline, and returns the line's
-// hash in hex.
-func (l *lineBuilder) finish(prev *[hashLen]byte) (hash [hashLen]byte) {
-	l.b = append(l.b, prevKey...)
-	l.b = append(l.b, prev[:]...)
-	l.b = append(l.b, '"')
-	sum := sha256.Sum256(l.b)
+// finish writes the whole line, with seq, prev, hash and the newline, to
+// l.out, and returns its hash in hex.
+func (l *lineBuilder) finish(seq uint64, prev *[hashLen]byte) (hash [hashLen]byte) {
+	l.out = append(l.out[:0], `{"seq":`...)
+	l.out = strconv.AppendUint(l.out, seq, 10)
+	l.out = append(l.out, l.b...)
+	l.out = append(l.out, prevKey...)
+	l.out = append(l.out, prev[:]...)
+	l.out = append(l.out, '"')
+	sum := sha256.Sum256(l.out)
 	hex.Encode(hash[:], sum[:])
-	l.b = append(l.b, hashKey...)
-	l.b = append(l.b, hash[:]...)
-	l.b = append(l.b, "\"}\n"...)
+	l.out = append(l.out, hashKey...)
+	l.out = append(l.out, hash[:]...)
+	l.out = append(l.out, "\"}\n"...)
 	return hash
 }
 

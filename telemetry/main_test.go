@@ -2,13 +2,19 @@ package telemetry_test
 
 import (
 	"io"
+	"os"
 	"testing"
 
 	"github.com/egresskit/egresskit/telemetry"
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	if path := os.Getenv(childEnv); path != "" {
+		os.Exit(auditChild(path))
+	}
+	goleak.VerifyTestMain(m)
+}
 
 // verify checks the log read from r with the zero Verifier.
 func verify(r io.Reader) error {
