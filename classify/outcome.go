@@ -86,6 +86,12 @@ type Result struct {
 	// peek's time budget (Config.PeekTimeout) passed: the Result judges
 	// the part of the head that had arrived.
 	PeekCut bool
+	// Latency is the attempt's time to its response headers. The chain
+	// sets it when it records the attempt (0: no response, or unknown);
+	// a host's pacing keeps its averages, to tell a host slowing down
+	// under our load from a far one, and a crawl's own low demand from a
+	// limit reached.
+	Latency time.Duration
 	// Egress is true when the attempt failed on the egress route (the
 	// proxy), not at the target: the error implemented
 	// EndpointFault() bool and reported true. Such a failure is Transient,

@@ -25,10 +25,11 @@ import (
 
 // deferredOK is one OK outcome held back.
 type deferredOK struct {
-	at    time.Time // when Record was called, by the Store's clock (ages)
-	due   time.Time // when it must be sent at the latest, by time.Now
-	gen   uint64    // the admission's generation
-	quota string    // the quota the answer stated, formatted ("0": none)
+	at    time.Time     // when Record was called, by the Store's clock (ages)
+	due   time.Time     // when it must be sent at the latest, by time.Now
+	gen   uint64        // the admission's generation
+	quota string        // the quota the answer stated, formatted ("0": none)
+	lat   time.Duration // the answer's time to headers
 }
 
 // maxDeferred bounds the outcomes held back per host: the one after them
@@ -118,7 +119,7 @@ func (s *Store) hold(host string, a hoststate.Admission, r classify.Result) (ful
 			d.timer = time.AfterFunc(s.set.delay, s.sendDue)
 		}
 	}
-	d.hosts[host] = append(recs, deferredOK{at: s.localNow(), due: due, gen: a.Generation, quota: quota})
+	d.hosts[host] = append(recs, deferredOK{at: s.localNow(), due: due, gen: a.Generation, quota: quota, lat: r.Latency})
 	d.n.Store(int64(len(d.hosts)))
 	return len(recs)+1 >= maxDeferred
 }
@@ -171,7 +172,7 @@ func (s *Store) deferredArgs(args []any, recs []deferredOK) []any {
 	}
 	now := s.localNow()
 	for _, r := range recs {
-		args = append(args, usec(max(now.Sub(r.at), 0)), strconv.FormatUint(r.gen, 10), r.quota)
+		args = append(args, usec(max(now.Sub(r.at), 0)), strconv.FormatUint(r.gen, 10), r.quota, usec(max(r.lat, 0)))
 	}
 	return args
 }

@@ -36,15 +36,19 @@ func PrefixOf(s *Store) string { return s.prefix }
 var StateFields = strings.Fields(packedFields())
 
 // packedFields reads the field names from the prelude, so that the tests
-// follow the Lua layout.
+// follow the Lua layout: version 1's, then its extension's.
 func packedFields() string {
-	_, rest, _ := strings.Cut(luaCommon, "local FIELDS = '")
-	names, _, _ := strings.Cut(rest, "'")
-	return names
+	names := func(decl string) string {
+		_, rest, _ := strings.Cut(luaCommon, decl)
+		names, _, _ := strings.Cut(rest, "'")
+		return names
+	}
+	return names("local FIELDS = '") + " " + names("local EXTFIELDS = '")
 }
 
-// StateSize is the length of a packed state of this version.
-const StateSize = 2 + 8*42
+// StateSize is the length of a packed state of this version: version 1's
+// 42 fields and its extension's 4.
+const StateSize = 2 + 8*46
 
 // PackState returns the packed state of version 1 with flags and fields
 // (the others 0).

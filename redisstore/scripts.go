@@ -71,7 +71,7 @@ func scriptsWith(edit func(string) string) scripts {
 	}
 	return scripts{
 		admit:   withDeferred("admit", "18", "if halted then save() end", luaAdmit),
-		record:  withDeferred("record", "19", "", luaRecord),
+		record:  withDeferred("record", "20", "", luaRecord),
 		flush:   withDeferred("flush", "15", "save()", "return 1"),
 		state:   withDeferred("state", "15", "save()", luaState),
 		ceiling: withDeferred("ceiling", "16", "", luaCeiling),

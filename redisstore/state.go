@@ -329,7 +329,7 @@ func (s *Store) Record(ctx context.Context, host string, a hoststate.Admission, 
 		quota = ftoa(r.Quota)
 	}
 	args := s.set.args(host, s.nowArg(),
-		itoa(int64(r.Outcome)), usec(max(r.RetryAfter, 0)), strconv.FormatUint(a.Generation, 10), quota)
+		itoa(int64(r.Outcome)), usec(max(r.RetryAfter, 0)), strconv.FormatUint(a.Generation, 10), quota, usec(max(r.Latency, 0)))
 	recs := s.take(host)
 	args = s.deferredArgs(args, recs)
 	reply, local, err := s.exec(ctx, "record", s.sc.record, k, args)

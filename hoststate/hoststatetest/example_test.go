@@ -34,6 +34,12 @@ func ExampleScenarios() {
 	// QuotaSetsRate
 	// AdmissionCarriesRate
 	// SetCeiling
+	// StrayRefusalRecovers
+	// LimitBelowDemand
+	// RefusalAtPaceIsALimit
+	// RefusalWithQueueIsALimit
+	// SlowingHostSlows
+	// FarHostNotPenalised
 	// ThrottleStorm
 	// StillShutWaitsLonger
 	// FirstContactOneToken

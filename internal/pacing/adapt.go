@@ -33,6 +33,7 @@ func (s *Set) ObserveAt(host string, r classify.Result, now time.Time) (floored 
 	}
 	switch r.Outcome {
 	case classify.OK:
+		e.observeLatency(r.Latency)
 		s.ok(e, now, r.Quota)
 	case classify.Throttled:
 		floored = s.throttled(e, now, r.RetryAfter)
@@ -53,9 +54,107 @@ const (
 	maxBackoff   = 8 * time.Minute
 )
 
+// A stray refusal's bounds (see isStray).
+const (
+	strayDemand   = 0.5  // a demand below this share of the rate: the pace did not bind
+	strayInFlight = 0.5  // fewer attempts in flight on average: none waited at the host
+	strayShare    = 0.15 // a refused share of answers from this on: a limit, not strays
+	strayGaps     = 4    // gaps between OKs that make the demand known
+	shareWeight   = 1.0 / 32
+)
+
+// isStray reports whether a refusal now is a stray rather than a limit
+// reached: the host was answering the crawl's own demand, far below the
+// pace (the accepted rate under strayDemand of it), with no attempt
+// waiting at the host (Little's law: accepted rate × latency under
+// strayInFlight), and refusals are rare (their share of answers under
+// strayShare). The pace says nothing of the host's limit then; the
+// refusal is paid for with its pause alone. A limit below the crawl's
+// demand refuses often enough to be learnt all the same.
+func (e *entry) isStray() bool {
+	if e.gaps < strayGaps || e.share >= strayShare {
+		return false
+	}
+	demand := e.accepted()
+	if !(demand > 0 && demand < e.perMinute*strayDemand) {
+		return false
+	}
+	return demand/60e6*max(e.latFast, e.latBase) < strayInFlight
+}
+
+// The latency averages' weights: the fast average's, and how far toward a
+// higher latency the base drifts per answer.
+const (
+	latFastWeight = 1.0 / 4
+	latBaseDrift  = 1.0 / 256
+)
+
+// observeLatency counts an OK answer's time to headers in the host's
+// latency averages.
+func (e *entry) observeLatency(d time.Duration) {
+	us := float64(d.Microseconds()) // the Redis store's unit
+	if us <= 0 {
+		return
+	}
+	switch {
+	case e.latFast == 0:
+		e.latFast, e.latBase = us, us
+		return
+	case us < e.latBase:
+		e.latBase = us
+	default:
+		e.latBase += (us - e.latBase) * latBaseDrift
+	}
+	e.latFast += (us - e.latFast) * latFastWeight
+}
+
+// A host slowing down under our load (see slowing): its fast latency at
+// least latRise times its base, with at least latQueued of our attempts
+// waiting there on average, paced at least latAhead times faster than it
+// serves.
+const (
+	latRise   = 2.0
+	latQueued = 1.0
+	latAhead  = 1.2
+)
+
+// slowing answers a host whose latency rises under our load, paced faster
+// than it serves: it queues what it cannot serve yet. Its rate settles
+// below the rate it served (the accepted rate), which becomes the learnt
+// ceiling, after a drop that lets the queue drain (the served rate scaled
+// by base over fast latency), as after a throttle; a probe above it waits
+// for the backoff. It reports whether it changed the rate.
+func (s *Set) slowing(e *entry, now time.Time) bool {
+	served := e.accepted()
+	if served <= 0 || e.latBase <= 0 || e.latFast < latRise*e.latBase ||
+		served/60e6*(e.latFast-e.latBase) < latQueued || e.perMinute < served*latAhead {
+		return false
+	}
+	floor := min(s.cfg.Floor, e.configured)
+	if e.probeN > 0 {
+		e.backoff = min(2*e.backoff, maxBackoff)
+	}
+	if e.backoff == 0 {
+		e.backoff = firstBackoff
+	}
+	if e.learnt == 0 || e.probeN > 0 {
+		e.learnt = served
+	} else {
+		e.learnt = min(e.learnt, served)
+	}
+	target := min(max(served*(1-margin), floor), e.top())
+	e.target, e.base, e.oks, e.probeN = target, max(target*e.latBase/e.latFast, floor), 0, 0
+	e.cutRate = 0
+	e.probeAt = now.Add(e.backoff)
+	e.gaps = 0
+	e.setRate(e.base, now)
+	return true
+}
+
 // ok counts an OK answer: its spacing from the last, a quota it states,
 // and a step of the recovery.
 func (s *Set) ok(e *entry, now time.Time, quota float64) {
+	e.share -= e.share * shareWeight
 	// A gap across the end of a pause (when this side waited, not the
 	// host) says nothing of the rate the host accepts; answers that come
 	// while the host is paused were sent before, and their spacing does.
@@ -93,7 +192,7 @@ func (s *Set) ok(e *entry, now time.Time, quota float64) {
 		}
 		return
 	}
-	if e.target == 0 {
+	if s.slowing(e, now) || e.target == 0 {
 		return
 	}
 	k := s.cfg.RecoverAfter
@@ -122,8 +221,14 @@ func (s *Set) throttled(e *entry, now time.Time, retryAfter time.Duration) (floo
 	floor := min(s.cfg.Floor, e.configured)
 	floored = e.perMinute <= floor
 	pause := max(retryAfter, 0)
+	defer func() { e.share += (1 - e.share) * shareWeight }()
 	if !now.Before(e.pausedUntil) { // a new episode
-		if e.epoch > 0 && e.lastOK.Before(e.pausedUntil) {
+		stray := e.isStray()
+		switch {
+		case stray:
+			// Paid for with its pause alone: the rate, the learnt
+			// ceiling and the spacing of OKs stand.
+		case e.epoch > 0 && e.lastOK.Before(e.pausedUntil) && !e.stray:
 			// No OK since the last pause ended: the host is still shut
 			// (a limiter that counts refused requests too, over a
 			// window): wait four times as long as last time.
@@ -135,9 +240,10 @@ func (s *Set) throttled(e *entry, now time.Time, retryAfter time.Duration) (floo
 			e.target = min(max(e.target/4, floor), e.top())
 			e.base = min(e.base, e.target)
 			e.setRate(e.base, now)
-		} else {
+		default:
 			s.cut(e, now, floor)
 		}
+		e.stray = stray
 		if pause == 0 {
 			pause = interval(e.perMinute, s.cfg.MaxPause)
 		}

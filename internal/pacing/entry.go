@@ -41,6 +41,15 @@ type entry struct {
 	lastOK time.Time
 	gap    float64
 	gaps   int
+	// The host's latency (time to headers, microseconds; 0: none seen):
+	// a fast average and a base that follows the lowest latencies and
+	// drifts up slowly (a far but steady host's base is its latency).
+	latFast, latBase float64
+	// share is an average of the refused share of answers (Throttled
+	// among OK and Throttled); stray reports that the latest pause was
+	// a stray refusal's (see isStray).
+	share  float64
+	stray  bool
 	counts [classify.Canceled + 1]uint32
 	since  time.Time // start of the counts' window
 	used   time.Time

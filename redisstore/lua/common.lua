@@ -87,6 +87,13 @@ end
 -- read, so that save writes only when something changed.
 local FMT = '<BBdddddddddddddddddddddddddddddddddddddddddd'
 local SIZE = 338
+-- Version 1's extension, the 32 bytes after its 338 (absent: all zero):
+-- four doubles, the pacing part's latency averages (fast ql, base qb, in
+-- microseconds, in [0, 1e18)), the refused share of its answers sr (in
+-- [0, 1]) and the stray flag sy (0 or 1: the latest pause was a stray
+-- refusal's). Bytes after them are kept as they are.
+local EXT, EXTSIZE = '<dddd', 32
+local EXTFIELDS = 'ql qb sr sy'
 local FIELDS = 'bs bg bq bx bk bf bo bu bp lp lf la lk lw lu n0 n1 n2 n3 n4 n5 le lo lm lpa lpn lrs lrn lcs lce lcn lr lc lx lg lb ll lcr lt lq lbo lps'
 
 -- bad reports the i-th value of the unpacked string (the i-2-th field).
@@ -167,6 +174,16 @@ if raw then
       p = u[12], tf = u[13], a = u[14], k = u[15], w = u[16], u = u[17],
       e = u[24], o = u[25], m = u[26], pa = u[27], pn = u[28], rs = u[29], rn = u[30], cs = u[31], ce = u[32], cn = u[33],
       r = u[34], c = u[35], x = u[36], g = u[37], bs = u[38], ll = u[39], cr = u[40], t = u[41], q = u[42], bo = u[43], ps = u[44]}
+    l.ql, l.qb, l.sr, l.sy = 0, 0, 0, 0
+    if #raw > SIZE and #raw < SIZE + EXTSIZE then corrupt('s', 'incomplete') end
+    if #raw > SIZE then
+      local x = {struct.unpack(EXT, raw, SIZE + 1)}
+      if not (x[1] >= 0 and x[1] < 1e18) then corrupt('s', 'ql') end
+      if not (x[2] >= 0 and x[2] < 1e18) then corrupt('s', 'qb') end
+      if not (x[3] >= 0 and x[3] <= 1) then corrupt('s', 'sr') end
+      if x[4] ~= 0 and x[4] ~= 1 then corrupt('s', 'sy') end
+      l.ql, l.qb, l.sr, l.sy = x[1], x[2], x[3], x[4]
+    end
     -- Idle hosts are forgotten unless still paused.
     if LIDLE >= 0 and now - l.u >= LIDLE and now >= l.p then
       l, dropped = nil, true
@@ -199,7 +216,7 @@ end
 local function newLimiter()
   return {r = CONF, c = CONF, x = 0, p = 0, t = 1, tf = 1, a = now, k = 0, w = now, u = now,
     e = 0, g = 0, bs = 0, o = 0, q = 0, m = 0, ll = 0, pa = 0, bo = 0, pn = 0, ps = 0, rs = 0, rn = 0,
-    cr = 0, cs = 0, ce = 0, cn = 0, 0, 0, 0, 0, 0, 0}
+    cr = 0, cs = 0, ce = 0, cn = 0, ql = 0, qb = 0, sr = 0, sy = 0, 0, 0, 0, 0, 0, 0}
 end
 
 -- top is the rate the host may recover to.
@@ -289,6 +306,66 @@ local function probe(target, step, n, k)
   return target + step * (x * x * x)
 end
 
+-- A stray refusal's bounds (see isStray): a demand below STRAYDEMAND of
+-- the rate, fewer than STRAYINFLIGHT attempts in flight on average, a
+-- refused share under STRAYSHARE (an average of weight SHAREW), at least
+-- STRAYGAPS gaps between OKs.
+local STRAYDEMAND, STRAYINFLIGHT, STRAYSHARE, STRAYGAPS, SHAREW = 0.5, 0.5, 0.15, 4, 1 / 32
+
+-- isStray reports whether a refusal now is a stray: the host answered the
+-- crawl's own demand, far below the pace, with no attempt waiting there,
+-- and refusals are rare. It is paid for with its pause alone.
+local function isStray()
+  if l.m < STRAYGAPS or l.q <= 0 or l.sr >= STRAYSHARE then return false end
+  local demand = 60000000 / l.q
+  if not (demand < l.r * STRAYDEMAND) then return false end
+  return demand / 60000000 * math.max(l.ql, l.qb) < STRAYINFLIGHT
+end
+
+-- The latency averages: the fast one's weight, the base's drift upward.
+local LATFAST, LATDRIFT = 1 / 4, 1 / 256
+
+-- observeLatency counts an OK answer's time to headers (microseconds).
+local function observeLatency(us)
+  if not (us > 0) then return end
+  if us > 1e15 then us = 1e15 end
+  if l.ql == 0 then
+    l.ql, l.qb = us, us
+    return
+  end
+  if us < l.qb then l.qb = us else l.qb = l.qb + (us - l.qb) * LATDRIFT end
+  l.ql = l.ql + (us - l.ql) * LATFAST
+end
+
+-- A host slowing down under our load: fast latency at least LATRISE times
+-- its base, LATQUEUED attempts waiting there on average, paced LATAHEAD
+-- times faster than it serves.
+local LATRISE, LATQUEUED, LATAHEAD = 2, 1, 1.2
+
+-- slowing answers a host whose latency rises under our load, paced faster
+-- than it serves: the served rate becomes the learnt ceiling, the rate
+-- drops to let the queue drain and climbs to MARGIN below it. It reports
+-- whether it changed the rate.
+local function slowing()
+  if l.m < 1 or l.q <= 0 or l.qb <= 0 then return false end
+  local served = 60000000 / l.q
+  if l.ql < LATRISE * l.qb or served / 60000000 * (l.ql - l.qb) < LATQUEUED or l.r < served * LATAHEAD then
+    return false
+  end
+  local fl = math.min(FLOOR, l.c)
+  if l.pn > 0 then l.bo = math.min(2 * l.bo, MAXBACKOFF) end
+  if l.bo == 0 then l.bo = FIRSTBACKOFF end
+  if l.ll == 0 or l.pn > 0 then l.ll = served else l.ll = math.min(l.ll, served) end
+  local target = math.min(math.max(served * (1 - MARGIN), fl), top())
+  l.g, l.k, l.pn = target, 0, 0
+  l.bs = math.max(target * l.qb / l.ql, fl)
+  l.cr = 0
+  l.pa = now + l.bo
+  l.m = 0
+  setRate(l.bs)
+  return true
+end
+
 -- save writes the state back when it changed (with a Refused outcome:
 -- the parts present, or deletes the key when a part was forgotten and
 -- none is left) and sets its expiry: none while the host is halted (a halt
@@ -299,15 +376,15 @@ local function save()
   if b then fl = 1 else B = {s = 0, g = 0, q = 0, x = 0, k = 0, fl = 0, o = 0, u = 0, p = 0} end
   if l then fl = fl + 2 else L = {0, 0, 0, 0, 0, 0, p = 0, tf = 0, a = 0, k = 0, w = 0, u = 0, e = 0, o = 0, m = 0,
     pa = 0, pn = 0, rs = 0, rn = 0, cs = 0, ce = 0, cn = 0, r = 0, c = 0, x = 0, g = 0, bs = 0, ll = 0, cr = 0, t = 0,
-    q = 0, bo = 0, ps = 0} end
+    q = 0, bo = 0, ps = 0, ql = 0, qb = 0, sr = 0, sy = 0} end
   if fl == 0 then
     if dropped then redis.call('DEL', S) end
     return
   end
   local v = struct.pack(FMT, 1, fl, B.s, B.g, B.q, B.x, B.k, B.fl, B.o, B.u, B.p,
     L.p, L.tf, L.a, L.k, L.w, L.u, L[1], L[2], L[3], L[4], L[5], L[6], L.e, L.o, L.m, L.pa, L.pn, L.rs, L.rn, L.cs, L.ce, L.cn,
-    L.r, L.c, L.x, L.g, L.bs, L.ll, L.cr, L.t, L.q, L.bo, L.ps)
-  if raw and #raw > SIZE then v = v .. string.sub(raw, SIZE + 1) end
+    L.r, L.c, L.x, L.g, L.bs, L.ll, L.cr, L.t, L.q, L.bo, L.ps) .. struct.pack(EXT, L.ql, L.qb, L.sr, L.sy)
+  if raw and #raw > SIZE + EXTSIZE then v = v .. string.sub(raw, SIZE + EXTSIZE + 1) end
   if v == raw then
     if halted then redis.call('PERSIST', S) end
     return

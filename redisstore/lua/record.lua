@@ -15,6 +15,7 @@
 -- ARGV[16] Retry-After
 -- ARGV[17] the admission's generation
 -- ARGV[18] the quota an OK answer states, per minute (0: none)
+-- ARGV[19] the attempt's time to headers, microseconds (0: unknown)
 --
 -- The halt itself is set by the prelude, before the state key is read.
 --
@@ -25,6 +26,7 @@ local OUTCOME = tonumber(ARGV[15])
 local RETRYAFTER = tonumber(ARGV[16])
 local GEN = tonumber(ARGV[17])
 local QUOTA = tonumber(ARGV[18]) or 0
+local LATENCY = tonumber(ARGV[19]) or 0
 -- (the outcome's application begins: deferred.lua repeats it)
 if QUOTA ~= QUOTA or QUOTA < 0 or QUOTA > 1e15 then QUOTA = 0 end
 
@@ -70,6 +72,8 @@ if OUTCOME <= 5 and l[OUTCOME + 1] < 4294967295 then
   l[OUTCOME + 1] = l[OUTCOME + 1] + 1
 end
 if OUTCOME == OK then
+  observeLatency(LATENCY)
+  l.sr = l.sr - l.sr * SHAREW
   -- The spacing of OK answers. A gap across the end of a pause (when this
   -- side waited, not the host) says nothing of the rate the host accepts;
   -- answers that come while the host is paused were sent before, and
@@ -105,7 +109,7 @@ if OUTCOME == OK then
     l.cr = 0
     l.pa = math.max(l.pa, now + FIRSTBACKOFF)
     if q ~= l.r then setRate(q) end
-  elseif l.g > 0 then
+  elseif not slowing() and l.g > 0 then
     local w = climb(l.bs, l.g, l.k, RAFTER)
     if (l.k >= RAFTER or l.bs >= l.g) and now >= l.pa then
       -- The backoff has passed: probe above the target, slowly at first.
@@ -123,7 +127,11 @@ elseif OUTCOME == THROTTLED then
   local fl = math.min(FLOOR, l.c)
   local pause = math.max(RETRYAFTER, 0)
   if now >= l.p then
-    if l.e > 0 and l.o < l.p then
+    local stray = isStray()
+    if stray then
+      -- A stray refusal: paid for with its pause alone; the rate, the
+      -- learnt ceiling and the spacing of OKs stand.
+    elseif l.e > 0 and l.o < l.p and l.sy == 0 then
       -- No OK since the last pause ended: the host is still shut (a
       -- limiter counting over a window, refused requests too). Wait four
       -- times as long as last time, and settle at a quarter of the rate.
@@ -172,6 +180,7 @@ elseif OUTCOME == THROTTLED then
       l.m = 0 -- from now on, the rate accepted since this throttle
       setRate(target)
     end
+    if stray then l.sy = 1 else l.sy = 0 end
     if pause <= 0 then pause = math.min(60000000 / l.r, MAXPAUSE) end
     l.ps = math.floor(math.min(pause, MAXPAUSE))
   end
@@ -185,6 +194,7 @@ elseif OUTCOME == THROTTLED then
     l.p, l.e = untilT, l.e + 1
     drain(math.max(untilT, now + math.floor(iv)))
   end
+  l.sr = l.sr + (1 - l.sr) * SHAREW
 end
 -- (the outcome's application ends)
 

@@ -1,0 +1,152 @@
+package hoststatetest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/egresskit/egresskit/classify"
+	"github.com/egresskit/egresskit/hoststate"
+)
+
+// answer admits one attempt to host, waits out its pacing, advances the
+// clock by gap more (the crawl's own demand spacing its requests), and
+// records r, the host's answer after latency.
+func answer(t *testing.T, env Env, host string, gap time.Duration, r classify.Result) hoststate.Effect {
+	t.Helper()
+	a := admit(t, env, host)
+	env.Advance(a.Wait + gap)
+	return record(t, env, host, a, r)
+}
+
+// strayRefusalRecovers: a broad crawl's host configured at 600/min gets
+// one request a second (the crawl's demand, a tenth of its pace), answered
+// in 10ms. A 429 with Retry-After 1s after 30 such OKs is a stray: the
+// host is paused for its Retry-After, and its rate and learnt ceiling are
+// what they were (600, none). Strays every 30 OKs, for ten minutes of such
+// a crawl, leave it at 600, each paid for with its second.
+func strayRefusalRecovers(t *testing.T, env Env) {
+	ok := classify.Result{Outcome: classify.OK, Status: 200, Latency: 10 * time.Millisecond}
+	stray := classify.Result{Outcome: classify.Throttled, Status: 429, RetryAfter: time.Second}
+	for round := range 20 {
+		for range 30 {
+			answer(t, env, host, time.Second, ok)
+		}
+		answer(t, env, host, time.Second, stray)
+		st := state(t, env, host)
+		if st.PerMinute != 600 || !near(st.PausedUntil, env.Now().Add(time.Second)) {
+			t.Fatalf("stray 429 %d at a tenth of the pace: rate %v, paused until %v; want 600, %v",
+				round+1, st.PerMinute, st.PausedUntil, env.Now().Add(time.Second))
+		}
+	}
+	// Nothing was learnt: the crawl's demand doubling to the pace is
+	// answered at the pace.
+	for range 30 {
+		answer(t, env, host, 0, classify.Result{Outcome: classify.OK, Status: 200, Latency: 10 * time.Millisecond})
+	}
+	if st := state(t, env, host); st.PerMinute != 600 {
+		t.Errorf("after 20 strays and 30 OKs at the pace: rate %v, want 600", st.PerMinute)
+	}
+}
+
+// limitBelowDemand: the same host behind a limit below the crawl's demand
+// (one request in two refused, at a request a second) is not taken for
+// strays: once refusals are a fair share of its answers its rate drops,
+// and goes on dropping until it nears the crawl's demand.
+func limitBelowDemand(t *testing.T, env Env) {
+	ok := classify.Result{Outcome: classify.OK, Status: 200, Latency: 10 * time.Millisecond}
+	refused := classify.Result{Outcome: classify.Throttled, Status: 429, RetryAfter: time.Second}
+	for range 6 {
+		answer(t, env, host, time.Second, ok)
+	}
+	strays := 0
+	for range 40 {
+		answer(t, env, host, time.Second, ok)
+		answer(t, env, host, time.Second, refused)
+		if state(t, env, host).PerMinute == 600 {
+			strays++
+		}
+	}
+	if strays == 0 || strays > 10 {
+		t.Errorf("refusals taken for strays: %d of 40, want the first few (1 to 10)", strays)
+	}
+	if st := state(t, env, host); st.PerMinute > 90 {
+		t.Errorf("after 40 refusals at one a second in two: rate %v, want near the crawl's demand (at most 90/min)", st.PerMinute)
+	}
+}
+
+// refusalAtPaceIsALimit: at a host the crawl keeps at its pace (OKs one
+// interval of 600/min apart), the same lone 429 is a limit reached: it
+// learns the ceiling as before.
+func refusalAtPaceIsALimit(t *testing.T, env Env) {
+	ok := classify.Result{Outcome: classify.OK, Status: 200, Latency: 10 * time.Millisecond}
+	for range 21 {
+		answer(t, env, host, 0, ok)
+	}
+	answer(t, env, host, 0, classify.Result{Outcome: classify.Throttled, Status: 429, RetryAfter: time.Second})
+	if got, want := state(t, env, host).PerMinute, 600.0*20/21*0.97; !nearRate(got, want) {
+		t.Errorf("429 after 21 OKs at the pace: rate %v, want %v", got, want)
+	}
+}
+
+// refusalWithQueueIsALimit: a host answering one request in 2s while
+// attempts wait there (accepted 30/min × 2s latency: one in flight on
+// average) is at its limit even though the crawl's pace, 600/min, is far
+// above what it accepts: a 429 then is learnt, not a stray.
+func refusalWithQueueIsALimit(t *testing.T, env Env) {
+	ok := classify.Result{Outcome: classify.OK, Status: 200, Latency: 2 * time.Second}
+	for range 21 {
+		answer(t, env, host, 2*time.Second, ok)
+	}
+	answer(t, env, host, 0, classify.Result{Outcome: classify.Throttled, Status: 429, RetryAfter: time.Second})
+	if got := state(t, env, host).PerMinute; got >= 600 {
+		t.Errorf("429 with attempts waiting at the host: rate %v, want below 600", got)
+	}
+}
+
+// slowingHostSlows: a host configured at 6,000/min serves 40 requests a
+// second in 100ms each; under our load its time to headers rises to 1s
+// while it goes on serving 40 a second. Its rate falls below what it
+// serves (2,400/min, 3 % margin), through a drop that lets its queue
+// drain, and climbs back to 2,328 as its latency falls back to 100ms; its
+// learnt ceiling is what it served, so the climb stops there until the
+// probe's backoff has passed.
+func slowingHostSlows(t *testing.T, env Env) {
+	res := func(lat time.Duration) classify.Result {
+		return classify.Result{Outcome: classify.OK, Status: 200, Latency: lat}
+	}
+	for range 8 {
+		answer(t, env, host, 25*time.Millisecond, res(100*time.Millisecond))
+	}
+	if got := state(t, env, host).PerMinute; got != 6000 {
+		t.Fatalf("at its service time: rate %v, want 6000", got)
+	}
+	var dropped float64
+	for i := range 20 {
+		answer(t, env, host, 25*time.Millisecond, res(100*time.Millisecond+time.Duration(i+1)*50*time.Millisecond))
+		if pm := state(t, env, host).PerMinute; pm < 6000 {
+			dropped = pm
+			break
+		}
+	}
+	if !(dropped > 0 && dropped < 2400*0.97) {
+		t.Fatalf("latency rising to 1s under load: rate %v, want a drop below %v", dropped, 2400*0.97)
+	}
+	for range 40 {
+		answer(t, env, host, 0, res(100*time.Millisecond))
+	}
+	if got := state(t, env, host).PerMinute; !nearRate(got, 2400*0.97) {
+		t.Errorf("latency back at 100ms: rate %v, want %v", got, 2400*0.97)
+	}
+}
+
+// farHostNotPenalised: a host that answers in 2s from the start (far, or
+// slow at everything) is at its base latency: nothing is cut, whatever the
+// latency, at 600/min.
+func farHostNotPenalised(t *testing.T, env Env) {
+	for range 100 {
+		answer(t, env, host, 0, classify.Result{Outcome: classify.OK, Status: 200, Latency: 2 * time.Second})
+	}
+	if got := state(t, env, host).PerMinute; got != 600 {
+		t.Errorf("a far but steady host: rate %v, want 600", got)
+	}
+}
