@@ -14,19 +14,26 @@ import (
 // (consecutive-failure trip, open timeout, half-open probes, no counting
 // interval), created with the host's entry and dropped with it, and what
 // the chain needs beside it. gobreaker keeps the state machine and the
-// counts; the circuit keeps a copy of the state and the open-until time
-// (for breaker.OpenError and eviction, both written by the state-change hook),
-// the generation of the Set's tickets, and the half-open probes in flight
-// with their admission times, for the probe lease.
+// counts it decides on; the circuit keeps a copy of the state and the
+// open-until time (for breaker.OpenError and eviction, both written by the
+// state-change hook), the generation of the Set's tickets, whether the
+// closed state counts a failure, and the half-open probes in flight with
+// their admission times, for the probe lease. On the hot path, a closed
+// circuit's admission and a success that follows a success, gobreaker is
+// not called (see allow and done): its answer there is known, and what it
+// would count there decides nothing.
 //
 // Every call into cb is made with the host's shard locked, so that the
 // hook gobreaker calls under its own lock runs on the goroutine that holds
 // the shard, and may update the entry without locking anything; it never
 // calls back into cb.
 type circuit struct {
-	cb        *gobreaker.TwoStepCircuitBreaker[struct{}]
-	gen       uint64        // the generation: a shard-wide counter, never 0
-	state     breaker.State // cb's state, as of its last change
+	cb    *gobreaker.TwoStepCircuitBreaker[struct{}]
+	gen   uint64        // the generation: a shard-wide counter, never 0
+	state breaker.State // cb's state, as of its last change
+	// failing is set while cb's closed state counts a failure since its
+	// last success: a success must then be told to cb (see done).
+	failing   bool
 	openUntil time.Time
 	probes    *probes // the half-open probes in flight; nil when none
 }
@@ -70,7 +77,21 @@ func (s *Set) settings() gobreaker.Settings {
 // frees the slots of probes admitted at least OpenTimeout ago (their
 // outcome is counted neutral, and ignored when it comes). sh must be
 // locked.
+//
+// A closed circuit admits every attempt: gobreaker's Allow admits in the
+// closed state unconditionally, and with no counting interval (the
+// Settings set none) the closed state has one generation, which ends only
+// when an outcome gobreaker is told trips it, through the state-change hook
+// that moves e.gen. So the attempt is admitted on e's state alone, without
+// the callback Allow would allocate; done asks gobreaker for it and records
+// the outcome in one step, once it is known and if the generation that
+// admitted it still holds (a success that finds no failure to reset is
+// not told). gobreaker still decides: it counts the failures and trips the
+// circuit (TestSameAsGobreaker checks both agree step by step).
 func (s *Set) allow(host string, e *entry, now time.Time) (Ticket, error) {
+	if e.state == breaker.Closed {
+		return Ticket{Generation: e.gen, closed: true}, nil
+	}
 	done, err := e.cb.Allow()
 	if err == gobreaker.ErrTooManyRequests && s.expire(e, now) {
 		done, err = e.cb.Allow()
@@ -121,7 +142,35 @@ func (s *Set) expire(e *entry, now time.Time) bool {
 // an older generation or is a probe whose lease expired. sh must be
 // locked.
 func (s *Set) done(e *entry, t Ticket, r classify.Result) {
-	if t.done == nil || t.Generation != e.gen {
+	if (t.done == nil && !t.closed) || t.Generation != e.gen {
+		return
+	}
+	var outcome error // nil: a success
+	switch {
+	case r.Outcome == classify.OK:
+	case HostFailure(r):
+		outcome = errFailure
+	default: // Permanent, Canceled, Refused (it halts), and any unknown outcome
+		outcome = errNeutral
+	}
+	if t.closed {
+		// Admitted by the closed circuit of this generation (see allow).
+		// A success with no failure counted since gobreaker's last
+		// success changes nothing gobreaker decides on (the consecutive
+		// failures stay 0; its other counts are statistics it clears on
+		// the next state change), so the hot path skips gobreaker's lock,
+		// clock read and callback. Any other outcome is told to gobreaker:
+		// it admits the attempt now and records the outcome, and may trip
+		// the circuit (the hook then clears failing).
+		if outcome == nil && !e.failing {
+			return
+		}
+		if outcome != errNeutral {
+			e.failing = outcome == errFailure
+		}
+		if done, err := e.cb.Allow(); err == nil {
+			done(outcome)
+		}
 		return
 	}
 	if p := e.probes; t.Probe && p != nil {
@@ -132,14 +181,7 @@ func (s *Set) done(e *entry, t Ticket, r classify.Result) {
 			p.flight = slices.Delete(p.flight, i, i+1)
 		}
 	}
-	switch {
-	case r.Outcome == classify.OK:
-		t.done(nil)
-	case HostFailure(r):
-		t.done(errFailure)
-	default: // Permanent, Canceled, Refused (it halts), and any unknown outcome
-		t.done(errNeutral)
-	}
+	t.done(outcome)
 }
 
 // lapse turns e's open circuit half-open once its open period has passed:
@@ -162,7 +204,7 @@ func (s *Set) changed(host string, from, to gobreaker.State) {
 	}
 	now := time.Now()
 	sh.Local.gen++
-	e.gen, e.state, e.probes = sh.Local.gen, breaker.State(to), nil
+	e.gen, e.state, e.probes, e.failing = sh.Local.gen, breaker.State(to), nil, false
 	e.openUntil = time.Time{}
 	if e.state == breaker.Open {
 		e.openUntil = now.Add(s.cfg.OpenTimeout)

@@ -36,7 +36,10 @@ type Ticket struct {
 	Probe bool
 
 	slot uint32      // the probe's slot (see probes)
-	done func(error) // gobreaker's callback recording the attempt
+	done func(error) // gobreaker's callback recording a half-open probe
+	// closed is set for an attempt admitted by a closed circuit, which
+	// gobreaker is asked about when its outcome is recorded (see allow).
+	closed bool
 }
 
 // Status is a snapshot of one host.
