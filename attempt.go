@@ -184,12 +184,9 @@ func (a *gatedSender) send(req *http.Request, key string, first bool) (*http.Res
 	tctx, ct := withConnTrace(req.Context())
 	req = req.WithContext(tctx)
 	resp, err := id.classify.RoundTrip(req) // classify over egress or base
+	took := time.Since(sent)                // time to headers: the host's latency
 	if t.inflight != nil {
-		t.slotEnd(key, slotDone, resp, err, time.Since(sent))
-	}
-	var took time.Duration
-	if observed {
-		took = time.Since(sent)
+		t.slotEnd(key, slotDone, resp, err, took)
 	}
 	end := attemptEnd{a: a, ctx: ctx, req: req, key: key, attempt: attempt, id: id, adm: adm, sent: sent, took: took, choice: choice, resp: resp, err: err}
 	end.conn = ct.done()
@@ -300,6 +297,9 @@ func (e *attemptEnd) settled(r classify.Result) {
 	suspected := t.watch.Observe(e.key, e.req.URL, r, e.sent)
 	if suspected != nil {
 		r, _ = suspectedBlock(r, e.resp)
+	}
+	if e.resp != nil {
+		r.Latency = e.took
 	}
 	counted, shared := t.connFails.countable(r, e.err, e.conn, time.Now())
 	e.shared = shared
