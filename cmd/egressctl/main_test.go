@@ -26,8 +26,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// binary is egressctl, built once for the tests.
-var binary string
+// binary is egressctl, and auditBinary egressaudit, built once for the
+// tests.
+var binary, auditBinary string
 
 func TestMain(m *testing.M) {
 	redis.SetLogger(quiet{})
@@ -37,13 +38,33 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binary = path
+	apath, aremove, err := testprog.BuildBinary("../egressaudit", "egressaudit")
+	if err != nil {
+		remove()
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	auditBinary = apath
 	code := redistest.Main(m).Run()
 	remove()
+	aremove()
 	os.Exit(code)
+}
+
+// audit runs egressaudit and returns its exit status, stdout and stderr.
+func audit(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	return run1(t, auditBinary, nil, args...)
 }
 
 // ctl runs the binary and returns its exit status, stdout and stderr.
 func ctl(t *testing.T, env []string, args ...string) (int, string, string) {
+	t.Helper()
+	return run1(t, binary, env, args...)
+}
+
+// run1 runs a binary and returns its exit status, stdout and stderr.
+func run1(t *testing.T, binary string, env []string, args ...string) (int, string, string) {
 	t.Helper()
 	cmd := exec.Command(binary, args...)
 	cmd.Env = append(os.Environ(), env...)
