@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"time"
 
 	"github.com/egresskit/egresskit/hostkey"
@@ -23,6 +24,11 @@ import (
 
 // logTTL is how long a host's records stay after it was resumed.
 const logTTL = 30 * 24 * time.Hour
+
+// maxEntry bounds an entry of a host's list read back: a record this
+// store writes is a few KiB at most, so a larger one was written by
+// something else and is not decoded.
+const maxEntry = 64 << 10
 
 // readTimeout bounds the reads of an operator's tools, when Config.Timeout
 // is shorter: they read a whole queue.
@@ -91,12 +97,7 @@ func (s *Store) PutHalt(ctx context.Context, h hoststate.Halt) error {
 	if h.Time.IsZero() {
 		h.Time = s.localNow()
 	}
-	h.Worker = haltrec.Clip(h.Worker, haltrec.MaxBy)
-	h.Reason = haltrec.Clip(h.Reason, haltrec.MaxText)
-	h.Evidence = haltrec.Clip(h.Evidence, haltrec.MaxText)
-	h.URL = haltrec.Clip(h.URL, haltrec.MaxURL)
-	h.BodyHead = haltrec.Clip(h.BodyHead, haltrec.MaxBodyHead)
-	h.Markers = haltrec.Markers(h.Markers)
+	cleanHalt(&h)
 	return s.push(ctx, "halt", s.logKey(key), entry{Kind: "halt", Halt: &h}, func(p redis.Pipeliner) {
 		p.Persist(ctx, s.logKey(key))
 		p.Persist(ctx, s.noteKey(key))
@@ -118,8 +119,7 @@ func (s *Store) AddNote(ctx context.Context, n hoststate.Note) error {
 	if n.Time.IsZero() {
 		n.Time = s.localNow()
 	}
-	n.By = haltrec.Clip(n.By, haltrec.MaxBy)
-	n.Text = haltrec.Clip(n.Text, haltrec.MaxText)
+	cleanNote(&n)
 	return s.push(ctx, "note", s.noteKey(key), entry{Kind: "note", Note: &n}, func(p redis.Pipeliner) {
 		if n.Resumed {
 			p.ZRem(ctx, s.queueKey(), key)
@@ -127,6 +127,46 @@ func (s *Store) AddNote(ctx context.Context, n hoststate.Note) error {
 			p.Expire(ctx, s.noteKey(key), logTTL)
 		}
 	})
+}
+
+// cleanHalt bounds and cleans a halt record's fields (see haltrec), when
+// it is written and again when it is read back: whatever wrote it to
+// Redis, a record read is data, never a terminal's control sequence.
+func cleanHalt(h *hoststate.Halt) {
+	h.Worker = haltrec.Clip(h.Worker, haltrec.MaxBy)
+	h.Reason = haltrec.Clip(h.Reason, haltrec.MaxText)
+	h.Evidence = haltrec.Clip(h.Evidence, haltrec.MaxText)
+	h.URL = haltrec.Clip(h.URL, haltrec.MaxURL)
+	h.BodyHead = haltrec.Clip(h.BodyHead, haltrec.MaxBodyHead)
+	h.Markers = haltrec.Markers(h.Markers)
+}
+
+// cleanNote is cleanHalt for a note.
+func cleanNote(n *hoststate.Note) {
+	n.By = haltrec.Clip(n.By, haltrec.MaxBy)
+	n.Text = haltrec.Clip(n.Text, haltrec.MaxText)
+}
+
+// decode reads one entry of a host's list: false for one that is not an
+// entry. One larger than any this store writes is not decoded: it reads
+// as a halt and a note whose text says so, so that it is not lost from
+// sight.
+func decode(raw string) (entry, bool) {
+	var e entry
+	if len(raw) > maxEntry {
+		what := "a record of " + strconv.Itoa(len(raw)) + " bytes, larger than any this store writes: not shown"
+		return entry{Kind: "halt", Halt: &hoststate.Halt{Reason: what}, Note: &hoststate.Note{Text: what}}, true
+	}
+	if json.Unmarshal([]byte(raw), &e) != nil {
+		return e, false
+	}
+	if e.Halt != nil {
+		cleanHalt(e.Halt)
+	}
+	if e.Note != nil {
+		cleanNote(e.Note)
+	}
+	return e, true
 }
 
 // unqueue takes a resumed host off the queue, if Redis answers.
@@ -139,8 +179,9 @@ func (s *Store) unqueue(ctx context.Context, host string) {
 // Halts returns the latest halt record of every host halted now, newest
 // first; see hoststate.HaltLog. It lists the hosts halted since records
 // were kept; a host in the queue whose halt is gone (resumed some other
-// way, or lost with Redis's data) is dropped from it. Its errors are
-// ctx.Err(), ErrCorrupt and ErrUnavailable.
+// way, or lost with Redis's data) is dropped from it. Records are
+// bounded and cleaned when read as when written, whatever wrote them to
+// Redis. Its errors are ctx.Err(), ErrCorrupt and ErrUnavailable.
 func (s *Store) Halts(ctx context.Context, limit int) ([]hoststate.Halt, error) {
 	if limit <= 0 {
 		limit = 1000
@@ -175,6 +216,9 @@ func (s *Store) Halts(ctx context.Context, limit int) ([]hoststate.Halt, error) 
 			if err != nil {
 				continue
 			}
+			if key, err := hostkey.Parse(host, hostkey.ByHost); err != nil || key != host {
+				continue // not a key the chain makes: written by something else
+			}
 			ps = append(ps, pending{host: host, halt: p.Get(rctx, k.halt), log: p.LRange(rctx, s.logKey(host), 0, 0)})
 		}
 		return nil
@@ -199,9 +243,12 @@ func (s *Store) Halts(ctx context.Context, limit int) ([]hoststate.Halt, error) 
 			h.Time = micros(us)
 		}
 		for _, raw := range p.log.Val() {
-			var e entry
-			if json.Unmarshal([]byte(raw), &e) == nil && e.Kind == "halt" && e.Halt != nil {
+			if e, ok := decode(raw); ok && e.Kind == "halt" && e.Halt != nil {
+				t := h.Time
 				h = *e.Halt
+				if h.Time.IsZero() {
+					h.Time = t
+				}
 				h.Host = p.host
 				break
 			}
@@ -215,6 +262,7 @@ func (s *Store) Halts(ctx context.Context, limit int) ([]hoststate.Halt, error) 
 }
 
 // History returns host's records, newest first; see hoststate.HaltLog.
+// Records are bounded and cleaned when read as when written.
 // Its errors are hostkey's, ErrInvalidHost, ctx.Err() and ErrUnavailable.
 func (s *Store) History(ctx context.Context, host string) ([]hoststate.Halt, []hoststate.Note, error) {
 	key, err := s.recordKey(host)
@@ -226,8 +274,8 @@ func (s *Store) History(ctx context.Context, host string) ([]hoststate.Halt, []h
 	defer cancel()
 	var hc, nc *redis.StringSliceCmd
 	_, err = s.client.Pipelined(rctx, func(p redis.Pipeliner) error {
-		hc = p.LRange(rctx, s.logKey(key), 0, -1)
-		nc = p.LRange(rctx, s.noteKey(key), 0, -1)
+		hc = p.LRange(rctx, s.logKey(key), 0, haltrec.MaxHistory-1)
+		nc = p.LRange(rctx, s.noteKey(key), 0, haltrec.MaxHistory-1)
 		return nil
 	})
 	if err != nil {
@@ -243,15 +291,13 @@ func (s *Store) History(ctx context.Context, host string) ([]hoststate.Halt, []h
 	var halts []hoststate.Halt
 	var notes []hoststate.Note
 	for _, r := range hc.Val() {
-		var e entry
-		if json.Unmarshal([]byte(r), &e) == nil && e.Halt != nil {
+		if e, ok := decode(r); ok && e.Halt != nil {
 			e.Halt.Host = key
 			halts = append(halts, *e.Halt)
 		}
 	}
 	for _, r := range nc.Val() {
-		var e entry
-		if json.Unmarshal([]byte(r), &e) == nil && e.Note != nil {
+		if e, ok := decode(r); ok && e.Note != nil {
 			e.Note.Host = key
 			notes = append(notes, *e.Note)
 		}
