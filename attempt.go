@@ -3,7 +3,6 @@ package egresskit
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"os"
 	"strconv"
@@ -20,6 +19,7 @@ import (
 	"github.com/egresskit/egresskit/internal/firstsend"
 	"github.com/egresskit/egresskit/internal/retrier"
 	"github.com/egresskit/egresskit/ratelimit"
+	"github.com/egresskit/egresskit/robots"
 	"github.com/egresskit/egresskit/telemetry"
 )
 
@@ -85,11 +85,12 @@ func (a *gatedSender) send(req *http.Request, key string, first bool) (*http.Res
 	if observed {
 		start = time.Now()
 	}
-	adm, err := t.state.Admit(ctx, key)
+	limit := t.waitLimit()
+	adm, err := t.admit(ctx, key, limit)
 	if err != nil {
-		var wait time.Duration // the wait refused for passing the deadline
-		if de, ok := errors.AsType[*ratelimit.DeadlineError](err); ok {
-			wait = de.Wait
+		var wait time.Duration // the wait refused for passing the bound or the deadline
+		if we, ok := errors.AsType[*ratelimit.WaitError](err); ok {
+			wait = we.RetryAfter
 		}
 		err = notSent(err)
 		a.observe(ctx, req, key, attempt, start, wait, 0, classify.Of(nil, err), nil, nil, err, unsentReason(err), false)
@@ -102,7 +103,7 @@ func (a *gatedSender) send(req *http.Request, key string, first bool) (*http.Res
 			resume = firstsend.HoldAttemptTimer(ctx)
 		}
 		var held bool
-		adm, pacedAt, held, err = t.settle(ctx, key, adm)
+		adm, pacedAt, held, err = t.settle(ctx, key, adm, limit)
 		resume()
 		if err != nil {
 			err = notSent(err)
@@ -363,19 +364,30 @@ func slotSlack(perMinute float64) time.Duration {
 // interval, and at least minSlack, late): sent late, it would go out
 // together with the next slot's; this is done once per attempt, so that a
 // machine too busy to keep any slot cannot hold an attempt back for long.
-// The wait honours ctx and ends early with its error.
+// The wait honours ctx and ends early with its error; a wait that would
+// end after limit (Config.MaxWait from the attempt's admission; zero: no
+// bound) or after ctx's deadline is not begun: it ends at once with a
+// *ratelimit.WaitError.
 //
 // settle returns the admission to send with and the host's pacing rate
 // (0 when the state is unavailable). held reports whether that
 // admission is still to be recorded (false only when taking it again
 // failed); on an error the caller records a held admission as Canceled.
-func (t *Transport) settle(ctx context.Context, key string, adm hoststate.Admission) (_ hoststate.Admission, perMinute float64, held bool, _ error) {
+func (t *Transport) settle(ctx context.Context, key string, adm hoststate.Admission, limit time.Time) (_ hoststate.Admission, perMinute float64, held bool, _ error) {
 	wait := adm.Wait
 	lateOnce := true // an admission may be taken again once for lateness
+	first := true    // the store checked the first wait against both bounds
 	for {
-		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
-			return adm, 0, true, fmt.Errorf("egresskit: wait of %v for %s: %w", wait.Round(time.Millisecond), key, context.DeadlineExceeded)
+		if !first {
+			now := time.Now()
+			if dl, ok := ctx.Deadline(); ok && dl.Sub(now) < wait {
+				return adm, 0, true, &ratelimit.WaitError{Host: key, RetryAfter: wait, Until: now.Add(wait)}
+			}
+			if !limit.IsZero() && limit.Sub(now) < wait {
+				return adm, 0, true, &ratelimit.WaitError{Host: key, RetryAfter: wait, Until: now.Add(wait), Bound: t.maxWait}
+			}
 		}
+		first = false
 		due := time.Now().Add(wait)
 		timer := time.NewTimer(wait)
 		select {
@@ -397,7 +409,7 @@ func (t *Transport) settle(ctx context.Context, key string, adm hoststate.Admiss
 		case st.Epoch != adm.Epoch || (lateOnce && late > slotSlack(st.PerMinute)):
 			lateOnce = lateOnce && st.Epoch != adm.Epoch
 			t.record(ctx, key, adm, readmitted)
-			next, err := t.state.Admit(ctx, key)
+			next, err := t.admit(ctx, key, limit)
 			if err != nil {
 				return adm, 0, false, err
 			}
@@ -410,6 +422,68 @@ func (t *Transport) settle(ctx context.Context, key string, adm hoststate.Admiss
 		}
 	}
 }
+
+// defaultMaxWait is what a zero Config.MaxWait means.
+const defaultMaxWait = 30 * time.Second
+
+// waitLimit is the latest time an attempt admitted now may wait for its
+// host until (Config.MaxWait), or the zero Time for no bound.
+func (t *Transport) waitLimit() time.Time {
+	if t.maxWait <= 0 {
+		return time.Time{}
+	}
+	return time.Now().Add(t.maxWait)
+}
+
+// admit asks the store for an admission to key that waits until limit at
+// the latest (none when limit is zero) and not past ctx's deadline: a
+// longer wait reserves nothing and returns a *ratelimit.WaitError at once
+// (errors.Is ErrTryLater, and context.DeadlineExceeded when the deadline
+// decided). The store is handed the earlier of the two as ctx's deadline,
+// the bound stores already keep.
+func (t *Transport) admit(ctx context.Context, key string, limit time.Time) (hoststate.Admission, error) {
+	actx := ctx
+	var bc *boundedCtx
+	if !limit.IsZero() {
+		if dl, ok := ctx.Deadline(); !ok || dl.After(limit) {
+			bc = boundedCtxs.Get().(*boundedCtx)
+			bc.Context, bc.at = ctx, limit
+			actx = bc
+		}
+	}
+	adm, err := t.state.Admit(actx, key)
+	if bc != nil {
+		*bc = boundedCtx{}
+		boundedCtxs.Put(bc)
+	}
+	if err != nil {
+		if de, ok := errors.AsType[*ratelimit.DeadlineError](err); ok {
+			we := &ratelimit.WaitError{Host: key, RetryAfter: de.Wait, Until: time.Now().Add(de.Wait)}
+			if bc != nil { // the bound decided, not the caller's deadline
+				we.Bound = t.maxWait
+			}
+			return adm, we
+		}
+	}
+	return adm, err
+}
+
+// boundedCtx is a request's context with an earlier deadline, the
+// chain's bound on a pacing wait, for the store's Admit to reserve
+// nothing past it. Only its Deadline differs (it is not canceled at
+// it): Admit reads the deadline to decide and returns; the context is
+// not kept after Admit returns, so they are pooled, sparing an
+// allocation per request.
+type boundedCtx struct {
+	context.Context
+	at time.Time
+}
+
+// Deadline returns the bound.
+func (c *boundedCtx) Deadline() (time.Time, bool) { return c.at, true }
+
+// boundedCtxs holds the boundedCtxs not in use.
+var boundedCtxs = sync.Pool{New: func() any { return new(boundedCtx) }}
 
 // record feeds r to the store and returns what it changed, and its error:
 // the attempt's event carries it. A Refused result the store could not
@@ -430,7 +504,8 @@ func (t *Transport) record(ctx context.Context, key string, adm hoststate.Admiss
 
 // notSent wraps an admission error so that every layer above reads it as
 // "not sent, do not retry": Canceled when the caller's context ended,
-// Permanent otherwise (halted, open, pacing wait past the deadline).
+// Permanent otherwise (halted, open, a pacing wait past the bound or the
+// deadline).
 func notSent(err error) error {
 	r := classify.Result{Outcome: classify.Permanent, Reason: "not admitted"}
 	switch {
@@ -442,6 +517,8 @@ func notSent(err error) error {
 		r = classify.Result{Outcome: classify.Canceled, Reason: "canceled"}
 	case errors.Is(err, context.DeadlineExceeded):
 		r.Reason = "pacing wait exceeds deadline"
+	case errors.Is(err, ErrTryLater):
+		r.Reason = "pacing wait exceeds MaxWait"
 	}
 	return &classify.Error{Result: r, Err: err}
 }
@@ -456,6 +533,14 @@ func unsentReason(err error) string {
 		return "open"
 	case errors.Is(err, ErrDisallowed):
 		return "disallowed"
+	case errors.Is(err, ErrTryLater):
+		// The reasons keep their names: robots.txt decided, or a pacing
+		// wait passed a deadline, the request's or the chain's own
+		// (Config.MaxWait).
+		if _, ok := errors.AsType[*robots.DisallowedError](err); ok {
+			return "disallowed"
+		}
+		return "deadline"
 	case errors.Is(err, ErrOutOfScope):
 		return "out_of_scope"
 	case errors.Is(err, context.Canceled):

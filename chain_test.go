@@ -91,13 +91,15 @@ func get(c *http.Client, url string) (int, error) {
 }
 
 // fastConfig is a Config over s with pacing that never binds, so that
-// scenarios measure only what they are about.
+// scenarios measure only what they are about; a scenario that slows its
+// host waits for it as long as it takes (MaxWait: none).
 func fastConfig(s *site) egresskit.Config {
 	return egresskit.Config{
 		Base:      s.handler,
 		UserAgent: "TestBot/1.0",
 		Retry:     retry.Policy{MaxRetries: 3, BaseDelay: 100 * time.Millisecond, MaxDelay: 30 * time.Second},
 		Store:     mustMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 60000, Burst: 100}}),
+		MaxWait:   -1,
 	}
 }
 

@@ -6,16 +6,16 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/egresskit/egresskit"
+	"github.com/egresskit/egresskit/egresstest"
 	"github.com/egresskit/egresskit/hoststate"
 	"github.com/egresskit/egresskit/ratelimit"
 	"github.com/egresskit/egresskit/retry"
@@ -31,23 +31,22 @@ func newCrawlChain(t *testing.T, cfg egresskit.Config) *egresskit.Transport {
 // hosts whose own pacing does not bind, through a chain capped at 20
 // requests a second. The one server behind every host counts arrivals: at
 // most 20 a second over the run beyond the burst of 2, never more than 22
-// in any second, and every request is answered.
+// in any second, and every request is answered. In a synctest bubble: the
+// arrivals are read from the bubble's clock.
 func TestCrawlRateCapsAllHosts(t *testing.T) {
+	synctest.Test(t, crawlRateCapsAllHosts)
+}
+
+func crawlRateCapsAllHosts(t *testing.T) {
 	const perSecond, burst, hosts, sends = 20, 2, 50, 70
 	var mu sync.Mutex // guards arrivals
 	var arrivals []time.Time
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	base := egresstest.NewHandlerTransport(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		arrivals = append(arrivals, time.Now())
 		mu.Unlock()
 		io.WriteString(w, "ok")
 	}))
-	defer srv.Close()
-	base := &http.Transport{DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, network, srv.Listener.Addr().String())
-	}}
-	defer base.CloseIdleConnections()
 	tr := newCrawlChain(t, egresskit.Config{
 		Base:         base,
 		IgnoreRobots: true,
@@ -95,7 +94,6 @@ func TestCrawlRateCapsAllHosts(t *testing.T) {
 		most = max(most, j-i)
 	}
 	t.Logf("%d requests over %d hosts in %.2fs: %.2f r/s beyond the burst, at most %d in any second", len(at), hosts, span, avg, most)
-	// 2% for the scheduling between a token taken and the arrival.
 	if avg > perSecond*1.02 {
 		t.Errorf("server saw %.2f requests/s beyond the burst, want <= %d", avg, perSecond)
 	}
@@ -118,42 +116,44 @@ func TestCrawlRateRefused(t *testing.T) {
 }
 
 // TestCrawlRateWaitPastDeadline: when the crawl rate's next token comes
-// after the request's deadline, the request fails at once with
-// context.DeadlineExceeded and is not sent.
+// after the request's deadline, the request fails at once (by the
+// synctest bubble's clock) with context.DeadlineExceeded and is not sent.
 func TestCrawlRateWaitPastDeadline(t *testing.T) {
-	var mu sync.Mutex
-	hits := 0
-	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { mu.Lock(); hits++; mu.Unlock() }))
-	defer srv.Close()
-	tr := newCrawlChain(t, egresskit.Config{
-		IgnoreRobots: true,
-		Retry:        retry.Policy{MaxRetries: -1},
-		Store:        mustMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 60000}}), // the host's pacing does not bind
-		CrawlRate:    0.01,
-	})
-	get := func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
-		resp, err := tr.RoundTrip(req)
-		if err == nil {
-			resp.Body.Close()
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		hits := 0
+		srv := egresstest.NewHandlerTransport(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { mu.Lock(); hits++; mu.Unlock() }))
+		tr := newCrawlChain(t, egresskit.Config{
+			Base:         srv,
+			IgnoreRobots: true,
+			Retry:        retry.Policy{MaxRetries: -1},
+			Store:        mustMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 60000}}), // the host's pacing does not bind
+			CrawlRate:    0.01,
+		})
+		get := func(host string) error {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+host+"/", nil)
+			resp, err := tr.RoundTrip(req)
+			if err == nil {
+				resp.Body.Close()
+			}
+			return err
 		}
-		return err
-	}
-	if err := get(); err != nil {
-		t.Fatalf("first request = %v, want it sent (the burst)", err)
-	}
-	start := time.Now()
-	if err := get(); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("second request = %v, want context.DeadlineExceeded", err)
-	}
-	if d := time.Since(start); d > 500*time.Millisecond {
-		t.Errorf("the refused request took %v, want it refused at once", d)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if hits != 1 {
-		t.Errorf("the server saw %d requests, want 1", hits)
-	}
+		if err := get("a.test"); err != nil {
+			t.Fatalf("first request = %v, want it sent (the burst)", err)
+		}
+		start := time.Now()
+		if err := get("b.test"); !errors.Is(err, context.DeadlineExceeded) { // no host pacing to wait for
+			t.Fatalf("second request = %v, want context.DeadlineExceeded", err)
+		}
+		if d := time.Since(start); d != 0 {
+			t.Errorf("the refused request took %v, want it refused at once", d)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if hits != 1 {
+			t.Errorf("the server saw %d requests, want 1", hits)
+		}
+	})
 }

@@ -109,7 +109,6 @@ import (
 	"github.com/egresskit/egresskit/internal/inflight"
 	"github.com/egresskit/egresskit/internal/retrier"
 	"github.com/egresskit/egresskit/internal/robotstxt"
-	"github.com/egresskit/egresskit/internal/sentinel"
 	"github.com/egresskit/egresskit/retry"
 	"github.com/egresskit/egresskit/robots"
 	"github.com/egresskit/egresskit/telemetry"
@@ -119,19 +118,6 @@ import (
 // DefaultUserAgent is sent when neither the Config nor the request sets a
 // User-Agent.
 const DefaultUserAgent = "egresskit/0.1 (+https://github.com/egresskit/egresskit)"
-
-// The errors of the layers below that callers match most. They are
-// declared once, here, so that a crawler's error handling needs this
-// package only; the error types of the layers below wrap them
-// (robots.DisallowedError, breaker.HaltError, breaker.OpenError).
-var (
-	// ErrDisallowed: robots.txt disallows the URL (*robots.DisallowedError).
-	ErrDisallowed = sentinel.ErrDisallowed
-	// ErrHalted: the host is halted after a refusal (*breaker.HaltError).
-	ErrHalted = sentinel.ErrHalted
-	// ErrOpen: the host's circuit breaker is open (*breaker.OpenError).
-	ErrOpen = sentinel.ErrOpen
-)
 
 // DefaultConfig returns what the zero Config means, with the defaults of
 // its parts filled in, for printing and reading: New(Config{}) and
@@ -148,6 +134,7 @@ func DefaultConfig() Config {
 		Robots:      rc,
 		BlockWatch:  blocks.DefaultConfig(),
 		MaxInFlight: defaultMaxInFlight,
+		MaxWait:     defaultMaxWait,
 	}
 }
 
@@ -281,6 +268,15 @@ type Config struct {
 	// for a test of its own that needs many. 0 (the default): at most 16;
 	// a negative value: no cap; every value is valid.
 	MaxInFlight int
+
+	// MaxWait bounds how long a request waits for its host's pacing (a
+	// pause for the host's Retry-After, or its next slot): a request that
+	// would wait longer is not sent and returns at once an error matching
+	// ErrTryLater (*ratelimit.WaitError, with when to retry), spending no
+	// token. 0 (the default): 30s. Negative: no bound (the wait is then
+	// bounded by the pause's cap, ratelimit.Config.MaxPause, and the
+	// request's context).
+	MaxWait time.Duration
 }
 
 // Escalation is the evidence handed to Config.OnEscalate when a host is
@@ -321,6 +317,7 @@ type Transport struct {
 	base      http.RoundTripper // Base, or http.DefaultTransport
 	crawl     *rate.Limiter     // Config.CrawlRate; nil without a cap
 	inflight  *inflight.Limits  // Config.MaxInFlight; nil without a cap
+	maxWait   time.Duration     // Config.MaxWait with its default; negative: no bound
 }
 
 var _ http.RoundTripper = (*Transport)(nil)
@@ -361,6 +358,10 @@ func New(cfg Config) (*Transport, error) {
 	t.retry = rt
 	t.crawl = crawlLimiter(cfg.CrawlRate)
 	t.inflight = newInflight(cfg.MaxInFlight)
+	t.maxWait = cfg.MaxWait
+	if t.maxWait == 0 {
+		t.maxWait = defaultMaxWait
+	}
 	return t, nil
 }
 
@@ -397,7 +398,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	if id.robots != nil {
 		d, err := id.robots.Check(ctx, req.URL)
-		if t.cfg.Audit != nil && (err == nil || errors.Is(err, ErrDisallowed)) {
+		if t.cfg.Audit != nil && (err == nil || isRobots(err)) {
 			auditrec.Robots(t.cfg.Audit, key, req.URL.EscapedPath(), err == nil)
 		}
 		if err != nil {
@@ -500,6 +501,13 @@ func unsent(req *http.Request, err error) error {
 		req.Body.Close()
 	}
 	return err
+}
+
+// isRobots reports whether err is a robots.txt decision: a rule, or an
+// unreachable robots.txt.
+func isRobots(err error) bool {
+	_, ok := errors.AsType[*robots.DisallowedError](err)
+	return ok
 }
 
 // ErrInvalidRequest is returned for a request the chain cannot send: nil,

@@ -261,7 +261,7 @@ func TestEventFieldDocs(t *testing.T) {
 		{"Outcome", "the attempt's classification; unsent: Permanent, or Canceled when the caller's context ended", func(t *testing.T) {
 			var a arrivals
 			srv := serveFunc(t, a.handler)
-			r := newEventRig(t, egresskit.Config{IgnoreRobots: true, Scope: egresskit.Scope{Deny: []string{"denied.test"}}},
+			r := newEventRig(t, egresskit.Config{IgnoreRobots: true, Scope: egresskit.Scope{Deny: []string{"denied.test"}}, MaxWait: -1},
 				map[string]float64{hostOf(srv.URL): 1})
 			if err := r.get(context.Background(), srv.URL+"/"); err != nil {
 				t.Fatal(err)

@@ -5,7 +5,10 @@ import (
 	"net/http/httptest"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
+
+	"github.com/egresskit/egresskit/egresstest"
 )
 
 // TestAutothrottleNext checks the reference AutoThrottle's delay rule on
@@ -75,8 +78,10 @@ func TestAutothrottleConverges(t *testing.T) {
 }
 
 // TestAutothrottleRetries checks the reference AutoThrottle's retries
-// against a loopback server: a retried status is sent three times in all,
-// another status once, and a page that succeeds on a retry is returned.
+// against an in-memory server: a retried status is sent three times in
+// all, another status once, and a page that succeeds on a retry is
+// returned. It runs in a synctest bubble, so the gaps between attempts
+// are the bubble's clock, exact: the rule's, not the machine's load.
 func TestAutothrottleRetries(t *testing.T) {
 	cases := []struct {
 		name     string
@@ -92,41 +97,42 @@ func TestAutothrottleRetries(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			var (
-				mu    sync.Mutex
-				calls int
-				sent  []time.Time
-			)
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				mu.Lock()
-				status := c.statuses[min(calls, len(c.statuses)-1)]
-				calls++
-				sent = append(sent, time.Now())
-				mu.Unlock()
-				w.Header().Set("Retry-After", "3600")
-				w.WriteHeader(status)
-			}))
-			defer srv.Close()
-			cfg := autothrottleDefaults(20 * time.Millisecond)
-			cfg.startDelay = 0
-			tr := newAutothrottleRef(&http.Transport{}, cfg)
-			defer tr.CloseIdleConnections()
-			resp, err := (&http.Client{Transport: tr}).Get(srv.URL)
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp.Body.Close()
-			mu.Lock()
-			defer mu.Unlock()
-			if resp.StatusCode != c.want || calls != c.attempts {
-				t.Errorf("got %d after %d attempts, want %d after %d", resp.StatusCode, calls, c.want, c.attempts)
-			}
-			// A retry waits its turn: at least half the 20ms floor.
-			for i := 1; i < len(sent); i++ {
-				if gap := sent[i].Sub(sent[i-1]); gap < 10*time.Millisecond {
-					t.Errorf("attempt %d left %v after the one before, want at least 10ms", i+1, gap)
+			synctest.Test(t, func(t *testing.T) {
+				var (
+					mu    sync.Mutex
+					calls int
+					sent  []time.Time
+				)
+				srv := egresstest.NewHandlerTransport(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					mu.Lock()
+					status := c.statuses[min(calls, len(c.statuses)-1)]
+					calls++
+					sent = append(sent, time.Now())
+					mu.Unlock()
+					w.Header().Set("Retry-After", "3600")
+					w.WriteHeader(status)
+				}))
+				cfg := autothrottleDefaults(20 * time.Millisecond)
+				cfg.startDelay = 0
+				tr := newAutothrottleRef(srv, cfg)
+				resp, err := (&http.Client{Transport: tr}).Get("http://a.test/")
+				if err != nil {
+					t.Fatal(err)
 				}
-			}
+				resp.Body.Close()
+				mu.Lock()
+				defer mu.Unlock()
+				if resp.StatusCode != c.want || calls != c.attempts {
+					t.Errorf("got %d after %d attempts, want %d after %d", resp.StatusCode, calls, c.want, c.attempts)
+				}
+				// A retry waits its turn: at least half the 20ms floor
+				// (the delay times 0.5 + a uniform draw).
+				for i := 1; i < len(sent); i++ {
+					if gap := sent[i].Sub(sent[i-1]); gap < 10*time.Millisecond {
+						t.Errorf("attempt %d left %v after the one before, want at least 10ms", i+1, gap)
+					}
+				}
+			})
 		})
 	}
 }

@@ -80,7 +80,9 @@ func TestRunTimeoutsAndRedirects(t *testing.T) {
 		{URL: site + "/status/404/"},
 		{URL: site + "/status/503/"},
 	}
-	start := time.Now()
+	// The hanging target's result below says the per-request timeout
+	// ended it (no wall-clock bound is asserted: a hang would fail the
+	// test by its timeout).
 	rep, err := probe.Run(context.Background(), targets, probe.Options{
 		PerRequestTimeout: 200 * time.Millisecond,
 		Deadline:          time.Minute,
@@ -88,9 +90,6 @@ func TestRunTimeoutsAndRedirects(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
-	}
-	if d := time.Since(start); d > 30*time.Second {
-		t.Errorf("Run took %v; the per-request timeout should have ended it", d)
 	}
 	want := []struct {
 		outcome classify.Outcome

@@ -1,6 +1,10 @@
 package robots
 
-import "github.com/egresskit/egresskit/internal/sentinel"
+import (
+	"time"
+
+	"github.com/egresskit/egresskit/internal/sentinel"
+)
 
 // Source says what a robots.txt decision rests on: a crawler author reads
 // it in a DisallowedError to tell a rule from an unreachable robots.txt.
@@ -40,10 +44,14 @@ func (s Source) String() string {
 	}
 }
 
-// DisallowedError reports a URL that robots.txt forbids, for a crawler
-// author to log or to tell a rule from an unreachable robots.txt. It
-// matches egresskit.ErrDisallowed. It carries the host and escaped path, never the query,
-// fragment or user information of the URL.
+// DisallowedError reports a URL that robots.txt does not let the chain
+// fetch, for a crawler author to log or to read when to try again. When a
+// rule forbids the URL (Source Parsed) it matches egresskit.ErrDisallowed:
+// skip the URL. When the host's robots.txt could not be fetched (Source
+// Unreachable: a 5xx, a 429, a network failure or a timeout) it matches
+// egresskit.ErrTryLater instead, and Until says when robots.txt is
+// fetched again: try the host then. It carries the host and escaped path,
+// never the query, fragment or user information of the URL.
 type DisallowedError struct {
 	// Host is the host, with its port if the URL had one.
 	Host string
@@ -52,15 +60,29 @@ type DisallowedError struct {
 	// Source is Parsed when a rule forbids the path and Unreachable when
 	// the host's robots.txt could not be fetched.
 	Source Source
+	// Until is, for an Unreachable robots.txt, when the next fetch of it
+	// may be tried; zero otherwise.
+	Until time.Time
 }
 
-// Error describes e.
+// Error describes e: "robots: HOST/PATH disallowed by robots.txt", or
+// "robots: robots.txt of HOST unreachable, try the host after TIME".
 func (e *DisallowedError) Error() string {
 	if e.Source == Unreachable {
-		return "robots: " + e.Host + e.Path + " disallowed: robots.txt unreachable"
+		s := "robots: robots.txt of " + e.Host + " unreachable, try the host later"
+		if !e.Until.IsZero() {
+			s = "robots: robots.txt of " + e.Host + " unreachable, try the host after " + e.Until.UTC().Format(time.RFC3339)
+		}
+		return s
 	}
 	return "robots: " + e.Host + e.Path + " disallowed by robots.txt"
 }
 
-// Is reports whether target is egresskit.ErrDisallowed.
-func (e *DisallowedError) Is(target error) bool { return target == sentinel.ErrDisallowed }
+// Is reports whether target is egresskit.ErrDisallowed (a rule forbids
+// the URL) or egresskit.ErrTryLater (robots.txt is unreachable).
+func (e *DisallowedError) Is(target error) bool {
+	if e.Source == Unreachable {
+		return target == sentinel.ErrTryLater
+	}
+	return target == sentinel.ErrDisallowed
+}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"strings"
 	"testing"
-	"time"
 
 	"go.uber.org/goleak"
 )
@@ -15,12 +14,8 @@ func TestMain(m *testing.M) {
 
 func TestQuickstart(t *testing.T) {
 	var out bytes.Buffer
-	start := time.Now()
 	if err := run(&out); err != nil {
 		t.Fatal(err)
-	}
-	if took := time.Since(start); took > 30*time.Second {
-		t.Errorf("quickstart took %v, want under 30s", took)
 	}
 	rows := map[string][]string{}
 	for _, line := range strings.Split(out.String(), "\n") {

@@ -54,7 +54,10 @@ func TestBudget(t *testing.T) {
 	if total < 0 || coreN < 0 {
 		t.Fatalf("table has no totals:\n%s", b.String())
 	}
-	const maxTotal, maxCore = 376, 108
+	// 382 and 113 since issue 38's errors: ErrTryLater, RetryAt and
+	// ratelimit.WaitError (the one action "try the host later", and when),
+	// and redisstore's Store.Close (a worker's last records flushed).
+	const maxTotal, maxCore = 382, 113
 	if total > maxTotal || coreN > maxCore {
 		t.Errorf("exported names: %d in all (ceiling %d), %d in the core (ceiling %d): remove a name before adding one", total, maxTotal, coreN, maxCore)
 	}

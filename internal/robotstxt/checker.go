@@ -112,8 +112,9 @@ func New(cfg robots.Config) *Checker {
 // host share one fetch; ctx bounds the fetch and the wait for another
 // caller's fetch. A fetch that ctx ends is not cached.
 //
-// When u is disallowed, Check returns the Decision and a *DisallowedError
-// (errors.Is ErrDisallowed). It returns an error matching ErrInvalidURL for
+// When u is disallowed, Check returns the Decision and a *DisallowedError:
+// errors.Is ErrDisallowed when a rule forbids u, ErrTryLater (with Until,
+// the next fetch) when robots.txt is unreachable. It returns an error matching ErrInvalidURL for
 // a URL it cannot check, and one wrapping ctx.Err() when ctx ends first.
 // A fetch that failed on the egress route (a proxy's failure, which says
 // nothing about the host) returns its error and is not cached. Other
@@ -237,7 +238,11 @@ func (c *Checker) decide(a answer, t target, u *url.URL) (Decision, error) {
 		d.Allowed = true
 	}
 	if !d.Allowed {
-		return d, &robots.DisallowedError{Host: t.host, Path: t.path, Source: a.source}
+		de := &robots.DisallowedError{Host: t.host, Path: t.path, Source: a.source}
+		if a.source == robots.Unreachable {
+			de.Until = a.expires
+		}
+		return d, de
 	}
 	return d, nil
 }

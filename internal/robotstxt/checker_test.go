@@ -113,8 +113,14 @@ func TestCheckStatus(t *testing.T) {
 			if d.Allowed != tt.allowed || d.Source != tt.source {
 				t.Errorf("Check(%s) = allowed %v source %v, want %v %v", tt.path, d.Allowed, d.Source, tt.allowed, tt.source)
 			}
-			if (err == nil) != tt.allowed || (err != nil && !errors.Is(err, egresskit.ErrDisallowed)) {
-				t.Errorf("Check(%s) error = %v, want ErrDisallowed iff disallowed", tt.path, err)
+			// A rule: skip the URL (ErrDisallowed); robots.txt unreachable:
+			// try the host later (ErrTryLater, with when).
+			want := egresskit.ErrDisallowed
+			if tt.source == robots.Unreachable {
+				want = egresskit.ErrTryLater
+			}
+			if (err == nil) != tt.allowed || (err != nil && (!errors.Is(err, want) || egresskit.RetryAt(err).IsZero() != (want == egresskit.ErrDisallowed))) {
+				t.Errorf("Check(%s) error = %v, want %v iff disallowed", tt.path, err, want)
 			}
 			if n := srv.fetches.Load(); n != 1 {
 				t.Errorf("server saw %d robots.txt fetches, want 1", n)

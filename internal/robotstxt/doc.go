@@ -6,7 +6,8 @@
 // transport (never through retries or breakers), shares one in-flight fetch
 // among concurrent callers, caches the answer for up to a day and answers
 // Check with a Decision. A disallowed URL yields a *robots.DisallowedError,
-// matching egresskit.ErrDisallowed.
+// matching egresskit.ErrDisallowed for a rule and egresskit.ErrTryLater
+// for an unreachable robots.txt.
 //
 // The fetch follows RFC 9309 section 2.3:
 //

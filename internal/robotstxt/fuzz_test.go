@@ -41,8 +41,10 @@ func FuzzCheck(f *testing.F) {
 			t.Fatalf("Check(%q) = disallowed without an error", path)
 		case err != nil && d.Allowed:
 			t.Fatalf("Check(%q) = allowed with error %v", path, err)
-		case err != nil && !errors.Is(err, egresskit.ErrDisallowed):
-			t.Fatalf("Check(%q) error %v, want ErrDisallowed", path, err)
+		case err != nil && !errors.Is(err, egresskit.ErrDisallowed) && !errors.Is(err, egresskit.ErrTryLater):
+			t.Fatalf("Check(%q) error %v, want ErrDisallowed or ErrTryLater", path, err)
+		case err != nil && errors.Is(err, egresskit.ErrTryLater) != (d.Source == robots.Unreachable):
+			t.Fatalf("Check(%q) error %v with source %v: ErrTryLater iff robots.txt unreachable", path, err, d.Source)
 		}
 		if d.CrawlDelay < 0 || d.CrawlDelay > robotstxt.DefaultConfig().MaxCrawlDelay {
 			t.Fatalf("CrawlDelay = %v out of bounds", d.CrawlDelay)

@@ -28,8 +28,8 @@ func TestCheckFetchTimeout(t *testing.T) {
 		c := robotstxt.New(robots.Config{Transport: hang})
 		start := time.Now()
 		d, err := check(t, c, "http://example.com/x")
-		if d.Allowed || d.Source != robots.Unreachable || !errors.Is(err, egresskit.ErrDisallowed) {
-			t.Errorf("Check(hanging host) = %+v, %v; want disallowed, unreachable", d, err)
+		if d.Allowed || d.Source != robots.Unreachable || !errors.Is(err, egresskit.ErrTryLater) || errors.Is(err, egresskit.ErrDisallowed) {
+			t.Errorf("Check(hanging host) = %+v, %v; want disallowed, unreachable, ErrTryLater and not ErrDisallowed", d, err)
 		}
 		if waited := time.Since(start); waited != 30*time.Second {
 			t.Errorf("Check waited %v, want the 30s default FetchTimeout", waited)
