@@ -182,15 +182,13 @@ func (a *gatedSender) send(req *http.Request, key string, first bool) (*http.Res
 		return nil, unsent(req, err)
 	}
 	// The attempt's connection, for counting a connection's failure once.
-	tctx, ct := withConnTrace(req.Context())
-	req = req.WithContext(tctx)
-	resp, err := id.classify.RoundTrip(req) // classify over egress or base
-	took := time.Since(sent)                // time to headers: the host's latency
+	resp, conn, err := id.classify.RoundTripConn(req) // classify over egress or base
+	took := time.Since(sent)                          // time to headers: the host's latency
 	if t.inflight != nil {
 		t.slotEnd(key, slotDone, resp, err, took)
 	}
 	end := attemptEnd{a: a, ctx: ctx, req: req, key: key, attempt: attempt, id: id, adm: adm, sent: sent, took: took, choice: choice, resp: resp, err: err}
-	end.conn = ct.done()
+	end.conn = conn
 	var r classify.Result
 	if err != nil {
 		r = classify.Of(nil, err)

@@ -1,10 +1,7 @@
 package egresskit
 
 import (
-	"context"
-	"net/http/httptrace"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/egresskit/egresskit/classify"
@@ -17,7 +14,9 @@ import (
 // the first transport failure of each connection toward the host's
 // breaker; the others are recorded as neither success nor failure (their
 // events still say what happened). The transport marks a failed
-// connection dead, so their retries go out on a new one.
+// connection dead, so their retries go out on a new one. An attempt learns
+// its connection from the classifying transport (settle.Transport's
+// RoundTripConn, from net/http's httptrace GotConn).
 
 // connFailWindow is how long the first failure of a connection is
 // remembered: the attempts in flight on it fail within it.
@@ -77,46 +76,6 @@ func (e *sharedConnError) SharedFailure() bool { return true }
 // sameConnFailure is what the host's state records for a transport
 // failure of a connection whose failure was counted already.
 var sameConnFailure = classify.Result{Outcome: classify.Canceled, Reason: "failed with its connection"}
-
-// connTrace learns the connection an attempt is sent on. They are pooled,
-// each with its GotConn bound once: the transport calls GotConn before
-// RoundTrip returns, after which the connection is read and the connTrace
-// put back.
-type connTrace struct {
-	conn  atomic.Value // connKey, set by GotConn
-	trace httptrace.ClientTrace
-}
-
-// connKey holds a connection, so that every connection type stores in
-// the same atomic.Value; the zero connKey is none.
-type connKey struct{ c any }
-
-var connTraces = sync.Pool{New: func() any {
-	ct := new(connTrace)
-	ct.trace.GotConn = func(info httptrace.GotConnInfo) {
-		if info.Conn != nil {
-			ct.conn.Store(connKey{info.Conn})
-		}
-	}
-	return ct
-}}
-
-// withConnTrace returns ctx with a trace that records the attempt's
-// connection in the returned connTrace; the caller calls its done once
-// the attempt's RoundTrip returned.
-func withConnTrace(ctx context.Context) (context.Context, *connTrace) {
-	ct := connTraces.Get().(*connTrace)
-	return httptrace.WithClientTrace(ctx, &ct.trace), ct
-}
-
-// done returns the attempt's connection, or nil when none was used, and
-// puts ct back in the pool.
-func (ct *connTrace) done() any {
-	k, _ := ct.conn.Load().(connKey)
-	ct.conn.Store(connKey{})
-	connTraces.Put(ct)
-	return k.c
-}
 
 // countable returns what the host's state records for r, the Result of an
 // attempt sent on conn that ended with the transport error err: r itself,

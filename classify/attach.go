@@ -3,6 +3,7 @@ package classify
 import (
 	"context"
 	"net/http"
+	"sync/atomic"
 )
 
 // Of returns the Result of an attempt that the chain made: the one carried
@@ -56,6 +57,18 @@ type outcome struct {
 	// req is resp.Request: a shallow copy of the attempt's request whose
 	// context is the outcome, allocated with it.
 	req http.Request
+	// ct is the attempt's connection trace while the attempt is sent, when
+	// the outcome was made before (see roundTripConn and Value).
+	ct atomic.Pointer[connTrace]
+}
+
+// plain returns the outcome of a Result decided at once, without reading
+// the body: lo's, made before the attempt was sent, when there is one (see roundTripConn), else a new one.
+func (lo *lazyOutcome) plain() *outcome {
+	if lo == nil {
+		return new(outcome)
+	}
+	return &lo.outcome
 }
 
 // peekedOutcome allocates an outcome with the body and peek state of an
@@ -95,6 +108,13 @@ func outcomeOf(resp *http.Response) *outcome {
 // attach makes o the context of a copy of req that becomes resp.Request. A
 // nil req stands for resp.Request, and an empty request when that is nil.
 func attach(resp *http.Response, req *http.Request, o *outcome) {
+	if o.req.Context() == context.Context(o) {
+		// Made before the attempt was sent (see roundTripConn): its
+		// request is the one sent, whose fields the next RoundTripper
+		// may still read.
+		resp.Request = &o.req
+		return
+	}
 	if req == nil {
 		req = resp.Request
 		if req == nil {

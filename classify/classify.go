@@ -124,7 +124,7 @@ func (c *classifier) Classify(resp *http.Response, err error) Result {
 	if resp == nil {
 		return noResponse
 	}
-	return c.classifyResponse(nil, resp, false)
+	return c.classifyResponse(nil, resp, false, nil)
 }
 
 var noResponse = Result{Outcome: Transient, Reason: "no response"}
@@ -134,7 +134,12 @@ var noResponse = Result{Outcome: Transient, Reason: "no response"}
 // lazy is set and resp is a 2xx answer whose head would be read (see
 // classifier.defers), it reads nothing: it attaches a pending Result,
 // settled as the body is read (see lazy), and returns the zero Result.
-func (c *classifier) classifyResponse(req *http.Request, resp *http.Response, lazy bool) Result {
+//
+// pre, when not nil, is an outcome made before the attempt was sent, whose
+// request is req (see roundTripConn): the Result is attached to it, unless
+// the body is peeked at before returning, which takes an outcome of its
+// own.
+func (c *classifier) classifyResponse(req *http.Request, resp *http.Response, lazy bool, pre *lazyOutcome) Result {
 	if req == nil {
 		req = resp.Request
 	}
@@ -151,14 +156,17 @@ func (c *classifier) classifyResponse(req *http.Request, resp *http.Response, la
 	)
 	kind := kindOf(resp.Header)
 	peek, enc, uninspected := c.shouldPeek(resp, resp.StatusCode, kind)
+	if pre != nil {
+		ctx = pre.outcome.Context
+	}
 	switch {
 	case !peek:
-		o = new(outcome)
+		o = pre.plain()
 	case ctx != nil && ctx.Err() != nil:
-		o = new(outcome)
+		o = pre.plain()
 		ctxEnded = true
 	case lazy && c.defers(resp.StatusCode, enc):
-		c.deferResponse(req, resp, kind)
+		c.deferResponse(req, resp, kind, pre)
 		return Result{}
 	default:
 		po := &peekedOutcome{}

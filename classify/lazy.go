@@ -63,9 +63,13 @@ func (c *classifier) defers(status int, enc encoding) bool {
 }
 
 // deferResponse installs the lazy body and the pending outcome of resp, the
-// response to req (a request to attach to; see attach).
-func (c *classifier) deferResponse(req *http.Request, resp *http.Response, kind bodyKind) {
-	lo := &lazyOutcome{}
+// response to req (a request to attach to; see attach). pre, when not nil,
+// is the outcome made before the attempt was sent (see roundTripConn).
+func (c *classifier) deferResponse(req *http.Request, resp *http.Response, kind bodyKind, pre *lazyOutcome) {
+	lo := pre
+	if lo == nil {
+		lo = &lazyOutcome{}
+	}
 	lo.body.rc, lo.body.p, lo.body.lz = resp.Body, &lo.peek, lo
 	lo.peek.pool = &c.heads
 	lo.lazy.c, lo.lazy.resp, lo.lazy.kind = c, resp, kind

@@ -51,6 +51,27 @@ func init() {
 // returning neither response nor error yields errNoResponse, both wrapped
 // the same way.
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req == nil || req.URL == nil {
+		if req != nil && req.Body != nil {
+			req.Body.Close()
+		}
+		return nil, &Error{Result: Result{Outcome: Permanent, Reason: "invalid request"}, Err: errNilRequest}
+	}
+	return t.send(req, req.Context(), nil)
+}
+
+// RoundTripConn is RoundTrip, and also returns the connection the attempt
+// was sent on (see roundTripConn).
+func (t *transport) RoundTripConn(req *http.Request) (*http.Response, any, error) {
+	return t.roundTripConn(req)
+}
+
+// send sends req and classifies the outcome with ctx, the context of the
+// caller's request. pre, when not nil, is the outcome made before the
+// attempt was sent (see roundTripConn): req is its request, and the
+// Result of a response is attached to it when it fits (see
+// classifyResponse).
+func (t *transport) send(req *http.Request, ctx context.Context, pre *lazyOutcome) (*http.Response, error) {
 	next, c := http.DefaultTransport, defaultClassifier
 	if t != nil {
 		if t.next != nil {
@@ -60,13 +81,6 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			c = t.c
 		}
 	}
-	if req == nil || req.URL == nil {
-		if req != nil && req.Body != nil {
-			req.Body.Close()
-		}
-		return nil, &Error{Result: Result{Outcome: Permanent, Reason: "invalid request"}, Err: errNilRequest}
-	}
-	ctx := req.Context()
 	resp, err := next.RoundTrip(req)
 	if err != nil {
 		if resp != nil && resp.Body != nil {
@@ -77,9 +91,9 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if resp == nil {
 		return nil, &Error{Result: noResponse, Err: errNoResponse}
 	}
-	if o := outcomeOf(resp); o != nil && context.Context(o) != ctx {
+	if o := outcomeOf(resp); o != nil && context.Context(o) != ctx && (pre == nil || o != &pre.outcome) {
 		return resp, nil // an inner transport classified it
 	}
-	c.classifyResponse(req, resp, true)
+	c.classifyResponse(req, resp, true, pre)
 	return resp, nil
 }

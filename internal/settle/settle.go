@@ -32,6 +32,13 @@ const (
 // Transport is the classifying http.RoundTripper of package classify.
 type Transport interface {
 	http.RoundTripper
+	// RoundTripConn is RoundTrip, and also returns the connection the
+	// attempt was sent on, as net/http's httptrace GotConn reports it, or
+	// nil when none was (or the next RoundTripper reports none): the chain
+	// counts a connection's failure once. It costs no allocation beyond
+	// RoundTrip's unless the request's context carries a ClientTrace of
+	// its own.
+	RoundTripConn(req *http.Request) (*http.Response, any, error)
 	// Head returns up to n leading bytes of resp's body, as they came on
 	// the wire, and leaves resp.Body whole (see classify's head.go).
 	Head(ctx context.Context, resp *http.Response, n int) []byte
