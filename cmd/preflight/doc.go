@@ -21,7 +21,7 @@
 //
 // -timeout bounds the whole command, reading the input included: when
 // standard input (or a named pipe) has not ended by then, preflight exits
-// 64 with a message and probes nothing, rather than probing a list cut at
+// 2 (usage) with a message and probes nothing, rather than probing a list cut at
 // an arbitrary point. Probing gets what is left of the budget.
 //
 // Probes are polite by default: at most -per-host (2) in flight to one
@@ -45,17 +45,19 @@
 // otherwise standard error carries only errors. Credentials in proxy or
 // target URLs never appear in either.
 //
-// Exit status:
+// Exit status, as every command of the module (0 ok, 1 failure, 2 usage,
+// 3 and up verdicts):
 //
 //	0    HEALTHY (or any status with -exit-zero)
-//	1    DEGRADED
-//	2    CRITICAL
-//	64   usage error: a bad flag or header value (-user-agent with a
+//	1    failure: the probe could not run or the report could not be
+//	     written
+//	2    usage error: a bad flag or header value (-user-agent with a
 //	     control character), no targets, a malformed target or proxy (named
 //	     by its line), an unreadable input (missing file, directory, read
 //	     error), an input that did not end within -timeout, a non-positive
 //	     timeout; nothing was sent
-//	70   the probe could not run or the report could not be written
+//	3    DEGRADED
+//	4    CRITICAL
 //	130  interrupted; the partial report is still written
 //
 // Example:

@@ -66,7 +66,7 @@ func TestEndToEndBadHeaderValue(t *testing.T) {
 	for _, ua := range []string{"crawler/1\r\nX-Injected: 1", "crawler/1\n", "crawler\x7f/1"} {
 		r := runBinary(t, "", "-user-agent", ua, site+"/ok/1")
 		if r.code != exitUsage || r.stdout != "" || !strings.Contains(r.stderr, "-user-agent") {
-			t.Errorf("-user-agent %q: exit %d, stdout %q, stderr %q; want 64, nothing, an error naming -user-agent", ua, r.code, r.stdout, r.stderr)
+			t.Errorf("-user-agent %q: exit %d, stdout %q, stderr %q; want 2 (usage), nothing, an error naming -user-agent", ua, r.code, r.stdout, r.stderr)
 		}
 	}
 	if n := hits.Load(); n != 0 {
@@ -101,7 +101,7 @@ func TestEndToEndUnreadableInputs(t *testing.T) {
 	for _, tt := range tests {
 		r := runBinary(t, "", tt.args...)
 		if r.code != exitUsage || r.stdout != "" || !strings.Contains(r.stderr, tt.want) {
-			t.Errorf("%s: exit %d, stdout %q, stderr %q; want 64, nothing, %q", tt.name, r.code, r.stdout, r.stderr, tt.want)
+			t.Errorf("%s: exit %d, stdout %q, stderr %q; want 2 (usage), nothing, %q", tt.name, r.code, r.stdout, r.stderr, tt.want)
 		}
 	}
 }

@@ -174,7 +174,7 @@ func describe(source string, err error) error {
 		return usagef("%s: %v", source, err)
 	}
 	// A read error: the input is unreadable, which the caller fixes like
-	// a missing file (exit 64); nothing was sent.
+	// a missing file (exit 2, usage); nothing was sent.
 	var pathErr *os.PathError
 	if errors.As(err, &pathErr) {
 		err = pathErr.Err

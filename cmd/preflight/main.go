@@ -18,13 +18,15 @@ import (
 	"github.com/egresskit/egresskit/probe"
 )
 
-// Exit statuses; see the package documentation.
+// Exit statuses; see the package documentation. They follow the
+// convention of every command of the module (README, "Exit status"): 0
+// ok, 1 failure, 2 usage, 3 and up the command's verdicts.
 const (
 	exitHealthy     = 0
-	exitDegraded    = 1
-	exitCritical    = 2
-	exitUsage       = 64
-	exitSoftware    = 70
+	exitFailure     = 1
+	exitUsage       = 2
+	exitDegraded    = 3
+	exitCritical    = 4
 	exitInterrupted = 130
 )
 
@@ -71,7 +73,7 @@ type config struct {
 	args        []string
 }
 
-// usageError is an error the user can fix; it exits with status 64.
+// usageError is an error the user can fix; it exits with status 2.
 type usageError struct{ err error }
 
 func (e usageError) Error() string { return e.err.Error() }
@@ -97,7 +99,7 @@ func newFlagSet(cfg *config, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&cfg.rulesFile, "rules", "", "egress rules `FILE` (JSON, package egress): probe hosts only through the proxies their rule allows; with -matrix, report per rule and host whether an eligible proxy got through")
 	fs.StringVar(&cfg.method, "method", "GET", "request method, GET or HEAD")
 	fs.StringVar(&cfg.format, "format", "json", "output format on standard output, json or text")
-	fs.BoolVar(&cfg.exitZero, "exit-zero", false, "exit 0 whatever the status (usage errors still exit 64)")
+	fs.BoolVar(&cfg.exitZero, "exit-zero", false, "exit 0 whatever the status (usage errors still exit 2, failures 1)")
 	fs.StringVar(&cfg.userAgent, "user-agent", egresskit.DefaultUserAgent, "User-Agent of the probes and their robots.txt fetches: the crawler's own")
 	fs.Usage = func() {} // run prints the usage itself, on standard output
 	return fs
@@ -119,8 +121,12 @@ Flags:
 `)
 	fs.PrintDefaults()
 	fmt.Fprint(w, `
-Exit status: 0 HEALTHY, 1 DEGRADED, 2 CRITICAL (0 for all with -exit-zero),
-64 usage error, 70 internal error, 130 interrupted.
+Exit status: 0 HEALTHY (and any status with -exit-zero), 1 failure (the probe
+could not run or the report could not be written), 2 usage error (nothing was
+sent), 3 DEGRADED, 4 CRITICAL, 130 interrupted (the partial report is written).
+
+Environment: none is read; proxy credentials go in -proxy or -proxies URLs
+and never appear in the output.
 
 Example:
   preflight -timeout 10s -proxy http://user:pass@10.0.0.5:3128 -matrix \
@@ -156,7 +162,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			fmt.Fprintln(stderr, "Run 'preflight -help' for usage.")
 			return exitUsage
 		}
-		return exitSoftware
+		return exitFailure
 	}
 
 	var prog *progress
@@ -174,12 +180,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		if isInputError(err) {
 			return exitUsage
 		}
-		return exitSoftware
+		return exitFailure
 	}
 
 	if err := write(stdout, rep, cfg.format); err != nil {
 		fmt.Fprintf(stderr, "preflight: writing the report: %v\n", err)
-		return exitSoftware
+		return exitFailure
 	}
 	if tty {
 		writeSummary(stderr, rep)

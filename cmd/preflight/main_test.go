@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net"
 	"os"
@@ -241,7 +243,7 @@ func TestEndToEndTargetFile(t *testing.T) {
 	for _, b := range bad {
 		r := runBinary(t, "", "-targets", write(b.name, b.content))
 		if r.code != exitUsage || r.stdout != "" || !strings.Contains(r.stderr, b.want) {
-			t.Errorf("%s: exit %d, stdout %q, stderr %q; want 64, nothing, an error naming %q", b.name, r.code, r.stdout, r.stderr, b.want)
+			t.Errorf("%s: exit %d, stdout %q, stderr %q; want 2 (usage), nothing, an error naming %q", b.name, r.code, r.stdout, r.stderr, b.want)
 		}
 		if strings.Contains(r.stderr, "hunter2-pw") {
 			t.Errorf("%s: stderr leaks a credential: %q", b.name, r.stderr)
@@ -249,12 +251,12 @@ func TestEndToEndTargetFile(t *testing.T) {
 	}
 	r = runBinary(t, "", "-targets", filepath.Join(dir, "absent.txt"))
 	if r.code != exitUsage {
-		t.Errorf("missing file: exit %d, want 64", r.code)
+		t.Errorf("missing file: exit %d, want 2 (usage)", r.code)
 	}
 	proxies := write("proxies.txt", "p1 direct\np2 http://u:hunter2-pw@127.0.0.1:99999\n")
 	r = runBinary(t, "", "-proxies", proxies, site+"/ok/1")
 	if r.code != exitUsage || !strings.Contains(r.stderr, "line 2") || strings.Contains(r.stderr, "hunter2-pw") {
-		t.Errorf("bad proxies file: exit %d, stderr %q; want 64 naming line 2 without the password", r.code, r.stderr)
+		t.Errorf("bad proxies file: exit %d, stderr %q; want 2 naming line 2 without the password", r.code, r.stderr)
 	}
 }
 
@@ -283,6 +285,43 @@ func TestRunInProcess(t *testing.T) {
 	code = run(context.Background(), []string{site + "/ok/1", site + "/throttle/1"}, strings.NewReader(""), &out, &errb, true)
 	checkStableJSON(t, out.String())
 	if code != exitDegraded || !strings.Contains(errb.String(), "probed 2/2") || !strings.Contains(errb.String(), "DEGRADED") {
-		t.Errorf("tty run: exit %d, stderr %q; want 1, progress and summary", code, errb.String())
+		t.Errorf("tty run: exit %d, stderr %q; want 3 (DEGRADED), progress and summary", code, errb.String())
 	}
 }
+
+// TestExitStatusConvention: preflight's exit statuses are the module's
+// convention (0 ok, 1 failure, 2 usage, 3 and up the verdicts), checked by
+// number, in process.
+func TestExitStatusConvention(t *testing.T) {
+	site := testprog.ProbeSite(t)
+	for _, tt := range []struct {
+		name   string
+		args   []string
+		stdout io.Writer // nil: a buffer
+		want   int
+	}{
+		{"HEALTHY", []string{site + "/ok/1"}, nil, 0},
+		{"failure: the report cannot be written", []string{site + "/ok/1"}, failingWriter{}, 1},
+		{"usage: an unknown flag", []string{"-no-such-flag", site + "/ok/1"}, nil, 2},
+		{"usage: no targets", nil, nil, 2},
+		{"DEGRADED", []string{site + "/ok/1", site + "/throttle/1"}, nil, 3},
+		{"CRITICAL", []string{site + "/ok/1", site + "/challenge/1", site + "/missing/2"}, nil, 4},
+		{"CRITICAL with -exit-zero", []string{"-exit-zero", site + "/ok/1", site + "/challenge/1", site + "/missing/2"}, nil, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			stdout := tt.stdout
+			if stdout == nil {
+				stdout = &out
+			}
+			if code := run(context.Background(), tt.args, strings.NewReader(""), stdout, &errb, false); code != tt.want {
+				t.Errorf("preflight %v: exit %d, want %d; stderr %q", tt.args, code, tt.want, errb.String())
+			}
+		})
+	}
+}
+
+// failingWriter fails every write, as a closed standard output does.
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("write: broken pipe") }

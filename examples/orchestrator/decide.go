@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 )
 
 // Decision is what the orchestrator does with one preflight run. The
@@ -35,6 +36,7 @@ type report struct {
 		RecommendedBackoff struct {
 			InitialDelaySec float64 `json:"initial_delay_sec"`
 		} `json:"recommended_backoff"`
+		Reasons        []string `json:"reasons"`
 		Recommendation struct {
 			Halt           bool     `json:"halt"`
 			MaxConcurrency int      `json:"max_concurrency"`
@@ -44,23 +46,24 @@ type report struct {
 }
 
 // exitFor is preflight's exit status for each verdict.
-var exitFor = map[string]int{"HEALTHY": 0, "DEGRADED": 1, "CRITICAL": 2}
+var exitFor = map[string]int{"HEALTHY": 0, "DEGRADED": 3, "CRITICAL": 4}
 
 // decide applies the rules to preflight's exit status and standard output:
 //
-//  1. An exit status other than 0, 1 or 2 (64 usage, 70 internal, 130
+//  1. An exit status other than 0, 3 or 4 (1 failure, 2 usage, 130
 //     interrupted) is an error: fix the input, do not crawl.
 //  2. The JSON must parse and its status must match the exit status, and
 //     CRITICAL must come with recommendation.halt; otherwise error.
-//  3. CRITICAL (exit 2) halts: nothing is crawled, someone looks.
+//  3. CRITICAL (exit 4) halts: nothing is crawled, someone looks; the
+//     reason names preflight's reasons.
 //  4. HEALTHY and DEGRADED crawl with max_concurrency requests in flight,
 //     a first retry delay of initial_delay_sec, and without the halt_hosts.
 func decide(exitCode int, stdout []byte) Decision {
 	fail := func(format string, args ...any) Decision {
 		return Decision{Action: "error", SkipHosts: []string{}, Reason: fmt.Sprintf(format, args...)}
 	}
-	if exitCode != 0 && exitCode != 1 && exitCode != 2 {
-		return fail("preflight exited %d: usage or internal error", exitCode)
+	if exitCode != 0 && exitCode != 3 && exitCode != 4 {
+		return fail("preflight exited %d: failure, usage error or interrupted", exitCode)
 	}
 	var r report
 	if err := json.Unmarshal(stdout, &r); err != nil || r.Diagnosis == nil {
@@ -75,7 +78,7 @@ func decide(exitCode int, stdout []byte) Decision {
 		return fail("status %s with halt %v", d.Status, d.Recommendation.Halt)
 	}
 	if d.Status == "CRITICAL" {
-		return Decision{Action: "halt", Status: d.Status, SkipHosts: []string{}, Reason: "preflight is CRITICAL"}
+		return Decision{Action: "halt", Status: d.Status, SkipHosts: []string{}, Reason: "preflight is CRITICAL: " + strings.Join(d.Reasons, "; ")}
 	}
 	if d.Recommendation.MaxConcurrency < 1 {
 		return fail("max_concurrency %d", d.Recommendation.MaxConcurrency)

@@ -1,9 +1,10 @@
 #!/bin/sh
 # decide.sh REPORT EXIT_CODE: the orchestrator's decision after a preflight
 # run, for the CronJob. It prints the decision as one JSON object and exits
-# 0 to crawl, 3 to halt, 4 on error. The same rules as decide.go and
+# 0 to crawl, 1 on error, 3 to halt. The same rules as decide.go and
 # preflight_decision.py:
-#   1. exit status other than 0, 1, 2 (64 usage, 70 internal): error;
+#   1. exit status other than 0, 3, 4 (1 failure, 2 usage, 130 interrupted):
+#      error;
 #   2. the JSON must parse, its status match the exit status, and CRITICAL
 #      come with recommendation.halt; otherwise error;
 #   3. CRITICAL halts;
@@ -15,24 +16,25 @@ code=$2
 
 fail() {
 	jq -cn --arg r "$1" '{action:"error",status:"",max_concurrency:0,initial_delay_sec:0,skip_hosts:[],reason:$r}'
-	exit 4
+	exit 1
 }
 
 case $code in
-0 | 1 | 2) ;;
-*) fail "preflight exited $code: usage or internal error" ;;
+0 | 3 | 4) ;;
+*) fail "preflight exited $code: failure, usage error or interrupted" ;;
 esac
 status=$(jq -er '.diagnosis.status' "$report" 2>/dev/null) || fail "preflight printed no report"
 halt=$(jq -r '.diagnosis.recommendation.halt' "$report")
 case $status:$code in
-HEALTHY:0 | DEGRADED:1 | CRITICAL:2) ;;
+HEALTHY:0 | DEGRADED:3 | CRITICAL:4) ;;
 *) fail "status \"$status\" does not match exit $code" ;;
 esac
 if { [ "$status" = CRITICAL ] && [ "$halt" != true ]; } || { [ "$status" != CRITICAL ] && [ "$halt" != false ]; }; then
 	fail "status $status with halt $halt"
 fi
 if [ "$status" = CRITICAL ]; then
-	jq -cn --arg s "$status" '{action:"halt",status:$s,max_concurrency:0,initial_delay_sec:0,skip_hosts:[],reason:"preflight is CRITICAL"}'
+	jq -c '{action:"halt",status:.diagnosis.status,max_concurrency:0,initial_delay_sec:0,skip_hosts:[],
+		reason:("preflight is CRITICAL: " + ((.diagnosis.reasons // []) | join("; ")))}' "$report"
 	exit 3
 fi
 workers=$(jq -r '.diagnosis.recommendation.max_concurrency // 0' "$report")

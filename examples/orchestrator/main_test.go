@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -59,13 +60,13 @@ func TestDecisionOnRealPreflightRuns(t *testing.T) {
 	}{
 		{"healthy", urls(a, "ok", 3), 0,
 			Decision{Action: "crawl", Status: "HEALTHY", MaxConcurrency: 20, InitialDelaySec: 1, SkipHosts: []string{}}, nil},
-		{"degraded by a refusing host", append(urls(a, "ok", 8), b+"/challenge/1"), 1,
+		{"degraded by a refusing host", append(urls(a, "ok", 8), b+"/challenge/1"), 3,
 			Decision{Action: "crawl", Status: "DEGRADED", InitialDelaySec: 2, SkipHosts: []string{hostB}}, func(n int) bool { return n >= 1 && n < 20 }},
-		{"degraded by a 429", append(urls(a, "ok", 2), a+"/throttle/1"), 1,
+		{"degraded by a 429", append(urls(a, "ok", 2), a+"/throttle/1"), 3,
 			Decision{Action: "crawl", Status: "DEGRADED", InitialDelaySec: 7, SkipHosts: []string{}}, func(n int) bool { return n >= 1 && n < 20 }},
-		{"critical", append(urls(a, "ok", 1), urls(b, "challenge", 2)...), 2,
+		{"critical", append(urls(a, "ok", 1), urls(b, "challenge", 2)...), 4,
 			Decision{Action: "halt", Status: "CRITICAL", SkipHosts: []string{}}, nil},
-		{"usage error", []string{"-timeout", "0s", a + "/ok/1"}, 64,
+		{"usage error", []string{"-timeout", "0s", a + "/ok/1"}, 2,
 			Decision{Action: "error", SkipHosts: []string{}}, nil},
 	}
 	for _, tt := range tests {
@@ -96,7 +97,7 @@ func TestDecisionOnRealPreflightRuns(t *testing.T) {
 
 			// The program: preflight, decide, exit by action.
 			var buf bytes.Buffer
-			exit := run(context.Background(), &buf, preflight, args)
+			exit := run(context.Background(), &buf, io.Discard, preflight, args)
 			wantExit := map[string]int{"crawl": exitCrawl, "halt": exitHalt, "error": exitError}[tt.want.Action]
 			var printed Decision
 			if err := json.Unmarshal(buf.Bytes(), &printed); exit != wantExit || err != nil || printed.Action != tt.want.Action {
@@ -127,7 +128,7 @@ func checkSameDecision(t *testing.T, code int, out []byte, want Decision) {
 		t.Fatal(err)
 	}
 	b, err = exec.Command(sh, "decide.sh", report, strconv.Itoa(code)).Output()
-	wantExit := map[string]int{"crawl": 0, "halt": 3, "error": 4}[want.Action]
+	wantExit := map[string]int{"crawl": 0, "halt": 3, "error": 1}[want.Action]
 	gotExit := 0
 	if ee, ok := err.(*exec.ExitError); ok {
 		gotExit = ee.ExitCode()
@@ -165,10 +166,12 @@ func TestDecisionRejectsBadReports(t *testing.T) {
 		{"no output", 0, ""},
 		{"not JSON", 1, "hello"},
 		{"status and exit disagree", 0, `{"diagnosis":{"status":"CRITICAL","recommendation":{"halt":true}}}`},
-		{"critical without halt", 2, `{"diagnosis":{"status":"CRITICAL","recommendation":{"halt":false}}}`},
+		{"critical without halt", 4, `{"diagnosis":{"status":"CRITICAL","recommendation":{"halt":false}}}`},
 		{"healthy with halt", 0, `{"diagnosis":{"status":"HEALTHY","recommendation":{"halt":true,"max_concurrency":4}}}`},
 		{"no concurrency", 0, `{"diagnosis":{"status":"HEALTHY","recommended_backoff":{"initial_delay_sec":1},"recommendation":{"halt":false}}}`},
 		{"interrupted", 130, `{}`},
+		{"preflight failed", 1, `{}`},
+		{"old DEGRADED status", 1, `{"diagnosis":{"status":"DEGRADED","recommended_backoff":{"initial_delay_sec":1},"recommendation":{"halt":false,"max_concurrency":4}}}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -187,5 +190,42 @@ func TestDAGCompiles(t *testing.T) {
 	out, err := exec.Command(py, "-c", "import ast, sys; ast.parse(open('airflow_dag.py').read(), 'airflow_dag.py')").CombinedOutput()
 	if err != nil {
 		t.Errorf("airflow_dag.py does not parse: %v\n%s", err, out)
+	}
+}
+
+// TestLocalSite: with no target, the command probes a local site it
+// starts, as its documentation says: -site ok crawls (exit 0), -site
+// blocked halts naming preflight's reason (exit 3), an unknown site is a
+// usage error (exit 2).
+func TestLocalSite(t *testing.T) {
+	for _, tt := range []struct {
+		args   []string
+		exit   int
+		action string
+		reason string
+	}{
+		{[]string{"-preflight", preflight}, exitCrawl, "crawl", ""},
+		{[]string{"-preflight", preflight, "-site", "blocked"}, exitHalt, "halt", "preflight is CRITICAL: "},
+		{[]string{"-preflight", preflight, "-site", "nope"}, exitUsage, "", ""},
+		{[]string{"-preflight", preflight, "-no-such-flag"}, exitUsage, "", ""},
+		{[]string{"-preflight", "/nonexistent/preflight"}, exitError, "", ""},
+	} {
+		t.Run(strings.Join(tt.args[2:], " "), func(t *testing.T) {
+			var out, errb bytes.Buffer
+			exit := command(context.Background(), tt.args, &out, &errb)
+			if exit != tt.exit {
+				t.Fatalf("exit %d, want %d; stdout %q stderr %q", exit, tt.exit, out.String(), errb.String())
+			}
+			if tt.action == "" {
+				return
+			}
+			var d Decision
+			if err := json.Unmarshal(out.Bytes(), &d); err != nil || d.Action != tt.action || !strings.HasPrefix(d.Reason, tt.reason) {
+				t.Errorf("printed %q, want action %s, reason starting %q", out.String(), tt.action, tt.reason)
+			}
+			if tt.action == "halt" && len(d.Reason) <= len(tt.reason) {
+				t.Errorf("halt reason %q names no reason of preflight's", d.Reason)
+			}
+		})
 	}
 }
