@@ -59,24 +59,30 @@ const (
 	strayDemand   = 0.5  // a demand below this share of the rate: the pace did not bind
 	strayInFlight = 0.5  // fewer attempts in flight on average: none waited at the host
 	strayShare    = 0.15 // a refused share of answers from this on: a limit, not strays
-	strayGaps     = 4    // gaps between OKs that make the demand known
+	strayBound    = 0.5  // admissions waiting for a token less often than this: the pace did not bind
+	straySlack    = 10e3 // microseconds of latency over latRise times the base: the host delays us
 	shareWeight   = 1.0 / 32
+	boundWeight   = 1.0 / 16
 )
 
 // isStray reports whether a refusal now is a stray rather than a limit
-// reached: the host was answering the crawl's own demand, far below the
-// pace (the accepted rate under strayDemand of it), with no attempt
-// waiting at the host (Little's law: accepted rate × latency under
-// strayInFlight), and refusals are rare (their share of answers under
-// strayShare). The pace says nothing of the host's limit then; the
-// refusal is paid for with its pause alone. A limit below the crawl's
-// demand refuses often enough to be learnt all the same.
+// reached: the host was answering the crawl's own demand, far below its
+// pace and below any rate it refused (the accepted rate under strayDemand
+// of the higher of the two), the pace did not bind (admissions seldom
+// waited for a token), no attempt waited at the host (Little's law:
+// accepted rate × latency under strayInFlight) and the host did not
+// delay our attempts (its fast latency under latRise times its base,
+// and straySlack), and refusals are rare
+// (their share of answers under strayShare). The pace says nothing of the
+// host's limit then; the refusal is paid for with its pause alone. A
+// limit below the crawl's demand refuses often enough to be learnt all
+// the same. Before an OK's spacing is known, no refusal is a stray.
 func (e *entry) isStray() bool {
-	if e.gaps < strayGaps || e.share >= strayShare {
+	if e.share >= strayShare || e.bound >= strayBound || e.latFast > latRise*e.latBase+straySlack {
 		return false
 	}
 	demand := e.accepted()
-	if !(demand > 0 && demand < e.perMinute*strayDemand) {
+	if !(demand > 0 && demand < max(e.perMinute, e.learnt)*strayDemand) {
 		return false
 	}
 	return demand/60e6*max(e.latFast, e.latBase) < strayInFlight

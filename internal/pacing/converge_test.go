@@ -85,6 +85,7 @@ type simEvent struct {
 	kind   simKind
 	res    pacing.Reservation // send
 	ok     bool               // answer
+	lat    time.Duration      // answer: its time to headers
 }
 
 type simKind int
@@ -165,10 +166,10 @@ func simulate(s *pacing.Set, c *clock, lim limiter, urls, workers int, latency, 
 			}
 			r.attempts++
 			wait, ok := lim.allow(ev.at)
-			heap.Push(q, simEvent{at: ev.at + wait + latency, worker: ev.worker, kind: simAnswer, ok: ok})
+			heap.Push(q, simEvent{at: ev.at + wait + latency, worker: ev.worker, kind: simAnswer, ok: ok, lat: wait + latency})
 		case simAnswer:
 			if ev.ok {
-				s.Observe(host, classify.Result{Outcome: classify.OK})
+				s.Observe(host, classify.Result{Outcome: classify.OK, Latency: ev.lat})
 				pending[ev.worker] = false
 				r.urls++
 				r.elapsed = ev.at

@@ -48,8 +48,11 @@ type entry struct {
 	// share is an average of the refused share of answers (Throttled
 	// among OK and Throttled); stray reports that the latest pause was
 	// a stray refusal's (see isStray).
-	share  float64
-	stray  bool
+	share float64
+	stray bool
+	// bound is an average of whether admissions had to wait for a token
+	// (1) or not (0), outside pauses: whether the pace binds the crawl.
+	bound  float64
 	counts [classify.Canceled + 1]uint32
 	since  time.Time // start of the counts' window
 	used   time.Time

@@ -103,6 +103,13 @@ func (s *Set) ReserveAt(ctx context.Context, host string, now time.Time) (Reserv
 		}
 	}
 	send := e.lim.reserve(at)
+	if !e.pausedUntil.After(now) {
+		w := 0.0
+		if send.After(now) {
+			w = 1
+		}
+		e.bound += (w - e.bound) * boundWeight
+	}
 	s.hosts.MaybeSweep(sh, now)
 	return Reservation{Wait: max(send.Sub(now), 0), Epoch: e.epoch, PerMinute: e.perMinute}, nil
 }

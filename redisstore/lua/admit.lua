@@ -59,6 +59,13 @@ tok = tok - 1
 l.t, l.tf, l.a = tok, 1, at
 local act = at
 if tok < 0 then act = at + delay(-tok) end
+-- Whether the pace binds: how often an admission outside a pause waits
+-- for its token.
+if l.p <= now then
+  local w = 0
+  if act > now then w = 1 end
+  l.bd = l.bd + (w - l.bd) * BOUNDW
+end
 
 local probe = 0
 b.q = b.q + 1
