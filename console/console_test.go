@@ -163,7 +163,7 @@ func TestResumeWithReason(t *testing.T) {
 	}
 	code, page, _ = c.do("GET", hdr.Get("Location"), nil, nil)
 	if code != 200 || !strings.Contains(page, "Resumed") || !strings.Contains(page, "contract signed") ||
-		strings.Contains(page, `action="resume"`) || !strings.Contains(page, "by=Ana") {
+		strings.Contains(page, `action="resume"`) || !strings.Contains(page, "by=&#34;Ana&#34;") {
 		t.Errorf("host page after resume: %d\n%s", code, page)
 	}
 	if code, _, _ := c.do("POST", "resume", form, nil); code != http.StatusConflict {
@@ -222,7 +222,7 @@ func TestReadOnly(t *testing.T) {
 // sign-in form's cookie opens the console; a wrong token does not.
 func TestToken(t *testing.T) {
 	st, key := halted(t)
-	h, _ := console.New(console.Config{Store: st, Token: "t0ken-for-tests"})
+	h, _ := console.New(console.Config{Store: st, Token: "t0ken-for-tests-0123456789abcdef"})
 	c := newClient(t, h)
 	code, page, _ := c.do("GET", "", nil, nil)
 	if code != http.StatusUnauthorized || strings.Contains(page, key) || !strings.Contains(page, `name="token"`) {
@@ -231,21 +231,21 @@ func TestToken(t *testing.T) {
 	if code, page, _ := c.do("GET", "", nil, http.Header{"Authorization": {"Bearer wrong"}}); code != http.StatusUnauthorized || strings.Contains(page, key) {
 		t.Errorf("wrong bearer: %d", code)
 	}
-	if code, page, _ := c.do("GET", "", nil, http.Header{"Authorization": {"Bearer t0ken-for-tests"}}); code != 200 || !strings.Contains(page, key) {
+	if code, page, _ := c.do("GET", "", nil, http.Header{"Authorization": {"Bearer t0ken-for-tests-0123456789abcdef"}}); code != 200 || !strings.Contains(page, key) {
 		t.Errorf("bearer: %d", code)
 	}
 	tok := csrfOf(t, page)
 	if code, _, _ := c.do("POST", "login", url.Values{"csrf": {tok}, "token": {"nope"}}, nil); code != http.StatusUnauthorized {
 		t.Errorf("sign in with a wrong token: %d", code)
 	}
-	if code, _, _ := c.do("POST", "login", url.Values{"token": {"t0ken-for-tests"}}, nil); code != http.StatusForbidden {
+	if code, _, _ := c.do("POST", "login", url.Values{"token": {"t0ken-for-tests-0123456789abcdef"}}, nil); code != http.StatusForbidden {
 		t.Errorf("sign in without CSRF: %d, want 403", code)
 	}
-	if code, _, _ := c.do("POST", "login", url.Values{"csrf": {tok}, "token": {"t0ken-for-tests"}}, nil); code != http.StatusSeeOther {
+	if code, _, _ := c.do("POST", "login", url.Values{"csrf": {tok}, "token": {"t0ken-for-tests-0123456789abcdef"}}, nil); code != http.StatusSeeOther {
 		t.Errorf("sign in: %d", code)
 	}
 	code, page, _ = c.do("GET", "", nil, nil)
-	if code != 200 || !strings.Contains(page, key) || strings.Contains(page, "t0ken-for-tests") {
+	if code != 200 || !strings.Contains(page, key) || strings.Contains(page, "t0ken-for-tests-0123456789abcdef") {
 		t.Errorf("after sign in: %d\n%s", code, page)
 	}
 }

@@ -25,7 +25,7 @@ func ExampleNew() {
 	store.Record(ctx, "shop.example", a, classify.Result{Outcome: classify.Refused, Status: 403, Reason: "challenge"})
 	store.PutHalt(ctx, hoststate.Halt{Host: "shop.example", Status: 403, Reason: "challenge", URL: "https://shop.example/cart"})
 
-	h, err := console.New(console.Config{Store: store, Token: "s3cret"})
+	h, err := console.New(console.Config{Store: store, Token: "7Jq2vX9pLw4sKd8RmT3yNc6B"})
 	if err != nil {
 		panic(err)
 	}
@@ -35,7 +35,7 @@ func ExampleNew() {
 	defer admin.Close()
 
 	req, _ := http.NewRequest("GET", admin.URL+"/halts/", nil)
-	req.Header.Set("Authorization", "Bearer s3cret")
+	req.Header.Set("Authorization", "Bearer 7Jq2vX9pLw4sKd8RmT3yNc6B")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		panic(err)

@@ -2,13 +2,12 @@ package console
 
 import (
 	"context"
-	"crypto/hmac"
 	"crypto/rand"
-	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
 	"errors"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/egresskit/egresskit/hostkey"
 	"github.com/egresskit/egresskit/hoststate"
+	"github.com/egresskit/egresskit/internal/audittrail"
 	"github.com/egresskit/egresskit/internal/haltrec"
 )
 
@@ -26,27 +26,42 @@ const (
 )
 
 // queueLimit is how many halted hosts the queue shows.
-const queueLimit = 200
+const queueLimit = 100
 
 // server is the console's handler.
 type server struct {
-	cfg     Config
-	session string // the session cookie's value: a keyed hash of the token
+	cfg      Config
+	hosts    map[string]bool // Config.Hosts, lower-cased
+	sessions *sessions
+	guesses  guesses
+	now      func() time.Time
 }
 
 func newServer(cfg Config) *server {
-	s := &server{cfg: cfg}
-	if cfg.Token != "" {
-		m := hmac.New(sha256.New, []byte(cfg.Token))
-		m.Write([]byte("egresskit console session v1"))
-		s.session = hex.EncodeToString(m.Sum(nil))
+	s := &server{cfg: cfg, hosts: make(map[string]bool), now: time.Now, guesses: newGuesses()}
+	for _, h := range cfg.Hosts {
+		s.hosts[strings.ToLower(strings.TrimSpace(h))] = true
 	}
+	s.sessions = newSessions(cfg.SessionTTL, func() time.Time { return s.now() })
 	return s
 }
 
 // page is the last element of the request's path, so that the console
 // works mounted with or without http.StripPrefix.
 func page(p string) string { return p[strings.LastIndexByte(p, '/')+1:] }
+
+// cookiePath is the path the console is mounted at, from the request as
+// the client sent it: the cookies go to the console's pages only.
+func cookiePath(r *http.Request) string {
+	p := r.URL.Path
+	if u, err := url.ParseRequestURI(r.RequestURI); err == nil && u.Path != "" {
+		p = u.Path
+	}
+	if i := strings.LastIndexByte(p, '/'); i >= 0 {
+		return p[:i+1]
+	}
+	return "/"
+}
 
 func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
@@ -55,17 +70,33 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Frame-Options", "DENY")
+	if !s.hostOK(r.Host) {
+		s.fail(w, http.StatusMisdirectedRequest, "This console is not served under that name. Its operator can add the name to the names it accepts.")
+		return
+	}
+	if r.Method == http.MethodPost && !s.originOK(r) {
+		s.fail(w, http.StatusForbidden, "Refused: the form was sent from another site.")
+		return
+	}
 	csrf := s.csrf(w, r)
 	p := page(r.URL.Path)
 	if p == "login" {
 		s.login(w, r, csrf)
 		return
 	}
-	if !s.authorised(r) {
-		s.render(w, http.StatusUnauthorized, "login", loginData{CSRF: csrf})
+	signedIn, code := s.authorised(r)
+	if code != 0 {
+		if code == http.StatusTooManyRequests {
+			h.Set("Retry-After", "1")
+		}
+		s.render(w, code, "login", loginData{CSRF: csrf, Limited: code == http.StatusTooManyRequests})
 		return
 	}
 	if r.Method == http.MethodPost {
+		if p == "logout" {
+			s.logout(w, r)
+			return
+		}
 		if s.cfg.ReadOnly {
 			s.fail(w, http.StatusForbidden, "The console is read-only.")
 			return
@@ -79,11 +110,12 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, http.StatusMethodNotAllowed, "Method not allowed.")
 		return
 	}
+	top := topData{CSRF: csrf, SignedIn: signedIn}
 	switch {
 	case p == "" && r.Method != http.MethodPost:
-		s.queue(w, r, csrf)
+		s.queue(w, r, top)
 	case p == "host" && r.Method != http.MethodPost:
-		s.host(w, r, csrf)
+		s.host(w, r, top)
 	case (p == "resume" || p == "keep") && r.Method == http.MethodPost:
 		s.act(w, r, p == "resume")
 	default:
@@ -91,19 +123,73 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// authorised reports whether r carries the token, when one is required.
-func (s *server) authorised(r *http.Request) bool {
-	if s.cfg.Token == "" {
+// hostOK reports whether the request's Host is one the console answers
+// to: an IP address, localhost, or one of Config.Hosts (with or without
+// its port).
+func (s *server) hostOK(host string) bool {
+	host = strings.ToLower(host)
+	name := host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		name = h
+	}
+	name = strings.TrimSuffix(strings.TrimPrefix(name, "["), "]")
+	if name == "" {
+		return false
+	}
+	if net.ParseIP(name) != nil || name == "localhost" {
 		return true
 	}
-	if a := r.Header.Get("Authorization"); a != "" {
-		scheme, tok, ok := strings.Cut(a, " ")
-		return ok && strings.EqualFold(scheme, "Bearer") &&
-			subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), []byte(s.cfg.Token)) == 1
-	}
-	c, err := r.Cookie(sessionCookie)
-	return err == nil && subtle.ConstantTimeCompare([]byte(c.Value), []byte(s.session)) == 1
+	return s.hosts[host] || s.hosts[name]
 }
+
+// originOK refuses a POST a browser says came from another origin than
+// the Host it was sent to.
+func (s *server) originOK(r *http.Request) bool {
+	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
+		return false
+	}
+	o := r.Header.Get("Origin")
+	if o == "" {
+		return true // not a browser, or one that says nothing: the CSRF token decides
+	}
+	u, err := url.Parse(o)
+	return err == nil && u.Host != "" && strings.EqualFold(u.Host, r.Host)
+}
+
+// authorised reports whether r may see the console: signed in with a
+// live session, or carrying the token as a bearer header, when a token is
+// required. code is the refusal's status, 0 when authorised.
+func (s *server) authorised(r *http.Request) (signedIn bool, code int) {
+	if s.cfg.Token == "" {
+		return false, 0
+	}
+	if c, err := r.Cookie(sessionCookie); err == nil && s.sessions.valid(c.Value) {
+		return true, 0
+	}
+	scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return false, http.StatusUnauthorized // none, or another scheme's (a proxy's Basic)
+	}
+	return false, s.checkToken(strings.TrimSpace(tok))
+}
+
+// checkToken compares tok with the token, when the guess limit allows,
+// and counts a wrong one. It returns 0 for the token, 401 for a wrong
+// one, 429 when the limit is spent (nothing compared).
+func (s *server) checkToken(tok string) int {
+	now := s.now()
+	if !s.guesses.open(now) {
+		return http.StatusTooManyRequests
+	}
+	if subtle.ConstantTimeCompare([]byte(tok), []byte(s.cfg.Token)) == 1 {
+		return 0
+	}
+	s.guesses.wrong(now)
+	return http.StatusUnauthorized
+}
+
+// secure reports whether the console's cookies are Secure.
+func (s *server) secure(r *http.Request) bool { return s.cfg.SecureCookies || r.TLS != nil }
 
 // csrf returns the request's CSRF token, setting a new cookie when it has
 // none.
@@ -114,17 +200,13 @@ func (s *server) csrf(w http.ResponseWriter, r *http.Request) string {
 	b := make([]byte, 32)
 	rand.Read(b)
 	v := hex.EncodeToString(b)
-	http.SetCookie(w, &http.Cookie{Name: csrfCookie, Value: v, Path: "/", HttpOnly: true,
-		Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+	http.SetCookie(w, &http.Cookie{Name: csrfCookie, Value: v, Path: cookiePath(r), HttpOnly: true,
+		Secure: s.secure(r), SameSite: http.SameSiteStrictMode})
 	return v
 }
 
-// csrfOK checks a POST's CSRF token against its cookie, and refuses a
-// request a browser says came from another site.
+// csrfOK checks a POST's CSRF token against its cookie.
 func (s *server) csrfOK(r *http.Request) bool {
-	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
-		return false
-	}
 	c, err := r.Cookie(csrfCookie)
 	if err != nil || len(c.Value) != 64 {
 		return false
@@ -145,13 +227,30 @@ func (s *server) login(w http.ResponseWriter, r *http.Request, csrf string) {
 		s.fail(w, http.StatusForbidden, "Refused: the form's CSRF token is missing or wrong. Reload the page and try again.")
 		return
 	}
-	if subtle.ConstantTimeCompare([]byte(r.PostFormValue("token")), []byte(s.cfg.Token)) != 1 {
-		s.render(w, http.StatusUnauthorized, "login", loginData{CSRF: csrf, Wrong: true})
+	if code := s.checkToken(r.PostFormValue("token")); code != 0 {
+		if code == http.StatusTooManyRequests {
+			w.Header().Set("Retry-After", "1")
+		}
+		s.render(w, code, "login", loginData{CSRF: csrf, Wrong: code == http.StatusUnauthorized, Limited: code == http.StatusTooManyRequests})
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: s.session, Path: "/", HttpOnly: true,
-		Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode, MaxAge: 12 * 3600})
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: s.sessions.create(), Path: cookiePath(r), HttpOnly: true,
+		Secure: s.secure(r), SameSite: http.SameSiteStrictMode, MaxAge: int(s.cfg.SessionTTL / time.Second)})
 	seeOther(w, "./")
+}
+
+// logout ends the session and expires its cookie.
+func (s *server) logout(w http.ResponseWriter, r *http.Request) {
+	if !s.csrfOK(r) {
+		s.fail(w, http.StatusForbidden, "Refused: the form's CSRF token is missing or wrong. Reload the page and try again.")
+		return
+	}
+	if c, err := r.Cookie(sessionCookie); err == nil {
+		s.sessions.end(c.Value)
+	}
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: cookiePath(r), HttpOnly: true,
+		Secure: s.secure(r), SameSite: http.SameSiteStrictMode, MaxAge: -1})
+	seeOther(w, "login")
 }
 
 // row is one host of the queue.
@@ -169,33 +268,50 @@ func (s *server) status(ctx context.Context, host string) (*hoststate.Status, st
 	return &st, ""
 }
 
-func (s *server) queue(w http.ResponseWriter, r *http.Request, csrf string) {
+func (s *server) queue(w http.ResponseWriter, r *http.Request, top topData) {
 	ctx := r.Context()
-	halts, err := s.cfg.Store.Halts(ctx, queueLimit)
-	d := queueData{CSRF: csrf, ReadOnly: s.cfg.ReadOnly, Now: time.Now()}
+	halts, err := s.cfg.Store.Halts(ctx, queueLimit+1)
+	d := queueData{topData: top, ReadOnly: s.cfg.ReadOnly, Now: time.Now()}
 	if err != nil {
 		d.Err = "The queue cannot be read: " + errText(err)
 	}
+	if len(halts) > queueLimit {
+		halts, d.More = halts[:queueLimit], true
+	}
 	for _, h := range halts {
+		h = queueHalt(h)
 		st, e := s.status(ctx, h.Host)
 		d.Rows = append(d.Rows, row{Halt: h, Status: st, Err: e})
 	}
 	s.render(w, http.StatusOK, "queue", d)
 }
 
-func (s *server) host(w http.ResponseWriter, r *http.Request, csrf string) {
+func (s *server) host(w http.ResponseWriter, r *http.Request, top topData) {
 	ctx := r.Context()
 	key, err := hostkey.Parse(r.URL.Query().Get("h"), s.cfg.HostKey)
 	if err != nil {
 		s.fail(w, http.StatusBadRequest, "Not a host, host:port or URL.")
 		return
 	}
-	d := hostData{CSRF: csrf, ReadOnly: s.cfg.ReadOnly, Host: key, Done: r.URL.Query().Get("done")}
+	d := hostData{topData: top, ReadOnly: s.cfg.ReadOnly, Host: key, Done: r.URL.Query().Get("done")}
 	d.Status, d.StatusErr = s.status(ctx, key)
-	if d.Halts, d.Notes, err = s.cfg.Store.History(ctx, key); err != nil {
+	var halts []hoststate.Halt
+	var notes []hoststate.Note
+	if halts, notes, err = s.cfg.Store.History(ctx, key); err != nil {
 		d.Err = "The halt records cannot be read: " + errText(err)
 	}
-	d.Trail, d.TrailErr = trail(s.cfg.AuditFiles, key, 100)
+	for _, h := range halts[:min(len(halts), haltrec.MaxHistory)] {
+		d.Halts = append(d.Halts, cleanHalt(h))
+	}
+	for _, n := range notes[:min(len(notes), haltrec.MaxHistory)] {
+		d.Notes = append(d.Notes, cleanNote(n))
+	}
+	if len(s.cfg.AuditFiles) > 0 {
+		var err error
+		if d.Trail, err = audittrail.Read(s.cfg.AuditFiles, key, 100); err != nil {
+			d.TrailErr = "The audit log cannot be read."
+		}
+	}
 	s.render(w, http.StatusOK, "host", d)
 }
 
@@ -208,13 +324,16 @@ func (s *server) act(w http.ResponseWriter, r *http.Request, resume bool) {
 		s.fail(w, http.StatusBadRequest, "Not a host, host:port or URL.")
 		return
 	}
-	by := strings.TrimSpace(r.PostFormValue("by"))
-	reason := strings.TrimSpace(r.PostFormValue("reason"))
-	if by == "" || reason == "" {
-		s.fail(w, http.StatusBadRequest, "Your name and a reason are both required.")
+	by, err := haltrec.Reason(r.PostFormValue("by"), haltrec.MaxBy)
+	if err != nil {
+		s.fail(w, http.StatusBadRequest, "Your name: "+err.Error()+". Give it as one line of printable text.")
 		return
 	}
-	by, reason = haltrec.Clip(by, haltrec.MaxBy), haltrec.Clip(reason, haltrec.MaxText)
+	reason, err := haltrec.Reason(r.PostFormValue("reason"), haltrec.MaxText)
+	if err != nil {
+		s.fail(w, http.StatusBadRequest, "The reason: "+err.Error()+". Give it as one line of printable text, at most 512 bytes.")
+		return
+	}
 	kind, done := "keep_halted", "kept"
 	if resume {
 		kind, done = "resume", "resumed"
@@ -224,6 +343,16 @@ func (s *server) act(w http.ResponseWriter, r *http.Request, resume bool) {
 				return
 			}
 			s.fail(w, http.StatusServiceUnavailable, "The host could not be resumed: "+errText(err))
+			return
+		}
+	} else {
+		st, err := s.cfg.Store.Status(ctx, key)
+		if err != nil {
+			s.fail(w, http.StatusServiceUnavailable, "The host's state cannot be read: "+errText(err))
+			return
+		}
+		if !st.Halted {
+			s.fail(w, http.StatusConflict, "That host is not halted: there is nothing to keep, and no note was recorded.")
 			return
 		}
 	}
@@ -257,5 +386,5 @@ func (s *server) fail(w http.ResponseWriter, code int, msg string) {
 // carry hosts and addresses, never a credential.
 func errText(err error) string {
 	t, _, _ := strings.Cut(err.Error(), "\n")
-	return haltrec.Clip(t, 300)
+	return haltrec.Line(t, 300)
 }

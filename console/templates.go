@@ -8,23 +8,32 @@ import (
 	"time"
 
 	"github.com/egresskit/egresskit/hoststate"
+	"github.com/egresskit/egresskit/internal/audittrail"
 )
 
+// topData is what every page's header needs.
+type topData struct {
+	CSRF     string
+	SignedIn bool // with a session: the header offers sign-out
+}
+
 type loginData struct {
-	CSRF  string
-	Wrong bool
+	CSRF    string
+	Wrong   bool
+	Limited bool
 }
 
 type queueData struct {
-	CSRF     string
+	topData
 	ReadOnly bool
 	Now      time.Time
 	Rows     []row
+	More     bool // more halted hosts than shown
 	Err      string
 }
 
 type hostData struct {
-	CSRF      string
+	topData
 	ReadOnly  bool
 	Host      string
 	Done      string
@@ -33,8 +42,14 @@ type hostData struct {
 	Halts     []hoststate.Halt
 	Notes     []hoststate.Note
 	Err       string
-	Trail     []line
+	Trail     []audittrail.Line
 	TrailErr  string
+}
+
+// topArgs are the arguments of the "top" template.
+type topArgs struct {
+	Title, CSRF string
+	SignedIn    bool
 }
 
 type errorData struct {
@@ -60,9 +75,15 @@ var funcs = template.FuncMap{
 		return strings.TrimRight(strings.TrimRight(strconvF(pm), "0"), ".") + "/min"
 	},
 	"future": func(t time.Time) bool { return t.After(time.Now()) },
+	"top": func(title, csrf string, signedIn bool) topArgs {
+		return topArgs{Title: title, CSRF: csrf, SignedIn: signedIn}
+	},
 }
 
-const layout = `{{define "top"}}<!doctype html>
+const layout = `{{define "top"}}{{template "head" .Title}}
+<header><a href="./">egresskit · halted hosts</a>{{if .SignedIn}}<form method="post" action="logout" class="out"><input type="hidden" name="csrf" value="{{.CSRF}}"><button type="submit" class="secondary">Sign out</button></form>{{end}}</header>
+{{end}}
+{{define "head"}}<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{{.}} · egresskit</title>
@@ -86,16 +107,18 @@ label{display:grid;gap:.2rem;font-weight:600}
 input,textarea,button{font:inherit;padding:.55rem;border:1px solid #bbb;border-radius:4px;width:100%;box-sizing:border-box}
 button{background:#1a5fb4;color:#fff;border:0;font-weight:600;cursor:pointer}
 button.secondary{background:#555}
+header{display:flex;justify-content:space-between;align-items:center}
+form.out{margin:0}form.out button{width:auto;padding:.3rem .7rem}
 table{border-collapse:collapse;width:100%;font-size:.85rem}td,th{border-bottom:1px solid #e3e3e3;padding:.3rem;text-align:left;vertical-align:top;word-break:break-all}
 @media(min-width:40rem){.forms{display:grid;grid-template-columns:1fr 1fr;gap:1rem}}
 </style></head><body>
-<header><a href="./">egresskit · halted hosts</a></header>
 {{end}}
 {{define "bottom"}}</body></html>{{end}}
 
-{{define "login"}}{{template "top" "Sign in"}}
+{{define "login"}}{{template "top" (top "Sign in" .CSRF false)}}
 <h1>Sign in</h1>
 {{if .Wrong}}<p class="err">That token is not the console's.</p>{{end}}
+{{if .Limited}}<p class="err">Too many wrong tokens: wait a few seconds and try again.</p>{{end}}
 <form method="post" action="login">
 <input type="hidden" name="csrf" value="{{.CSRF}}">
 <label>Access token <input type="password" name="token" autocomplete="current-password" required></label>
@@ -103,7 +126,7 @@ table{border-collapse:collapse;width:100%;font-size:.85rem}td,th{border-bottom:1
 </form>
 {{template "bottom"}}{{end}}
 
-{{define "error"}}{{template "top" "Error"}}
+{{define "error"}}{{template "top" (top "Error" "" false)}}
 <h1>{{.Code}}</h1><p class="err">{{.Msg}}</p><p><a href="./">Back to the queue</a></p>
 {{template "bottom"}}{{end}}
 
@@ -124,7 +147,7 @@ table{border-collapse:collapse;width:100%;font-size:.85rem}td,th{border-bottom:1
 </dl>
 {{if .BodyHead}}<pre class="body">{{.BodyHead}}</pre>{{end}}{{end}}
 
-{{define "queue"}}{{template "top" "Halted hosts"}}
+{{define "queue"}}{{template "top" (top "Halted hosts" .CSRF .SignedIn)}}
 <h1>Halted hosts{{if .Rows}} <span class="badge">{{len .Rows}}</span>{{end}}</h1>
 {{if .ReadOnly}}<p class="muted">Read-only: resuming is switched off here.</p>{{end}}
 {{if .Err}}<p class="err">{{.Err}}</p>{{end}}
@@ -134,9 +157,10 @@ table{border-collapse:collapse;width:100%;font-size:.85rem}td,th{border-bottom:1
 {{if .Err}}<p class="muted">{{.Err}}</p>{{else}}{{template "status" .Status}}{{end}}
 <p><a href="host?h={{.Halt.Host}}">Review {{.Halt.Host}} →</a></p>
 </section>{{else}}{{if not .Err}}<p class="done">No host is halted.</p>{{end}}{{end}}
+{{if .More}}<p class="muted">The newest {{len .Rows}} halted hosts are shown; egressctl halts lists them all.</p>{{end}}
 {{template "bottom"}}{{end}}
 
-{{define "host"}}{{template "top" .Host}}
+{{define "host"}}{{template "top" (top .Host .CSRF .SignedIn)}}
 <h1>{{.Host}} {{if .Status}}{{if .Status.Halted}}<span class="badge">halted</span>{{else}}<span class="badge ok">sending</span>{{end}}{{end}}</h1>
 {{if eq .Done "resumed"}}<p class="done">Resumed: every worker may send to {{.Host}} again.</p>{{end}}
 {{if eq .Done "kept"}}<p class="done">Kept halted; your note is recorded.</p>{{end}}
@@ -148,14 +172,14 @@ table{border-collapse:collapse;width:100%;font-size:.85rem}td,th{border-bottom:1
 <h2>Resume</h2>
 <input type="hidden" name="csrf" value="{{.CSRF}}"><input type="hidden" name="h" value="{{.Host}}">
 <label>Your name <input name="by" required maxlength="128" autocomplete="name"></label>
-<label>Reason <textarea name="reason" required maxlength="512" rows="3"></textarea></label>
+<label>Reason (one line) <input name="reason" required maxlength="512"></label>
 <button type="submit">Resume {{.Host}}</button>
 </form>
 <form method="post" action="keep" class="card">
 <h2>Keep halted</h2>
 <input type="hidden" name="csrf" value="{{.CSRF}}"><input type="hidden" name="h" value="{{.Host}}">
 <label>Your name <input name="by" required maxlength="128" autocomplete="name"></label>
-<label>Note <textarea name="reason" required maxlength="512" rows="3"></textarea></label>
+<label>Note (one line) <input name="reason" required maxlength="512"></label>
 <button type="submit" class="secondary">Keep halted</button>
 </form></div>{{end}}
 <h2>Halts</h2>

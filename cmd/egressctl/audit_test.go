@@ -39,7 +39,7 @@ func serveConsole(t *testing.T, env []string, args ...string) string {
 	for sc.Scan() {
 		said.WriteString(sc.Text() + "\n")
 		if _, u, ok := strings.Cut(sc.Text(), "serving the console on "); ok {
-			base = u
+			base, _, _ = strings.Cut(u, " ")
 			break
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -12,11 +13,13 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
 	"github.com/egresskit/egresskit/console"
 	"github.com/egresskit/egresskit/hoststate"
+	"github.com/egresskit/egresskit/internal/audittrail"
+	"github.com/egresskit/egresskit/internal/haltrec"
+	"github.com/egresskit/egresskit/telemetry"
 )
 
 // haltJSON is a halt as halts -json and show -json print it.
@@ -33,8 +36,10 @@ type haltJSON struct {
 }
 
 func toJSON(h hoststate.Halt) haltJSON {
-	return haltJSON{Host: h.Host, Time: h.Time.UTC(), Worker: h.Worker, Status: h.Status, Reason: h.Reason,
-		Markers: h.Markers, Evidence: h.Evidence, URL: h.URL, BodyHead: h.BodyHead}
+	return haltJSON{Host: haltrec.Clip(h.Host, 255), Time: h.Time.UTC(), Worker: haltrec.Clip(h.Worker, haltrec.MaxBy),
+		Status: h.Status, Reason: haltrec.Clip(h.Reason, haltrec.MaxText), Markers: haltrec.Markers(h.Markers),
+		Evidence: haltrec.Clip(h.Evidence, haltrec.MaxText), URL: haltrec.Clip(h.URL, haltrec.MaxURL),
+		BodyHead: haltrec.Clip(h.BodyHead, haltrec.MaxBodyHead)}
 }
 
 // noteJSON is an operator's note as show -json prints it.
@@ -57,53 +62,64 @@ type statusJSON struct {
 	PausedUntil         time.Time `json:"paused_until,omitzero"`
 }
 
+// source is where an answer comes from, in -json output.
+type source struct {
+	Redis  string `json:"redis"`
+	Prefix string `json:"prefix"`
+}
+
+func (e *env) source() source {
+	r, p, _ := strings.Cut(strings.TrimPrefix(e.where, "redis "), ", prefix ")
+	return source{Redis: r, Prefix: p}
+}
+
 func (e *env) halts(ctx context.Context, asJSON bool) error {
 	hs, err := e.store.Halts(ctx, 0)
 	if err != nil {
-		return err
+		return fmt.Errorf("%w (%s)", err, e.where)
 	}
 	if asJSON {
 		out := struct {
-			Count int        `json:"count"`
-			Halts []haltJSON `json:"halts"`
-		}{Count: len(hs), Halts: make([]haltJSON, 0, len(hs))}
+			Source source     `json:"source"`
+			Count  int        `json:"count"`
+			Halts  []haltJSON `json:"halts"`
+		}{Source: e.source(), Count: len(hs), Halts: make([]haltJSON, 0, len(hs))}
 		for _, h := range hs {
 			out.Halts = append(out.Halts, toJSON(h))
 		}
 		return writeJSON(e.stdout, out)
 	}
-	if len(hs) == 0 {
-		fmt.Fprintln(e.stdout, "no host is halted")
-		return nil
-	}
-	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "HOST\tHALTED (UTC)\tSTATUS\tREASON\tWORKER\tURL")
-	for _, h := range hs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", h.Host, when(h.Time), status(h.Status),
-			oneLine(h.Reason, 40), oneLine(h.Worker, 30), oneLine(h.URL, 80))
-	}
-	return tw.Flush()
+	return printHalts(e.stdout, hs, e.where)
 }
 
 func (e *env) show(ctx context.Context, host string, asJSON bool) error {
 	st, err := e.store.Status(ctx, host)
 	if err != nil {
-		return err
+		return fmt.Errorf("%w (%s)", err, e.where)
 	}
 	halts, notes, err := e.store.History(ctx, host)
 	if err != nil {
-		return err
+		return fmt.Errorf("%w (%s)", err, e.where)
 	}
 	if !st.Halted && len(halts) == 0 && len(notes) == 0 {
-		return notFound{fmt.Sprintf("%s: not halted, and no halt on record", host)}
+		return notFound{fmt.Sprintf("%s: not halted, and no halt on record (%s)", host, e.where)}
 	}
+	tv := e.trail(host)
 	if asJSON {
+		type trailJSON struct {
+			File     string            `json:"file"`
+			Verified bool              `json:"verified"`
+			Problem  string            `json:"problem,omitempty"`
+			Lines    []audittrail.Line `json:"lines"`
+		}
 		out := struct {
+			Source source     `json:"source"`
 			Host   string     `json:"host"`
 			Status statusJSON `json:"status"`
 			Halts  []haltJSON `json:"halts"`
 			Notes  []noteJSON `json:"notes"`
-		}{Host: host, Halts: []haltJSON{}, Notes: []noteJSON{},
+			Trail  *trailJSON `json:"audit_trail,omitempty"`
+		}{Source: e.source(), Host: host, Halts: []haltJSON{}, Notes: []noteJSON{},
 			Status: statusJSON{Halted: st.Halted, HaltedAt: st.HaltedAt.UTC(), Breaker: st.Breaker.String(),
 				ConsecutiveFailures: st.ConsecutiveFailures, OpenUntil: st.OpenUntil.UTC(), PerMinute: st.PerMinute,
 				Ceiling: st.Ceiling, PausedUntil: st.PausedUntil.UTC()}}
@@ -111,48 +127,52 @@ func (e *env) show(ctx context.Context, host string, asJSON bool) error {
 			out.Halts = append(out.Halts, toJSON(h))
 		}
 		for _, n := range notes {
-			out.Notes = append(out.Notes, noteJSON{Time: n.Time.UTC(), By: n.By, Resumed: n.Resumed, Text: n.Text})
+			out.Notes = append(out.Notes, noteJSON{Time: n.Time.UTC(), By: haltrec.Clip(n.By, haltrec.MaxBy),
+				Resumed: n.Resumed, Text: haltrec.Clip(n.Text, haltrec.MaxText)})
+		}
+		if tv != nil {
+			out.Trail = &trailJSON{File: tv.Files, Verified: tv.Verify == nil && tv.Err == nil, Lines: tv.Lines}
+			if tv.Lines == nil {
+				out.Trail.Lines = []audittrail.Line{}
+			}
+			if tv.Err != nil {
+				out.Trail.Problem = tv.Err.Error()
+			} else if tv.Verify != nil {
+				out.Trail.Problem = haltrec.Line(tv.Verify.Error(), 300)
+			}
 		}
 		return writeJSON(e.stdout, out)
 	}
-	w := e.stdout
-	state := "sending"
-	if st.Halted {
-		state = "HALTED since " + when(st.HaltedAt)
+	err = printShow(e.stdout, host, st, halts, notes, tv, e.where, time.Now())
+	if tv != nil && tv.Verify != nil {
+		fmt.Fprintf(e.stderr, "egressctl: the audit trail shown does not verify: %s\n", haltrec.Line(tv.Verify.Error(), 300))
 	}
-	fmt.Fprintf(w, "%s: %s\n", host, state)
-	fmt.Fprintf(w, "breaker: %s (%d failures)", st.Breaker, st.ConsecutiveFailures)
-	if st.OpenUntil.After(time.Now()) {
-		fmt.Fprintf(w, ", open until %s", when(st.OpenUntil))
+	return err
+}
+
+// trailLines is how many of a host's audit lines show prints.
+const trailLines = 20
+
+// trail reads host's trail from the -audit log and checks the log's
+// chain; nil without -audit.
+func (e *env) trail(host string) *trailView {
+	if e.audit == "" {
+		return nil
 	}
-	fmt.Fprintf(w, "\npacing: %.2f/min", st.PerMinute)
-	if st.PausedUntil.After(time.Now()) {
-		fmt.Fprintf(w, ", paused until %s", when(st.PausedUntil))
+	tv := &trailView{Files: e.audit}
+	files, err := telemetry.AuditFiles(e.audit)
+	if err == nil && len(files) == 0 {
+		err = errors.New("the audit log does not exist")
 	}
-	fmt.Fprintln(w)
-	for _, h := range halts {
-		fmt.Fprintf(w, "\nhalt %s by %s: %s %s\n", when(h.Time), h.Worker, status(h.Status), h.Reason)
-		if len(h.Markers) > 0 {
-			fmt.Fprintf(w, "  markers: %s\n", strings.Join(h.Markers, ", "))
-		}
-		if h.Evidence != "" {
-			fmt.Fprintf(w, "  detector: %s\n", h.Evidence)
-		}
-		if h.URL != "" {
-			fmt.Fprintf(w, "  url: %s\n", h.URL)
-		}
-		if h.BodyHead != "" {
-			fmt.Fprintf(w, "  body: %s\n", oneLine(h.BodyHead, 300))
-		}
+	if err != nil {
+		tv.Err = err
+		tv.Verify = err
+		return tv
 	}
-	for _, n := range notes {
-		what := "kept halted"
-		if n.Resumed {
-			what = "resumed"
-		}
-		fmt.Fprintf(w, "\n%s %s by %s: %s\n", what, when(n.Time), n.By, n.Text)
-	}
-	return nil
+	tv.Lines, tv.Err = audittrail.Read(files, host, trailLines)
+	head, err := telemetry.Verifier{}.VerifyFiles(files...)
+	tv.Verify, tv.Head = err, head.Seq
+	return tv
 }
 
 func (e *env) resume(ctx context.Context, host, by, reason string) error {
@@ -165,9 +185,9 @@ func (e *env) resume(ctx context.Context, host, by, reason string) error {
 	}
 	if err := e.store.Resume(ctx, host); err != nil {
 		if errors.Is(err, hoststate.ErrNotHalted) {
-			return notFound{fmt.Sprintf("%s is not halted: nothing changed", host)}
+			return notFound{fmt.Sprintf("%s is not halted: nothing changed (%s)", host, e.where)}
 		}
-		return err
+		return fmt.Errorf("%w (%s)", err, e.where)
 	}
 	note := hoststate.Note{Host: host, Time: time.Now(), By: by, Resumed: true, Text: reason}
 	if err := e.store.AddNote(ctx, note); err != nil {
@@ -178,25 +198,76 @@ func (e *env) resume(ctx context.Context, host, by, reason string) error {
 			return fmt.Errorf("%s resumed, but the audit log did not record it: %w", host, err)
 		}
 	}
-	fmt.Fprintf(e.stdout, "resumed %s\n", host)
+	fmt.Fprintf(e.stdout, "resumed %s (%s)\n", host, e.where)
 	return nil
 }
 
-func (e *env) serve(ctx context.Context, addr, token string, readOnly bool) error {
+// serveConfig is serve's checked flags.
+type serveConfig struct {
+	addr, token string
+	flags       cmdFlags
+	names       []string
+}
+
+// minTokenBits is the least strength of the console's token.
+const minTokenBits = 128
+
+// checkServe checks serve's flags and token: a console is served with a
+// token of at least 128 bits, or without one only on a loopback address
+// when -no-token says so.
+func checkServe(c cmdFlags) (*serveConfig, error) {
+	sc := &serveConfig{addr: c.addr, token: os.Getenv(envToken), flags: c}
+	for _, n := range strings.Split(c.names, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			sc.names = append(sc.names, n)
+		}
+	}
+	if c.sessionTTL < 0 {
+		return nil, usagef("-session-ttl must not be negative")
+	}
+	host, _, err := net.SplitHostPort(c.addr)
+	if err != nil {
+		return nil, usagef("-addr %s: not host:port", argText(c.addr))
+	}
+	switch {
+	case c.noToken && sc.token != "":
+		return nil, usagef("-no-token, but $%s is set: unset one", envToken)
+	case c.noToken && !loopback(host):
+		return nil, usagef("-no-token serves only on a loopback address (127.0.0.1, [::1], localhost), not %s: anyone who reaches %s could resume hosts", argText(c.addr), argText(host))
+	case !c.noToken && sc.token == "":
+		return nil, usagef("serve needs $%s, an access token of at least %d bits (openssl rand -hex 16 prints one), or -no-token on a loopback address", envToken, minTokenBits)
+	}
+	return sc, nil
+}
+
+// loopback reports whether host names only loopback addresses.
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func (e *env) serve(ctx context.Context, sc *serveConfig) error {
 	audit, err := e.openAudit()
 	if err != nil {
 		return err
 	}
-	cfg := console.Config{Store: e.store, Token: token, ReadOnly: readOnly, HostKey: e.mode}
+	cfg := console.Config{Store: e.store, Token: sc.token, ReadOnly: sc.flags.readOnly, HostKey: e.mode,
+		Hosts: sc.names, SecureCookies: sc.flags.behindTLS, SessionTTL: sc.flags.sessionTTL}
 	if audit != nil {
 		defer audit.Close()
 		cfg.Audit, cfg.AuditFiles = audit, []string{e.audit}
 	}
 	h, err := console.New(cfg)
+	if errors.Is(err, console.ErrWeakToken) {
+		return usagef("$%s is too weak: want at least %d bits (openssl rand -hex 16 prints one)", envToken, minTokenBits)
+	}
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", addr)
+	ln, err := net.Listen("tcp", sc.addr)
 	if err != nil {
 		return err
 	}
@@ -205,10 +276,10 @@ func (e *env) serve(ctx context.Context, addr, token string, readOnly bool) erro
 	defer stop()
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
-	if token == "" {
-		fmt.Fprintf(e.stderr, "egressctl: no %s: the console trusts whoever reaches it\n", envToken)
+	if sc.token == "" {
+		fmt.Fprintf(e.stderr, "egressctl: -no-token: the console trusts whoever reaches %s\n", ln.Addr())
 	}
-	fmt.Fprintf(e.stderr, "egressctl: serving the console on http://%s/\n", ln.Addr())
+	fmt.Fprintf(e.stderr, "egressctl: serving the console on http://%s/ (%s)\n", ln.Addr(), e.where)
 	select {
 	case err := <-done:
 		return err
@@ -221,7 +292,7 @@ func (e *env) serve(ctx context.Context, addr, token string, readOnly bool) erro
 	return nil
 }
 
-func writeJSON(w interface{ Write([]byte) (int, error) }, v any) error {
+func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
@@ -240,16 +311,4 @@ func status(code int) string {
 		return "-"
 	}
 	return fmt.Sprint(code)
-}
-
-// oneLine returns s on one line, cut to n runes.
-func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	if s == "" {
-		return "-"
-	}
-	return s
 }

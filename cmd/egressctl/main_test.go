@@ -212,7 +212,7 @@ func TestServe(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary, "-redis", addr, "-prefix", prefix, "serve", "-addr", "127.0.0.1:0")
-	cmd.Env = append(os.Environ(), "EGRESSCTL_TOKEN=serve-t0ken")
+	cmd.Env = append(os.Environ(), "EGRESSCTL_TOKEN=serve-t0ken-9c1f4e7a2b8d")
 	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -222,7 +222,7 @@ func TestServe(t *testing.T) {
 	sc := bufio.NewScanner(stderr)
 	for sc.Scan() {
 		if _, u, ok := strings.Cut(sc.Text(), "serving the console on "); ok {
-			base = u
+			base, _, _ = strings.Cut(u, " ")
 			break
 		}
 	}
@@ -244,7 +244,7 @@ func TestServe(t *testing.T) {
 	if code, page := get("wrong"); code != http.StatusUnauthorized || strings.Contains(page, key) {
 		t.Errorf("wrong token: %d", code)
 	}
-	if code, page := get("serve-t0ken"); code != 200 || !strings.Contains(page, key) || strings.Contains(page, "serve-t0ken") {
+	if code, page := get("serve-t0ken-9c1f4e7a2b8d"); code != 200 || !strings.Contains(page, key) || strings.Contains(page, "serve-t0ken") {
 		t.Errorf("right token: %d\n%s", code, page)
 	}
 }

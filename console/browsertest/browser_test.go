@@ -58,7 +58,7 @@ const (
 	proxyUser   = "crawler"
 	proxyPass   = "Pr0xyS3cretPass"
 	secretQuery = "QueryS3cretValue"
-	token       = "console-t0ken-for-tests"
+	token       = "console-t0ken-for-tests-4f9a2c71b8"
 	refusal     = "Access denied: TestBot is blocked by policy."
 )
 
@@ -157,6 +157,7 @@ func (p *pages) grab(ctx context.Context, t *testing.T) string {
 // with a password and halts the host in a real Redis; the console, served
 // over its own Store, shows it in the queue with its evidence; in Chromium
 // an operator signs in, opens the host and resumes it with a reason; then
+// the operator signs out, and the queue asks for the token again;
 // a second worker sends to the host again, and egressaudit verify accepts
 // the console's audit log with the resume in it. No page shows the proxy
 // password or the secret query value.
@@ -248,7 +249,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	seen.grab(ctx, t)
 	if err := do(ctx,
 		chromedp.SendKeys(`form[action="resume"] input[name="by"]`, "Ana Operator"),
-		chromedp.SendKeys(`form[action="resume"] textarea[name="reason"]`, "The site's owner allowed our crawler"),
+		chromedp.SendKeys(`form[action="resume"] input[name="reason"]`, "The site's owner allowed our crawler"),
 		chromedp.Click(`form[action="resume"] button`),
 		chromedp.WaitVisible(`p.done`),
 	); err != nil {
@@ -257,6 +258,19 @@ func TestConsoleInBrowser(t *testing.T) {
 	done := seen.grab(ctx, t)
 	if !strings.Contains(done, "Resumed") || !strings.Contains(done, "Ana Operator") || strings.Contains(done, `action="resume"`) {
 		t.Errorf("the host page after resume:\n%s", done)
+	}
+
+	// Signing out ends the session: the queue asks for the token again.
+	if err := do(ctx,
+		chromedp.Click(`form[action="logout"] button`),
+		chromedp.WaitVisible(`input[name="token"]`),
+		chromedp.Navigate(base),
+		chromedp.WaitVisible(`input[name="token"]`),
+	); err != nil {
+		t.Fatalf("signing out: %v", err)
+	}
+	if out := seen.grab(ctx, t); strings.Contains(out, "section class=\"card\"") || strings.Contains(out, "Review "+key) {
+		t.Errorf("the queue after sign-out:\n%s", out)
 	}
 
 	// Every worker may send again: a second worker, on its own Store.
