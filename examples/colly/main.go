@@ -175,8 +175,10 @@ func crawl(ctx context.Context, out io.Writer, w *web) error {
 			what = "not sent: disallowed by robots.txt"
 		case errors.Is(err, egresskit.ErrHalted):
 			what = "not sent: host halted"
-		case errors.Is(err, egresskit.ErrOpen):
-			what = "not sent: circuit open"
+		case errors.Is(err, egresskit.ErrTryLater):
+			// A crawl would requeue it: time.AfterFunc(time.Until(
+			// egresskit.RetryAt(err)), func() { r.Request.Retry() }).
+			what = "not sent: try the host later"
 		case r.StatusCode != 0:
 			// Colly hands over no *http.Response, so egresskit.Halted
 			// cannot be asked; the chain's state can.

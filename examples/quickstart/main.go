@@ -1,6 +1,9 @@
 // Command quickstart crawls four local targets — a healthy one, one that
 // throttles, one behind a challenge page and one that hangs — through the
-// egresskit chain, and prints what happened per host. It needs no network.
+// egresskit chain, and prints what happened per host, with a legend of the
+// table's columns. It needs no network.
+//
+//	go run ./examples/quickstart
 package main
 
 import (
@@ -170,8 +173,26 @@ func run(out io.Writer) error {
 			t.outcomes[classify.Throttled], t.outcomes[classify.Refused],
 			t.outcomes[classify.Permanent]+t.outcomes[classify.Canceled], t.waited.Round(time.Millisecond))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err = io.WriteString(out, legend)
+	return err
 }
+
+// legend says what the table's columns count.
+const legend = `
+Legend (one telemetry.Event per attempt, read by an Observer):
+  requests   requests made, 3 per host; attempts: the chain's tries
+             (retries = attempts - requests)
+  ok, transient, throttled, refused
+             how each request ended: its last attempt's classify.Outcome
+  not sent   requests the chain did not send: Permanent (a halted host, an
+             open breaker, robots.txt) or Canceled (the caller gave up first)
+  waited     time the attempts waited for their host's pace
+The hung host's requests were cut by the client's 10s Timeout: a deadline
+that passes while the host is silent counts against it (transient).
+`
 
 func sortedKeys(m map[string]string) []string {
 	keys := make([]string, 0, len(m))

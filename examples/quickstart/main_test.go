@@ -36,6 +36,11 @@ func TestQuickstart(t *testing.T) {
 			t.Errorf("row for %s = %v; output:\n%s", host, f, out.String())
 		}
 	}
+	for _, col := range []string{"Legend", "requests", "not sent", "waited", "10s Timeout"} {
+		if !strings.Contains(out.String(), col) {
+			t.Errorf("the legend does not explain %q:\n%s", col, out.String())
+		}
+	}
 	if !strings.Contains(out.String(), "escalation: host") {
 		t.Errorf("no escalation printed:\n%s", out.String())
 	}
