@@ -27,8 +27,8 @@ staticcheck: tools
 # TestConvergesOnLimiters measures the rate a crawl reaches against real
 # rate limiters (nginx, HAProxy), in real time: it runs once more on its
 # own, after the others and without the race detector, so that neither
-# slows the clock it measures. Here one cell per limiter kind, in parallel
-# (about two minutes); make bench runs the whole matrix.
+# slows the clock it measures. Here one cell per limiter kind (five), in
+# parallel (about two minutes); make bench runs the whole matrix.
 # TestBroadCrawlStray429s (throughput of a crawl over 100 hosts, 40 s in
 # memory, then 40 s with Redis) runs with it, first, for the same reason.
 CONVERGE := ^(TestConvergesOnLimiters|TestBroadCrawlStray429s)$$
@@ -49,13 +49,15 @@ fuzz:
 		done; \
 	done
 
-# The whole limiter matrix (four limiters, two rates, memory and a Redis
-# fleet of two: sixteen cells, eight at a time, about five minutes), the
+# The whole limiter matrix (five limiters at 1.5, 2, 5 and 10 r/s, four of
+# them at 2 and 10 r/s with Retry-After 1, 3 and 10 s, and issue 35's
+# HAProxy case; memory and a Redis fleet of two: ninety cells, sixteen at a
+# time, about fifteen minutes), the
 # broad crawl of 200 hosts with stray 429s (3 minutes in memory, 3 with
 # Redis), the in-flight cap against a slowing server for a minute, then the bench
 # module's benchmarks.
 bench:
-	$(GO) test -count=1 -parallel 8 -run '^TestConvergesOnLimiters$$' -v . -args -converge.all | tee bench/converge.txt
+	$(GO) test -count=1 -parallel 16 -timeout 40m -run '^TestConvergesOnLimiters$$' -v . -args -converge.all | tee bench/converge.txt
 	$(GO) test -count=1 -timeout 20m -run '^TestBroadCrawlStray429s$$' -v . -args -broad.long | tee bench/broadcrawl.txt
 	$(GO) test -count=1 -run '^TestInFlightCapSlowServer$$' -v . -args -inflight.long
 	$(MAKE) -C bench results

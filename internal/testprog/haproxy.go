@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"testing"
+	"time"
 )
 
 // HAProxyLimit configures a rate-limited HAProxy.
@@ -11,8 +12,9 @@ type HAProxyLimit struct {
 	// Requests is how many requests a client address may make in any
 	// Period; beyond it HAProxy answers 429. It must be positive.
 	Requests int
-	// Period is the window, in seconds. It must be positive.
-	Period int
+	// Period is the window. It must be a positive whole number of
+	// milliseconds, and of seconds with Advertise.
+	Period time.Duration
 	// RetryAfter, when positive, is the Retry-After header (in seconds) of
 	// every 429. It must be 0 with Advertise, whose 429s say when the
 	// window ends.
@@ -81,7 +83,8 @@ const haproxyAdvertised = `
 // is set.
 func RateLimitedHAProxy(t testing.TB, lim HAProxyLimit) *HAProxy {
 	t.Helper()
-	if lim.Requests <= 0 || lim.Period <= 0 || lim.RetryAfter < 0 || (lim.Advertise && lim.RetryAfter != 0) {
+	if lim.Requests <= 0 || lim.Period < time.Millisecond || lim.Period%time.Millisecond != 0 || lim.RetryAfter < 0 ||
+		(lim.Advertise && (lim.RetryAfter != 0 || lim.Period%time.Second != 0)) {
 		t.Fatalf("testprog: bad haproxy limit %+v", lim)
 	}
 	path := Need(t, "haproxy")
@@ -94,13 +97,13 @@ func RateLimitedHAProxy(t testing.TB, lim HAProxyLimit) *HAProxy {
 		retryAfter = fmt.Sprintf(` hdr Retry-After "%d"`, lim.RetryAfter)
 	}
 	conf := fmt.Sprintf(haproxyHead+`
-  stick-table type ip size 10k expire %[4]ds store http_req_rate(%[4]ds)
+  stick-table type ip size 10k expire %[4]dms store http_req_rate(%[4]dms)
   http-request track-sc0 src
   http-request return status 429 content-type text/plain string "too many requests"%[5]s if { sc_http_req_rate(0) gt %[3]d }
   http-request return status 200 content-type text/html string "<!doctype html><title>page</title><p>a page"
-`, dir, port, lim.Requests, lim.Period, retryAfter)
+`, dir, port, lim.Requests, lim.Period.Milliseconds(), retryAfter)
 	if lim.Advertise {
-		conf = fmt.Sprintf(haproxyHead+haproxyAdvertised, dir, port, lim.Requests, lim.Period)
+		conf = fmt.Sprintf(haproxyHead+haproxyAdvertised, dir, port, lim.Requests, int(lim.Period.Seconds()))
 	}
 	cfg := WriteFile(t, dir, "haproxy.cfg", conf)
 	h.Proc = Start(t, Spec{Path: path, Args: []string{"-db", "-f", cfg}, Dir: dir, Port: port})

@@ -2,6 +2,7 @@ package testprog
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,8 +13,9 @@ import (
 // NginxLimit configures a rate-limited nginx.
 type NginxLimit struct {
 	// PerSecond is limit_req's rate per client address, in requests per
-	// second. It must be positive.
-	PerSecond int
+	// second. It must be positive and a whole number of requests a second
+	// or a minute (nginx's r/s and r/m): 1.5 is 90r/m.
+	PerSecond float64
 	// Burst is limit_req's burst: how many excess requests nginx delays
 	// (in its default, non-nodelay mode) rather than refuses.
 	Burst int
@@ -50,7 +52,14 @@ type Nginx struct {
 // missing, unless EGRESSKIT_REQUIRE_PROGRAMS is set.
 func RateLimitedNginx(t testing.TB, lim NginxLimit) *Nginx {
 	t.Helper()
-	if lim.PerSecond <= 0 || lim.Burst < 0 || lim.RetryAfter < 0 {
+	rate := ""
+	switch perMinute := lim.PerSecond * 60; {
+	case lim.PerSecond > 0 && lim.PerSecond == math.Trunc(lim.PerSecond):
+		rate = fmt.Sprintf("%dr/s", int(lim.PerSecond))
+	case perMinute > 0 && perMinute == math.Trunc(perMinute):
+		rate = fmt.Sprintf("%dr/m", int(perMinute))
+	}
+	if rate == "" || lim.Burst < 0 || lim.RetryAfter < 0 {
 		t.Fatalf("testprog: bad nginx limit %+v", lim)
 	}
 	path := Need(t, "nginx")
@@ -91,7 +100,7 @@ http {
   fastcgi_temp_path %[1]s;
   uwsgi_temp_path %[1]s;
   scgi_temp_path %[1]s;
-  limit_req_zone $binary_remote_addr zone=clients:1m rate=%[3]dr/s;
+  limit_req_zone $binary_remote_addr zone=clients:1m rate=%[3]s;
   limit_req_status 429;
   map $status $retry_after { 429 "%[5]s"; default ""; }
   server {
@@ -104,7 +113,7 @@ http {
     }
   }
 }
-`, dir, port, lim.PerSecond, burst, retryAfter, www)
+`, dir, port, rate, burst, retryAfter, www)
 	cfg := WriteFile(t, dir, "nginx.conf", conf)
 	n.Proc = Start(t, Spec{Path: path, Args: []string{"-p", dir, "-c", cfg}, Dir: dir, Port: port})
 	return n

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -82,7 +83,7 @@ func TestRateLimitedNginxNoDelay(t *testing.T) {
 // 3 requests per 10 s pass, the 4th is a 429 with Retry-After: 2, and so
 // is a 5th at once.
 func TestRateLimitedHAProxy(t *testing.T) {
-	h := testprog.RateLimitedHAProxy(t, testprog.HAProxyLimit{Requests: 3, Period: 10, RetryAfter: 2})
+	h := testprog.RateLimitedHAProxy(t, testprog.HAProxyLimit{Requests: 3, Period: 10 * time.Second, RetryAfter: 2})
 	get := func(i int) (int, string) {
 		t.Helper()
 		resp, err := http.Get(h.URL + "/p/" + strconv.Itoa(i))
@@ -108,7 +109,7 @@ func TestRateLimitedHAProxy(t *testing.T) {
 // X-RateLimit-Reset of at most 10 s; the 4th is a 429 whose Retry-After is
 // that reset.
 func TestRateLimitedHAProxyAdvertised(t *testing.T) {
-	h := testprog.RateLimitedHAProxy(t, testprog.HAProxyLimit{Requests: 3, Period: 10, Advertise: true})
+	h := testprog.RateLimitedHAProxy(t, testprog.HAProxyLimit{Requests: 3, Period: 10 * time.Second, Advertise: true})
 	// Start early in a window, so that the four requests share it.
 	if s := time.Now().Unix() % 10; s >= 7 {
 		time.Sleep(time.Duration(10-s) * time.Second)
@@ -170,5 +171,47 @@ func TestRateLimitedNginx(t *testing.T) {
 	}
 	if got[200] != 1 || got[429] != 2 || len(got) != 2 {
 		t.Errorf("Statuses() = %v, want 1×200, 2×429 (nginx %s)", got, n.Version)
+	}
+}
+
+// TestLimitersAtNeighbours starts every kind of testprog.Limiters at 1.5
+// requests a second with Retry-After: 3 (the advertised kind with its
+// own) and sends it 20 requests at once: some are answered 200, some 429,
+// each 429 with the Retry-After set.
+func TestLimitersAtNeighbours(t *testing.T) {
+	for _, k := range testprog.Limiters {
+		t.Run(k.Name, func(t *testing.T) {
+			s := testprog.Setting{PerSecond: 1.5, RetryAfter: 3}
+			if k.Advertised {
+				s.RetryAfter = 0
+			}
+			lim := k.StartAt(t, s)
+			var (
+				mu       sync.Mutex
+				statuses = map[int]int{}
+				wg       sync.WaitGroup
+			)
+			for i := range 20 {
+				wg.Go(func() {
+					resp, err := http.Get(lim.URL + "/page/" + strconv.Itoa(i))
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if ra := resp.Header.Get("Retry-After"); resp.StatusCode == 429 && !k.Advertised && ra != "3" {
+						t.Errorf("429 with Retry-After %q, want 3", ra)
+					}
+					mu.Lock()
+					statuses[resp.StatusCode]++
+					mu.Unlock()
+				})
+			}
+			wg.Wait()
+			if statuses[200] == 0 || statuses[429] == 0 || statuses[200]+statuses[429] != 20 {
+				t.Errorf("statuses %v of 20 requests at once, want some 200 and the rest 429", statuses)
+			}
+		})
 	}
 }
