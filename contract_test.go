@@ -304,6 +304,11 @@ func TestDefaults(t *testing.T) {
 		{"OpenError matches ErrOpen", errors.Is(&breaker.OpenError{Host: "h"}, egresskit.ErrOpen), true},
 		{"HaltError matches ErrHalted", errors.Is(&breaker.HaltError{Host: "h"}, egresskit.ErrHalted), true},
 		{"DisallowedError matches ErrDisallowed", errors.Is(&robots.DisallowedError{Host: "h"}, egresskit.ErrDisallowed), true},
+		{"DefaultConfig MaxWait", egresskit.DefaultConfig().MaxWait, 30 * time.Second},
+		{"OpenError matches ErrTryLater", errors.Is(&breaker.OpenError{Host: "h"}, egresskit.ErrTryLater), true},
+		{"unreachable robots.txt matches ErrTryLater", errors.Is(&robots.DisallowedError{Host: "h", Source: robots.Unreachable}, egresskit.ErrTryLater), true},
+		{"unreachable robots.txt is not ErrDisallowed", errors.Is(&robots.DisallowedError{Host: "h", Source: robots.Unreachable}, egresskit.ErrDisallowed), false},
+		{"HaltError is not ErrTryLater", errors.Is(&breaker.HaltError{Host: "h"}, egresskit.ErrTryLater), false},
 	} {
 		if tt.got != tt.want {
 			t.Errorf("%s = %v, want %v", tt.name, tt.got, tt.want)

@@ -1,93 +1,33 @@
-// Package egresskit composes the resilient, polite HTTP egress chain that a
-// crawler wraps around its own http.Client:
+// Package egresskit is the polite, resilient HTTP egress of a crawler: put
+// its Transport in your own http.Client, and each request is checked
+// against robots.txt, paced per host, retried, guarded by a circuit
+// breaker, classified, and halted when the host refuses you.
 //
-//	authorise (scope, robots.txt)             once per request
-//	└─ retry (go-retryablehttp engine)        loop over attempts
-//	   └─ admit (halt, breaker, token)        per host; an open host spends no token
-//	      └─ egress selection                 never sees an outcome
-//	         └─ classify                      once per attempt
-//	            └─ base transport
+//	chain, err := egresskit.New(egresskit.Config{UserAgent: "MyBot/1.0 (+https://example.org/bot)"})
+//	client := &http.Client{Transport: chain}
 //
-// After each attempt its one classify.Result feeds the host's breaker and
-// pacing budget, the retry decision, the halt (Refused) and one
-// telemetry.Event. The Result lives with the response the caller holds:
-// read it with classify.Of(resp, err), or Halted(resp). The attempts that
-// fail together with their connection (the streams of one HTTP/2
-// connection) are one failure for the host's breaker: the first counts,
-// the others count as neither success nor failure, and their retries go
-// out on a new connection. A refusal the store cannot record (Redis down)
-// still halts the host: the store, or else the chain, keeps the halt,
-// escalates it once and writes it back when the store answers.
+// The concepts, in the order a crawler meets them:
 //
-// # Defaults
+//   - Config: its zero value is the recommended configuration; a zero
+//     field means its default, a negative one "none" (DefaultConfig).
+//   - UserAgent: the crawler's one identity, for robots.txt and refusals.
+//   - robots.txt: obeyed; ErrDisallowed means skip the URL.
+//   - Pacing: 1 request a second per host, slowed by 429s and Retry-After;
+//     a wait past MaxWait (30s) returns ErrTryLater with RetryAt.
+//   - Retries: 3, jittered, idempotent requests only (Config.Retry).
+//   - Breaker: a failing host's circuit opens (ErrOpen, an ErrTryLater).
+//   - classify.Result: each attempt's outcome, read with classify.Of.
+//   - Halt: a host that refuses us (a challenge page, a 403 naming the
+//     bot) is halted (Halted, ErrHalted) until an operator calls Resume;
+//     OnEscalate hands the evidence to a person.
+//   - Events: one telemetry.Event per attempt to Config.Observers.
+//   - Store: the per-host state, in memory or shared through redisstore.
+//   - Escalation and the audit log (Config.Audit): what a human reviews.
 //
-// The zero Config is the recommended configuration: a polite chain over
-// http.DefaultTransport that retries, paces, obeys robots.txt and halts a
-// host that refuses us. Throughout this module a zero setting means its
-// documented default, and a negative number means "none" or "off" (no
-// retries, no limit, no timeout); a setting that cannot be off is refused
-// by New when negative. A feature is switched off by a field named
-// Disabled (or, for robots.txt, IgnoreRobots). DefaultConfig returns the
-// defaults filled in, for printing. What surprises people first:
-//
-//	pacing           1 request per second per host, burst 1 (ratelimit.Config)
-//	robots.txt       obeyed; fetched before a host's first request; a 5xx, 429 or an
-//	                 unreachable robots.txt blocks the host for 1 minute, doubling up to 1 hour
-//	identity         the User-Agent sent: Config.UserAgent, or the request's own (see UserAgent)
-//	retries          3, jittered, idempotent methods only; Retry.MaxRetries: -1 for none
-//	in flight        per host, what its pace needs at its latency with headroom, at most
-//	                 16 (MaxInFlight)
-//	breaker          opens after 8 consecutive host failures, for 300s, then 1 probe
-//	timeouts         none of the chain's own; a deadline that expires while waiting on the host
-//	                 counts against it, a cancellation does not
-//	refusal          a challenge page, or a 401/403 naming the agent, halts the host until Resume;
-//	                 so do 401/403 answers to 10 distinct URLs with no success between
-//	                 (Config.BlockWatch)
-//	body peek        a refusal status: at most 4 KiB and 1s after the headers, then the
-//	                 response is returned; a 2xx answer: returned at once, its first KiB
-//	                 judged on the caller's first Read of the body
-//
-// # Errors
-//
-// RoundTrip returns the base transport's errors, classified
-// (classify.Of), and these, matched with errors.Is, when it sends nothing:
-//
-//	ErrDisallowed     robots.txt disallows the URL for the agent sent
-//	ErrHalted         the host refused us earlier and is halted (Resume lifts it)
-//	ErrOpen           the host's circuit breaker is open
-//	ErrOutOfScope     Config.Scope does not allow the host
-//	context.DeadlineExceeded  the pacing wait would pass the request's deadline
-//	ErrInvalidRequest, ErrTooManyAgents
-//
-// New returns ErrInvalidConfig, naming the field, for a Config it cannot
-// honour; no configuration error is first seen at RoundTrip.
-//
-// A request refused by the host returns the host's real response, for
-// which Halted reports true. RoundTrip closes the request body on every
-// path, sent or not, and never modifies the caller's request.
-//
-// # When a page is judged
-//
-// A refusal status (401, 403, 429, 5xx...) is judged before RoundTrip
-// returns, on at most PeekSize bytes of its body read within PeekTimeout.
-// A 2xx answer is returned as soon as its headers are in, with its Result
-// pending: its page is judged when the caller first reads the body (the
-// first OKPeekSize bytes, read inside that Read; see classify.Classify).
-// So a challenge served with 200 halts its host, reaches OnEscalate and
-// yields its attempt's final telemetry.Event when the caller reads the
-// page's head — microseconds after RoundTrip returned, for a crawler that
-// reads its bodies — on the goroutine that reads it. Halted and
-// classify.Of asked before reading judge it at once, reading the head
-// within PeekTimeout. A body closed unread is never judged by its
-// content: its attempt counts as the status says (OK), and the host is
-// not halted by it. Until a 2xx body is read or closed, its attempt is
-// not yet recorded in the host's state: close every body, as net/http
-// asks (a half-open probe whose body is never closed holds the host's
-// probe slot for the breaker's OpenTimeout, in every store, and is then
-// counted as neither success nor failure). A 2xx body first read after the request's context ended is judged
-// on its status and headers alone (the host answered in time; the late
-// reader is not its failure), so a challenge served with 200 to such a
-// reader is not caught by its content.
+// New returns every configuration error (ErrInvalidConfig, naming the
+// field). The README's tables list the defaults and the errors; the long
+// form of the chain's behaviour (when a page is judged, timeouts,
+// connections) is in docs/reference.md.
 package egresskit
 
 import (
@@ -232,41 +172,20 @@ type Config struct {
 	BlockWatch blockwatch.Config
 
 	// CrawlRate caps the requests per second this Transport sends, over
-	// every host: the bandwidth and cost of a crawl. It is per Transport,
-	// so per process with one Transport per process: each worker of a
-	// fleet has its own cap. An attempt takes its token after the host
-	// layers admitted it (an open or halted host spends none) and before
-	// egress, from a golang.org/x/time/rate Limiter whose burst is a tenth
-	// of a second's worth (at least 1); the wait honours the request's
-	// context. 0 (the default) or a negative value: no cap. NaN or
-	// infinite: refused (ErrInvalidConfig).
+	// every host: the bandwidth and cost of a crawl, per Transport (each
+	// worker of a fleet has its own). An attempt takes its token after the
+	// host layers admitted it; the burst is a tenth of a second's worth.
+	// 0 (the default) or a negative value: no cap. NaN or infinite:
+	// refused (ErrInvalidConfig).
 	CrawlRate float64
 
-	// MaxInFlight caps the attempts in flight to one host (a host key),
-	// so that a slow host is not handed a queue: an attempt is in flight
-	// from when it is sent until the host's answer (its response's
-	// headers) or its error; reading the body is the caller's time, and
-	// costs the host little once it has answered. The cap in force is
-	// Little's law with headroom, min(MaxInFlight, ceil(rate × latency ×
-	// 1.5)) and at least 1, with rate the host's current pacing rate and
-	// latency its time to headers as this Transport saw it: the lower of
-	// a fast moving average and a slow one that follows the host up over
-	// minutes, so that the queue our own attempts build at a slow host
-	// does not raise the cap, while a host that is simply far away is not
-	// penalised. When the host's latency rises under our load all the same
-	// (the fast average a quarter above the slow one, with more than one
-	// attempt in flight), the cap counts a fifth less of the pace each
-	// round trip, and a tenth of it back each round trip once the latency
-	// is back: a slow host's queue of our attempts drains before it
-	// refuses. Until a host's first answer, MaxInFlight. An attempt
-	// that finds its host at the cap waits after its pacing wait, first
-	// come first served, honouring its context; the wait spends no retry.
-	// The host's pacing rate is read from the Store at most once a second
-	// per host. The cap is per Transport, also with a shared (Redis)
-	// Store: each worker of a fleet has its own. A crawler author sets it
-	// lower for hosts that must see fewer requests at once, or negative
-	// for a test of its own that needs many. 0 (the default): at most 16;
-	// a negative value: no cap; every value is valid.
+	// MaxInFlight caps the attempts in flight to one host (from sending
+	// until its headers or error), so that a slow host is not handed a
+	// queue: the cap in force is what the host's pace needs at its
+	// latency, ceil(rate × latency × 1.5), at least 1 and at most
+	// MaxInFlight; per Transport. 0 (the default): at most 16; negative:
+	// no cap. How the latency is read: docs/reference.md,
+	// "egresskit.Config.MaxInFlight".
 	MaxInFlight int
 
 	// MaxWait bounds how long a request waits for its host's pacing (a
@@ -366,9 +285,10 @@ func New(cfg Config) (*Transport, error) {
 }
 
 // RoundTrip sends req through the chain. Errors it returns, besides those of
-// the base transport, can be matched with errors.Is: ErrOutOfScope,
-// ErrDisallowed, ErrHalted, ErrOpen, context.DeadlineExceeded when a pacing
-// wait would pass the deadline, ErrInvalidRequest, ErrInvalidConfig and
+// the base transport, can be matched with errors.Is: ErrDisallowed,
+// ErrTryLater (a pacing wait past Config.MaxWait or the deadline, an open
+// breaker, an unreachable robots.txt; see RetryAt), ErrHalted,
+// ErrOutOfScope, ErrInvalidRequest, ErrInvalidConfig and
 // ErrTooManyAgents. A request refused by the host returns the host's real
 // response; the host is then halted (see Halted). The request body is
 // closed on every path.

@@ -43,15 +43,11 @@ type Config struct {
 	// RoundTrip (see Of). 0 means 1024; a negative value means PeekSize.
 	OKPeekSize int
 	// PeekTimeout bounds how long the body head is waited for once the
-	// response headers are in: when it passes before PeekSize bytes or the
-	// end of the body arrived, the response is classified on the head that
-	// had arrived and its Result says so (PeekCut); the caller still
-	// receives every byte. It bounds RoundTrip for every answer whose body
-	// is peeked there, and Of asked about a 2xx answer before its
-	// body was read; the caller's own first read of a 2xx body, which is
-	// when the chain judges it, has no bound but the caller's. 0 means 1s;
-	// a negative value means no time bound (the request's context still
-	// bounds it).
+	// response headers are in: past it, the response is classified on the
+	// head that arrived (Result.PeekCut); the caller still receives every
+	// byte. It bounds RoundTrip, and Of asked about an unread 2xx answer,
+	// not the caller's own first read of a 2xx body. 0 means 1s; negative,
+	// no time bound (the request's context still bounds it).
 	PeekTimeout time.Duration
 	// Now returns the current time; HTTP-date and Unix-time waits are
 	// measured from it. Nil means time.Now.

@@ -14,23 +14,26 @@ const (
 
 // Choice is the endpoint chosen for a request and why, for a crawler
 // author or an operator who wants to see where a request left from (the
-// chain puts it in its events). It never contains a proxy URL.
+// chain puts it in its events). It never contains a proxy URL. Its Reason
+// is one of:
+//
+//   - "affinity": the healthiest endpoint with a free slot in the
+//     host's subset.
+//   - "affinity_unhealthy": every endpoint of the host's subset is
+//     quarantined; the endpoint is outside the subset.
+//   - "capacity": the host's subset has a usable endpoint, but all
+//     usable ones are full; the endpoint is outside the subset.
+//   - "forced": an operator named the endpoint (WithForced).
+//   - "sticky": the request's session is bound to the endpoint
+//     (WithBinding).
+//   - "probe": the endpoint's quarantine is over and this request is
+//     the single probe that decides whether it is readmitted.
 type Choice struct {
 	// EndpointID is the chosen endpoint.
 	EndpointID string
-	// Reason is why it was chosen, one of:
-	//
-	//   - "affinity": the healthiest endpoint with a free slot in the
-	//     host's subset.
-	//   - "affinity_unhealthy": every endpoint of the host's subset is
-	//     quarantined; the endpoint is outside the subset.
-	//   - "capacity": the host's subset has a usable endpoint, but all
-	//     usable ones are full; the endpoint is outside the subset.
-	//   - "forced": an operator named the endpoint (WithForced).
-	//   - "sticky": the request's session is bound to the endpoint
-	//     (WithBinding).
-	//   - "probe": the endpoint's quarantine is over and this request is
-	//     the single probe that decides whether it is readmitted.
+	// Reason is why it was chosen: "affinity", "affinity_unhealthy",
+	// "capacity", "forced", "sticky" or "probe" (listed in the type's
+	// documentation).
 	Reason string
 	// Rule is the name of the rule that decided which endpoints were
 	// eligible (see Rule), or "" when no rule governs the host and every

@@ -138,37 +138,38 @@ const (
 
 // ProxyError is an error of the egress path itself, returned by RoundTrip
 // instead of the proxy's response or Go's untyped proxy error. It never
-// contains the proxy's credentials.
+// contains the proxy's credentials. Its Kind is one of:
+//
+//   - "dial": the proxy could not be reached (refused, timeout,
+//     unreachable).
+//   - "tls": the TLS handshake with an https:// proxy failed. When the
+//     proxy's certificate is not trusted (Err wraps an x509 error),
+//     the endpoint is quarantined at once.
+//   - "auth": the proxy rejected our credentials, or wanted some and
+//     got none: HTTP 407; a 401 from the proxy itself (any 401 to
+//     CONNECT; on an absolute-form request, a 401 carrying only
+//     Proxy-Authenticate, or one marked as the proxy's own page, as
+//     tinyproxy answers a wrong password); SOCKS authentication
+//     failure or no acceptable method. Err is ErrProxyAuthRequired or
+//     ErrProxyAuthRejected. The endpoint is quarantined at once:
+//     credentials do not heal by themselves.
+//   - "handshake": the proxy broke its protocol (a malformed SOCKS
+//     reply, a SOCKS command or address type it refuses).
+//   - "proxy": the proxy answered with an error of its own: a non-200
+//     CONNECT response, or a Proxy-Status error that is the proxy's
+//     (dns_timeout, proxy_internal_error, connection_limit_reached,
+//     ...), or a SOCKS general failure.
+//   - "destination": the proxy reports that it could not reach the
+//     target (Proxy-Status connection_refused,
+//     destination_unavailable, ...; SOCKS host unreachable, connection
+//     refused). The endpoint did its job; this is not held against it.
 type ProxyError struct {
 	// EndpointID is the endpoint that failed.
 	EndpointID string
 	// Kind says how the endpoint failed, for a crawler author or an
-	// operator deciding what to fix. All kinds but "destination" count
-	// against the endpoint's health:
-	//
-	//   - "dial": the proxy could not be reached (refused, timeout,
-	//     unreachable).
-	//   - "tls": the TLS handshake with an https:// proxy failed. When the
-	//     proxy's certificate is not trusted (Err wraps an x509 error),
-	//     the endpoint is quarantined at once.
-	//   - "auth": the proxy rejected our credentials, or wanted some and
-	//     got none: HTTP 407; a 401 from the proxy itself (any 401 to
-	//     CONNECT; on an absolute-form request, a 401 carrying only
-	//     Proxy-Authenticate, or one marked as the proxy's own page, as
-	//     tinyproxy answers a wrong password); SOCKS authentication
-	//     failure or no acceptable method. Err is ErrProxyAuthRequired or
-	//     ErrProxyAuthRejected. The endpoint is quarantined at once:
-	//     credentials do not heal by themselves.
-	//   - "handshake": the proxy broke its protocol (a malformed SOCKS
-	//     reply, a SOCKS command or address type it refuses).
-	//   - "proxy": the proxy answered with an error of its own: a non-200
-	//     CONNECT response, or a Proxy-Status error that is the proxy's
-	//     (dns_timeout, proxy_internal_error, connection_limit_reached,
-	//     ...), or a SOCKS general failure.
-	//   - "destination": the proxy reports that it could not reach the
-	//     target (Proxy-Status connection_refused,
-	//     destination_unavailable, ...; SOCKS host unreachable, connection
-	//     refused). The endpoint did its job; this is not held against it.
+	// operator deciding what to fix: "dial", "tls", "auth", "handshake",
+	// "proxy" or "destination" (listed in the type's documentation). All kinds but
+	// "destination" count against the endpoint's health.
 	Kind string
 	// Status is the status code of the proxy's own response (407, 502,
 	// ...), or 0 when the proxy sent none.

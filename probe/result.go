@@ -52,6 +52,17 @@ type Phases struct {
 
 // TargetResult is the outcome of one probe, for an operator reading where
 // a probe got to and why it failed.
+//
+// Its Stage, in order: "queued" (the probe never started: the deadline
+// came first, or robots.txt disallowed it), "dns" (resolving the host
+// name or the proxy's), "connect" (the TCP handshake with the target or
+// the proxy), "tls" (the TLS handshake), "request" (connected; the
+// request is written and no response byte has arrived yet), "response"
+// (the response began to arrive), and "proxy": the probe failed on its
+// egress route, at the proxy, whatever step it had reached (the proxy
+// refused the credentials, could not be reached, failed its TLS or SOCKS
+// handshake or answered with an error of its own); EgressFailure says
+// which, and the target was not judged.
 type TargetResult struct {
 	// URL is the target URL, redacted: no userinfo, no fragment, secret
 	// query values replaced by REDACTED.
@@ -85,17 +96,9 @@ type TargetResult struct {
 	// Permanent) and is not among the measured probes.
 	Disallowed bool
 	// Stage is the last step the probe reached; for a probe that failed
-	// or was cut short it says where it stalled. Its values, in order:
-	// "queued" (the probe never started: the deadline came first, or
-	// robots.txt disallowed it), "dns" (resolving the host name or the
-	// proxy's), "connect" (the TCP handshake with the target or the
-	// proxy), "tls" (the TLS handshake), "request" (connected; the request
-	// is written and no response byte has arrived yet), "response" (the
-	// response began to arrive), and "proxy": the probe failed on its
-	// egress route, at the proxy, whatever step it had reached (the proxy
-	// refused the credentials, could not be reached, failed its TLS or
-	// SOCKS handshake or answered with an error of its own);
-	// EgressFailure says which, and the target was not judged.
+	// or was cut short it says where it stalled: "queued", "dns",
+	// "connect", "tls", "request", "response", or "proxy" (failed on its
+	// egress route; EgressFailure says how). See TargetResult's stages.
 	Stage string
 	// EgressFailure is the kind of egress failure (egress.ProxyError.Kind:
 	// "auth", "dial", "tls", "handshake", "proxy") when the probe failed

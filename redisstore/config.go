@@ -64,35 +64,18 @@ type Config struct {
 	OnWarning func(Warning)
 
 	// Timeout bounds each Redis call; no operation waits longer for Redis
-	// (the client must honour context deadlines: see New). Zero: 250ms.
-	// Negative: refused by New.
-	//
-	// The trade-off: a call that takes longer than Timeout counts as Redis
-	// being unavailable — under FailClosed the attempt is not sent, under
-	// FailOpen the Store falls back to local state — so a Timeout close to
-	// Redis's normal latency fails healthy calls on a loaded machine (a
-	// scheduler stall, a garbage collection, a slow network); a long one
-	// makes every operation wait that long while Redis hangs (FailClosed:
-	// every attempt; FailOpen: the call that notices, and one try per
-	// RetryInterval). A Redis call takes well under a millisecond on a
-	// healthy network; 250ms rides out stalls of a busy worker while
-	// keeping a hung Redis to a quarter second per attempt.
+	// (the client must honour context deadlines: see New). A slower call
+	// counts as Redis unavailable (see OnRedisError). Zero: 250ms, which
+	// rides out a busy worker's stalls while keeping a hung Redis to a
+	// quarter second per attempt. Negative: refused by New. The
+	// trade-off: docs/reference.md, "redisstore.Config.Timeout".
 	Timeout time.Duration
 
 	// RetryInterval is how often a FailOpen Store that fell back to local
 	// state tries Redis again; in between, operations do not touch Redis.
-	// Zero: 1s. Negative: refused by New.
-	//
-	// Independently of it, after Redis refused a connection, a Store over
-	// a *redis.Client (a single server or Sentinel) dials Redis itself, at
-	// most every 100ms and off the client's pool, and sends operations to
-	// the client again once that connects: go-redis's pool, after
-	// PoolSize failed dials, goes on answering with its last dial error
-	// until its own background dial succeeds (once a second), which the
-	// check keeps it from reaching in most outages (about one outage in
-	// PoolSize/4 still waits for go-redis's dial). Under FailClosed,
-	// operations between two checks fail at once, without reaching the
-	// client.
+	// Zero: 1s. Negative: refused by New. After a refused connection the
+	// Store also dials Redis itself, at most every 100ms (see
+	// docs/reference.md, "redisstore.Config.RetryInterval").
 	RetryInterval time.Duration
 
 	// ProbeLease is how long a half-open probe slot stays taken when the
@@ -120,48 +103,29 @@ type Config struct {
 	AllowEviction bool
 
 	// Journal, if not empty, is the path of a file where the Store keeps
-	// the halts it remembers (one line appended, and synced, per halt
-	// learnt or resume seen), so that a worker restarted together with
-	// Redis still remembers them: New reads the file back, compacts it,
-	// and writes its halts back to Redis unless they were resumed since.
-	// One file per Store; several processes must not share one. New
-	// returns an error wrapping ErrJournal when the file cannot be read or
-	// holds a line it did not write (a last line cut short by a crash is
-	// ignored); a later failed write sends an Unchecked Warning. Default
-	// (""): no journal.
+	// the halts it remembers, so that a worker restarted together with
+	// Redis still remembers them: New reads it back and writes its halts
+	// to Redis unless resumed since. One file per Store. New returns an
+	// error wrapping ErrJournal for a file it cannot use. Default (""): no
+	// journal. More: docs/reference.md, "redisstore.Config.Journal".
 	Journal string
 
-	// RecordDelay is how long, at most, Record may hold back the OK
-	// outcome of an attempt that was not a half-open probe, so that it
-	// reaches Redis in the same round trip as the host's next admission
-	// (or next other outcome) from this Store instead of a round trip of
-	// its own: an attempt then costs one round trip, not two. Other
-	// outcomes (failures, throttles, refusals, probes, and OKs that state
-	// a quota in rate-limit fields, which set the host's rate) are
-	// recorded at once. An outcome held back is applied at the time it was made; what
-	// is still held when the delay ends is sent by a timer, and Flush
-	// sends everything (call it before exiting). Held-back OKs are seen
-	// by other workers, and by Status of other Stores, up to RecordDelay
-	// late; this Store's own Status, SetCeiling and Resume apply the
-	// host's first. For an OK it holds back, Record reports the Effect
-	// closed→closed (the state the admission was granted in) without
-	// asking Redis. Default (0): 1s. Negative: every outcome is recorded
-	// at once. More than a minute: refused by New.
+	// RecordDelay is how long, at most, Record may hold back an OK (not a
+	// probe's, not one stating a quota), so that it rides with the host's
+	// next admission instead of a round trip of its own; other outcomes
+	// are recorded at once. Other workers see held OKs up to RecordDelay
+	// late. Close (or Flush) sends them: call it before exiting. Default
+	// (0): 1s. Negative: every outcome at once. More than a minute:
+	// refused by New. More: docs/reference.md, "redisstore.Config.RecordDelay".
 	RecordDelay time.Duration
 
-	// LeaseWindow lets a Store take several of a host's pacing tokens in
-	// one admission, when the host has them to spare at once, and hand
-	// them to its next admissions of the host without a round trip, for
-	// at most LeaseWindow: an attempt then costs a fraction of a round
-	// trip. Only a fast host is leased, whose rate gives at least 2
-	// tokens in LeaseWindow (1,200 requests a minute at the default),
-	// with a closed breaker, not paused, and at most 16 tokens at a time;
-	// an outcome other than OK drops the lease of its host. Other
-	// workers' changes to such a host (a halt, an opened breaker, a
-	// pause, a lower rate) reach this Store up to LeaseWindow late, for
-	// at most the lease's tokens; a slower host is never leased, and
-	// sees them at its next admission. Default (0): 100ms. Negative: off.
-	// More than a second: refused by New.
+	// LeaseWindow lets a Store take up to 16 of a fast host's spare pacing
+	// tokens in one admission and hand them to its next admissions without
+	// a round trip, for at most LeaseWindow; other workers' changes to
+	// such a host (a halt, a pause) reach this Store up to LeaseWindow
+	// late. Default (0): 100ms. Negative: off. More than a second: refused
+	// by New. Which hosts are leased: docs/reference.md,
+	// "redisstore.Config.LeaseWindow".
 	LeaseWindow time.Duration
 
 	// Now is the clock. Nil (the default, and the only sensible setting
