@@ -111,7 +111,7 @@ func TestOpenRefuses(t *testing.T) {
 		if want := opened.Add(300 * time.Second); oe.Host != host || !oe.Until.Equal(want) {
 			t.Errorf("OpenError = {%q, %v}, want {%q, %v}", oe.Host, oe.Until, host, want)
 		}
-		if got, want := err.Error(), "breaker: circuit open for example.com until 2000-01-01T00:05:00Z"; got != want {
+		if got, want := err.Error(), "breaker: example.com is failing, circuit open until 2000-01-01T00:05:00Z: try it later"; got != want {
 			t.Errorf("Error() = %q, want %q", got, want)
 		}
 		if st := s.Status(host); st.State != breaker.Open || !st.OpenUntil.Equal(oe.Until) {
@@ -283,7 +283,7 @@ func TestHalt(t *testing.T) {
 		if !errors.Is(err, sentinel.ErrHalted) || !errors.As(err, &he) || he.Host != host || !he.HaltedAt.Equal(halted) {
 			t.Fatalf("Allow while halted = %v, want *HaltError{%q, %v}", err, host, halted)
 		}
-		if got, want := err.Error(), "breaker: host example.com halted since 2000-01-01T00:00:00Z"; got != want {
+		if got, want := err.Error(), "egresskit: example.com refused us, halted since 2000-01-01T00:00:00Z: wait for a human to resume it"; got != want {
 			t.Errorf("Error() = %q, want %q", got, want)
 		}
 		if since, ok := s.Halted(host); !ok || !since.Equal(halted) {
