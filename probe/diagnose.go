@@ -218,7 +218,7 @@ type Diagnosis struct {
 	// succeed with another host: the host blocks us, whatever the egress.
 	// A host that only rate-limited or only answered with errors of its
 	// own (404) is not blocking, so BlockingHosts is empty whenever Blocked
-	// is 0.
+	// is 0; a blocked probe with no success anywhere names no host.
 	BlockingHosts []string
 
 	// Backoff is the recommended retry backoff.

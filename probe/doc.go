@@ -50,15 +50,20 @@
 // outcome is classify.OK. It is rate-limited when its status is 429 or its
 // outcome Throttled; blocked when, not rate-limited, it was Refused (a
 // challenge page, a refusal naming the agent), had status 403 or 503, or got
-// no response because its connection failed, it timed out, or the deadline
-// cut it. Latency statistics cover the probes that received a response;
+// no response because its connection failed (refused, reset); a hang (its
+// timeout, or the deadline) is not a block but a timeout (Timeouts). The
+// success rate is over the measured probes: those robots.txt disallowed or
+// the caller canceled are not measured (Measured, Disallowed). Latency statistics cover the probes that received a response;
 // percentiles use the nearest-rank definition. The default thresholds:
 // CRITICAL on a success rate below 0.5 (or no probe measured); DEGRADED on
 // any rate-limited probe, a success rate below 0.9 or a mean latency above
 // 2 s; comparisons are strict. CRITICAL means halt: the status is CRITICAL
 // exactly when Recommendation.Halt() is true. Rate limiting alone degrades
 // (slower fleet, paced hosts) rather than halting. BlockingHosts lists only
-// hosts with blocked probes, so it is empty whenever Blocked is 0.
+// hosts with blocked probes, so it is empty whenever Blocked is 0; the
+// converse does not hold: a host is named only when some egress worked for
+// another host (else the fault may be the route's), so a refused
+// connection with no success anywhere counts in Blocked and names no host.
 //
 // The recommended Backoff starts from the status's tier (1 s/10 s/2 retries,
 // 2 s/30 s/3, 5 s/60 s/5) and is raised to what was observed: the initial

@@ -34,9 +34,13 @@
 // The status is CRITICAL exactly when the recommendation is to halt
 // (diagnosis.recommendation.halt): no measured probe, or a success rate
 // below 0.5. Rate limiting alone is DEGRADED, with a smaller
-// concurrency_factor and per-host pacing. blocking_hosts lists only hosts
-// with blocked probes (blocked_count counts them), never a host that only
-// rate-limited. diagnosis.recommendation.max_concurrency is -workers scaled
+// concurrency_factor and per-host pacing. blocked_count counts blocked
+// probes (refused, 403 or 503, or a failed connection; a hang counts in
+// timeout_count); blocking_hosts names a host only when it blocked us while
+// some egress worked for another host, never a host that only
+// rate-limited, so blocked_count can be above 0 with blocking_hosts empty.
+// success_rate is over the measured probes: robots.txt-disallowed and
+// canceled ones are counted apart (disallowed_count) and left out. diagnosis.recommendation.max_concurrency is -workers scaled
 // by the concurrency factor: the number of requests in flight to start the
 // crawl with.
 //

@@ -73,8 +73,14 @@ func latency(d time.Duration, samples int) string {
 // writeSummary prints the diagnosis for a human.
 func writeSummary(w io.Writer, rep *probe.Report) {
 	d := rep.Diagnosis
-	fmt.Fprintf(w, "preflight: %s: %d of %d probes succeeded (%.1f%%), %d rate-limited, %d blocked, %d hung, p50 %s, p95 %s\n",
-		d.Status, d.Succeeded, d.Total, 100*d.SuccessRate, d.RateLimited, d.Blocked, d.Timeouts,
+	// The success rate is over the measured probes; say which were not.
+	var unmeasured string
+	if n := d.Total - d.Measured; n > 0 {
+		unmeasured = fmt.Sprintf(" (%d of %d not measured: %d disallowed by robots.txt, %d canceled)",
+			n, d.Total, d.Disallowed, n-d.Disallowed)
+	}
+	fmt.Fprintf(w, "preflight: %s: %d of %d measured probes succeeded (%.1f%%)%s, %d rate-limited, %d blocked, %d hung, p50 %s, p95 %s\n",
+		d.Status, d.Succeeded, d.Measured, 100*d.SuccessRate, unmeasured, d.RateLimited, d.Blocked, d.Timeouts,
 		latency(d.Latency.P50, d.Latency.Samples), latency(d.Latency.P95, d.Latency.Samples))
 	for _, why := range d.Reasons {
 		fmt.Fprintf(w, "  - %s\n", why)
