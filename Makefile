@@ -8,7 +8,7 @@ MODULES   := $(shell find . -name go.mod -not -path './.git/*' -exec dirname {} 
 STATICCHECK_VERSION ?= v0.8.2
 GOBIN     := $(shell $(GO) env GOPATH)/bin
 
-.PHONY: test vet staticcheck unit fuzz bench tools mutation corpus api api-write
+.PHONY: test vet staticcheck unit fuzz bench tools mutation mutation-check corpus api api-write
 
 test: vet staticcheck unit fuzz
 
@@ -86,3 +86,9 @@ MUTATION_BUDGET ?= 16m
 MUTATION_SKIP   ?= .=^(TestConvergesOnLimiters|TestBroadCrawlStray429s|TestLongRetryAfterOneRequestRedis)$$
 mutation:
 	$(GO) run ./internal/mutate -max '$(MUTATION_MAX)' -budget $(MUTATION_BUDGET) -skip '$(MUTATION_SKIP)' -out MUTATION.md
+
+# Whether MUTATION.md still describes the tree (the lines and tests it
+# names exist, its skipped tests are MUTATION_SKIP); make test runs it too,
+# as internal/mutate's TestReportCurrent. When it fails: make mutation.
+mutation-check:
+	$(GO) test -count=1 -run '^TestReportCurrent$$' ./internal/mutate

@@ -36,8 +36,11 @@ import (
 
 const module = "github.com/egresskit/egresskit"
 
-// defaultPackages are the core packages scored, relative to the root.
-const defaultPackages = "classify,retry,breaker,ratelimit,hoststate,robots,egress,."
+// defaultPackages are the core packages scored, relative to the root:
+// where the classifier, retries, breakers, pacing, the stores, robots.txt,
+// egress and the chain keep their logic (the exported retry, breaker,
+// ratelimit and robots packages hold configuration and errors only).
+const defaultPackages = "classify,internal/retrier,internal/circuits,internal/pacing,hoststate,internal/robotstxt,egress,."
 
 func main() {
 	var (
