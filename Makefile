@@ -30,8 +30,9 @@ staticcheck: tools
 # slows the clock it measures. Here one cell per limiter kind (five), in
 # parallel (about two minutes); make bench runs the whole matrix.
 # TestBroadCrawlStray429s (throughput of a crawl over 100 hosts, 40 s in
-# memory, then 40 s with Redis) runs with it, first, for the same reason.
-CONVERGE := ^(TestConvergesOnLimiters|TestBroadCrawlStray429s)$$
+# memory, then 40 s with Redis) and TestSlowServerFleet (a fleet against a
+# slowing server, about a minute) run with it, first, for the same reason.
+CONVERGE := ^(TestConvergesOnLimiters|TestBroadCrawlStray429s|TestSlowServerFleet)$$
 
 unit:
 	@for m in $(MODULES); do echo "== test $$m"; (cd $$m && $(GO) test -race -count=1 -skip '$(CONVERGE)' ./...) || exit 1; done
@@ -54,11 +55,13 @@ fuzz:
 # HAProxy case; memory and a Redis fleet of two: ninety cells, sixteen at a
 # time, about fifteen minutes), the
 # broad crawl of 200 hosts with stray 429s (3 minutes in memory, 3 with
-# Redis), the in-flight cap against a slowing server for a minute, then the bench
+# Redis), the fleet of worker processes against a slowing server, the
+# in-flight cap against a slowing server for a minute, then the bench
 # module's benchmarks.
 bench:
 	$(GO) test -count=1 -parallel 16 -timeout 40m -run '^TestConvergesOnLimiters$$' -v . -args -converge.all | tee bench/converge.txt
 	$(GO) test -count=1 -timeout 20m -run '^TestBroadCrawlStray429s$$' -v . -args -broad.long | tee bench/broadcrawl.txt
+	$(GO) test -count=1 -run '^TestSlowServerFleet$$' -v . -args -slowfleet.procs | tee bench/slowfleet.txt
 	$(GO) test -count=1 -run '^TestInFlightCapSlowServer$$' -v . -args -inflight.long
 	$(MAKE) -C bench results
 
@@ -83,7 +86,7 @@ corpus:
 # 8 s) are left out of the mutant runs; make test runs them.
 MUTATION_MAX    ?= *=45,hoststate=9,egress=35
 MUTATION_BUDGET ?= 16m
-MUTATION_SKIP   ?= .=^(TestConvergesOnLimiters|TestBroadCrawlStray429s|TestLongRetryAfterOneRequestRedis)$$
+MUTATION_SKIP   ?= .=^(TestConvergesOnLimiters|TestBroadCrawlStray429s|TestSlowServerFleet|TestLongRetryAfterOneRequestRedis)$$
 mutation:
 	$(GO) run ./internal/mutate -max '$(MUTATION_MAX)' -budget $(MUTATION_BUDGET) -skip '$(MUTATION_SKIP)' -out MUTATION.md
 

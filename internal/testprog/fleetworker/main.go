@@ -1,0 +1,175 @@
+// Command fleetworker is one worker process of a crawling fleet, for
+// tests and benchmarks: an egresskit chain from DefaultConfig (robots.txt
+// ignored: the test's own servers) whose per-host state is in Redis — a
+// server (-redis) or a Cluster (-cluster) — or, with neither, in memory. It
+// reads the URLs to crawl on stdin, one a line, until EOF; then crawls
+// them with -goroutines goroutines, each taking the next URL; then writes
+// what it saw as one JSON object on stdout (testprog.FleetResult), after
+// flushing the outcomes its Store held back.
+//
+// Usage:
+//
+//	fleetworker -redis 127.0.0.1:6379 -prefix P -per-minute 6000 -goroutines 16 <urls
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/egresskit/egresskit"
+	"github.com/egresskit/egresskit/hoststate"
+	"github.com/egresskit/egresskit/ratelimit"
+	"github.com/egresskit/egresskit/redisstore"
+	"github.com/redis/go-redis/v9"
+)
+
+// result is testprog.FleetResult, as JSON.
+type result struct {
+	Pages      int
+	Statuses   map[int]int
+	Errors     int
+	FirstError string
+	Seconds    float64
+	// Latency is each request's time to its answer (through the
+	// chain: pacing and in-flight waits included), in seconds.
+	Latency []float64
+}
+
+func main() {
+	addr := flag.String("redis", "", "a Redis server's address (host:port)")
+	cluster := flag.String("cluster", "", "a Redis Cluster's addresses, comma-separated")
+	prefix := flag.String("prefix", "egresskit", "the Redis key prefix")
+	perMinute := flag.Float64("per-minute", 0, "every host's configured rate (0: the default)")
+	burst := flag.Int("burst", 0, "every host's burst (0: the default)")
+	maxInFlight := flag.Int("max-in-flight", 0, "Config.MaxInFlight (0: the default; negative: no cap)")
+	goroutines := flag.Int("goroutines", 16, "requests at once")
+	loopback := flag.Bool("loopback", false, "dial 127.0.0.1 at the URL's port, whatever its host")
+	flag.Parse()
+	if err := run(*addr, *cluster, *prefix, *perMinute, *burst, *maxInFlight, *goroutines, *loopback); err != nil {
+		fmt.Fprintln(os.Stderr, "fleetworker:", err)
+		os.Exit(1)
+	}
+}
+
+func run(addr, cluster, prefix string, perMinute float64, burst, maxInFlight, goroutines int, loopback bool) error {
+	var urls []string
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		if u := strings.TrimSpace(in.Text()); u != "" {
+			urls = append(urls, u)
+		}
+	}
+	if err := in.Err(); err != nil {
+		return err
+	}
+	hs := hoststate.Config{Limit: ratelimit.Config{PerMinute: perMinute, Burst: burst}}
+	base := &http.Transport{MaxIdleConnsPerHost: goroutines}
+	if loopback {
+		base.DialContext = func(ctx context.Context, network, a string) (net.Conn, error) {
+			_, port, err := net.SplitHostPort(a)
+			if err != nil {
+				return nil, err
+			}
+			var d net.Dialer
+			return d.DialContext(ctx, network, net.JoinHostPort("127.0.0.1", port))
+		}
+	}
+	defer base.CloseIdleConnections()
+	cfg := egresskit.DefaultConfig()
+	cfg.Base = base
+	cfg.IgnoreRobots = true
+	cfg.UserAgent = "FleetBot/1.0"
+	cfg.MaxInFlight = maxInFlight
+	var flush func(context.Context) error
+	switch {
+	case addr != "" || cluster != "":
+		var client redis.UniversalClient
+		if cluster != "" {
+			client = redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(cluster, ","), ContextTimeoutEnabled: true})
+		} else {
+			client = redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
+		}
+		defer client.Close()
+		st, err := redisstore.New(client, redisstore.Config{Prefix: prefix, HostState: hs, Timeout: time.Second})
+		if err != nil {
+			return err
+		}
+		cfg.Store, flush = st, st.Flush
+	default:
+		st, err := hoststate.NewMemory(hs)
+		if err != nil {
+			return err
+		}
+		cfg.Store = st
+	}
+	tr, err := egresskit.New(cfg)
+	if err != nil {
+		return err
+	}
+	c := &http.Client{Transport: tr}
+	res := result{Pages: len(urls), Statuses: map[int]int{}}
+	var (
+		mu   sync.Mutex // guards res
+		wg   sync.WaitGroup
+		jobs = make(chan string)
+	)
+	start := time.Now()
+	for range goroutines {
+		wg.Go(func() {
+			for u := range jobs {
+				t0 := time.Now()
+				status, err := get(c, u)
+				d := time.Since(t0).Seconds()
+				mu.Lock()
+				res.Latency = append(res.Latency, d)
+				if err != nil {
+					res.Errors++
+					if res.FirstError == "" {
+						res.FirstError = err.Error()
+					}
+				} else {
+					res.Statuses[status]++
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	for _, u := range urls {
+		jobs <- u
+	}
+	close(jobs)
+	wg.Wait()
+	res.Seconds = time.Since(start).Seconds()
+	if flush != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := flush(ctx); err != nil {
+			return fmt.Errorf("flushing the Store: %w", err)
+		}
+	}
+	return json.NewEncoder(os.Stdout).Encode(res)
+}
+
+// get fetches u through c and reads its body to the end.
+func get(c *http.Client, u string) (int, error) {
+	resp, err := c.Get(u)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil && !errors.Is(err, io.EOF) {
+		return 0, err
+	}
+	return resp.StatusCode, nil
+}
