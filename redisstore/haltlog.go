@@ -147,15 +147,58 @@ func cleanNote(n *hoststate.Note) {
 	n.Text = haltrec.Clip(n.Text, haltrec.MaxText)
 }
 
-// decode reads one entry of a host's list: false for one that is not an
-// entry. One larger than any this store writes is not decoded: it reads
-// as a halt and a note whose text says so, so that it is not lost from
-// sight.
-func decode(raw string) (entry, bool) {
+// headScript returns the first ARGV[1] entries of the list KEYS[1], each
+// entry longer than ARGV[2] bytes replaced by its length, so that a huge
+// entry (written by something else) does not cross the network; and when
+// the list takes more than ARGV[3] bytes (MEMORY USAGE, which samples),
+// only that size, so that nothing is copied at all.
+var headScript = redis.NewScript(`local ok, mem = pcall(redis.call, 'MEMORY', 'USAGE', KEYS[1])
+if ok and type(mem) == 'number' and mem > tonumber(ARGV[3]) then return mem end
+local out = {}
+local max = tonumber(ARGV[2])
+for i, v in ipairs(redis.call('LRANGE', KEYS[1], 0, tonumber(ARGV[1]) - 1)) do
+  if #v > max then out[i] = #v else out[i] = v end
+end
+return out`)
+
+// maxList bounds a host's list read back: MaxHistory entries of at most
+// maxEntry bytes, with room to spare.
+const maxList = 2 * haltrec.MaxHistory * maxEntry
+
+// head queues the read of list key's first n entries on p.
+func head(ctx context.Context, p redis.Pipeliner, key string, n int) *redis.Cmd {
+	return headScript.Eval(ctx, p, []string{key}, n, maxEntry, maxList)
+}
+
+// items returns what head read: each an entry's JSON, or the length of
+// an entry too large to read; for a list too large to read, its size.
+func items(c *redis.Cmd) []any {
+	switch v := c.Val().(type) {
+	case []any:
+		return v
+	case int64:
+		return []any{v}
+	}
+	return nil
+}
+
+// decode reads one entry of a host's list, as head returned it: false
+// for one that is not an entry. One larger than any this store writes
+// (its length, from head) reads as a halt and a note whose text says so,
+// so that it is not lost from sight.
+func decode(item any) (entry, bool) {
 	var e entry
-	if len(raw) > maxEntry {
-		what := "a record of " + strconv.Itoa(len(raw)) + " bytes, larger than any this store writes: not shown"
+	raw, ok := item.(string)
+	if !ok {
+		n, ok := item.(int64)
+		if !ok {
+			return e, false
+		}
+		what := strconv.FormatInt(n, 10) + " bytes of records, more than this store writes: not shown"
 		return entry{Kind: "halt", Halt: &hoststate.Halt{Reason: what}, Note: &hoststate.Note{Text: what}}, true
+	}
+	if len(raw) > maxEntry {
+		return decode(int64(len(raw)))
 	}
 	if json.Unmarshal([]byte(raw), &e) != nil {
 		return e, false
@@ -206,7 +249,7 @@ func (s *Store) Halts(ctx context.Context, limit int) ([]hoststate.Halt, error) 
 	type pending struct {
 		host string
 		halt *redis.StringCmd
-		log  *redis.StringSliceCmd
+		log  *redis.Cmd
 	}
 	ps := make([]pending, 0, len(zs))
 	_, err = s.client.Pipelined(rctx, func(p redis.Pipeliner) error {
@@ -219,7 +262,7 @@ func (s *Store) Halts(ctx context.Context, limit int) ([]hoststate.Halt, error) 
 			if key, err := hostkey.Parse(host, hostkey.ByHost); err != nil || key != host {
 				continue // not a key the chain makes: written by something else
 			}
-			ps = append(ps, pending{host: host, halt: p.Get(rctx, k.halt), log: p.LRange(rctx, s.logKey(host), 0, 0)})
+			ps = append(ps, pending{host: host, halt: p.Get(rctx, k.halt), log: head(rctx, p, s.logKey(host), 1)})
 		}
 		return nil
 	})
@@ -242,7 +285,7 @@ func (s *Store) Halts(ctx context.Context, limit int) ([]hoststate.Halt, error) 
 		if us, err := p.halt.Int64(); err == nil {
 			h.Time = micros(us)
 		}
-		for _, raw := range p.log.Val() {
+		for _, raw := range items(p.log) {
 			if e, ok := decode(raw); ok && e.Kind == "halt" && e.Halt != nil {
 				t := h.Time
 				h = *e.Halt
@@ -272,10 +315,10 @@ func (s *Store) History(ctx context.Context, host string) ([]hoststate.Halt, []h
 	start := time.Now()
 	rctx, cancel := context.WithTimeout(ctx, max(s.set.cfg.Timeout, readTimeout))
 	defer cancel()
-	var hc, nc *redis.StringSliceCmd
+	var hc, nc *redis.Cmd
 	_, err = s.client.Pipelined(rctx, func(p redis.Pipeliner) error {
-		hc = p.LRange(rctx, s.logKey(key), 0, haltrec.MaxHistory-1)
-		nc = p.LRange(rctx, s.noteKey(key), 0, haltrec.MaxHistory-1)
+		hc = head(rctx, p, s.logKey(key), haltrec.MaxHistory)
+		nc = head(rctx, p, s.noteKey(key), haltrec.MaxHistory)
 		return nil
 	})
 	if err != nil {
@@ -290,13 +333,13 @@ func (s *Store) History(ctx context.Context, host string) ([]hoststate.Halt, []h
 	}
 	var halts []hoststate.Halt
 	var notes []hoststate.Note
-	for _, r := range hc.Val() {
+	for _, r := range items(hc) {
 		if e, ok := decode(r); ok && e.Halt != nil {
 			e.Halt.Host = key
 			halts = append(halts, *e.Halt)
 		}
 	}
-	for _, r := range nc.Val() {
+	for _, r := range items(nc) {
 		if e, ok := decode(r); ok && e.Note != nil {
 			e.Note.Host = key
 			notes = append(notes, *e.Note)

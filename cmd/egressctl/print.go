@@ -30,7 +30,7 @@ func line(s string, n int) string {
 // from.
 func printHalts(w io.Writer, hs []hoststate.Halt, where string) error {
 	if len(hs) == 0 {
-		_, err := fmt.Fprintf(w, "no host is halted (%s)\n", where)
+		_, err := fmt.Fprintf(w, "no host is halted (%s)\n", line(where, 400))
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -46,7 +46,7 @@ func printHalts(w io.Writer, hs []hoststate.Halt, where string) error {
 	if len(hs) == 1 {
 		noun = "host is"
 	}
-	_, err := fmt.Fprintf(w, "%d %s halted (%s)\n", len(hs), noun, where)
+	_, err := fmt.Fprintf(w, "%d %s halted (%s)\n", len(hs), noun, line(where, 400))
 	return err
 }
 
@@ -66,7 +66,7 @@ func printShow(w io.Writer, host string, st hoststate.Status, halts []hoststate.
 	if st.Halted {
 		state = "HALTED since " + when(st.HaltedAt)
 	}
-	fmt.Fprintf(w, "%s: %s (%s)\n", line(host, 255), state, where)
+	fmt.Fprintf(w, "%s: %s (%s)\n", line(host, 255), state, line(where, 400))
 	fmt.Fprintf(w, "breaker: %s (%d failures)", line(st.Breaker.String(), 20), st.ConsecutiveFailures)
 	if st.OpenUntil.After(now) {
 		fmt.Fprintf(w, ", open until %s", when(st.OpenUntil))
