@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"sync"
-	"sync/atomic"
 )
 
 // The chain counts a connection's failure once (see egresskit's
@@ -24,31 +23,46 @@ import (
 // RoundTrip returns, after which the connection is read and the connTrace
 // put back.
 type connTrace struct {
-	conn  atomic.Value // connKey, set by GotConn
+	// mu guards conn, which GotConn may set on a goroutine of the
+	// transport's (HTTP/2 writes a request on one of its own). A lock,
+	// not an atomic.Value: storing a connection there would box it, an
+	// allocation per attempt.
+	mu    sync.Mutex
+	conn  any // set by GotConn
 	trace httptrace.ClientTrace
 }
 
-// connKey holds a connection, so that every connection type stores in the
-// same atomic.Value; the zero connKey is none.
-type connKey struct{ c any }
-
-var connTraces = sync.Pool{New: func() any {
+// newConnTrace returns a connTrace with its GotConn bound.
+func newConnTrace() *connTrace {
 	ct := new(connTrace)
 	ct.trace.GotConn = func(info httptrace.GotConnInfo) {
 		if info.Conn != nil {
-			ct.conn.Store(connKey{info.Conn})
+			ct.mu.Lock()
+			ct.conn = info.Conn
+			ct.mu.Unlock()
 		}
 	}
 	return ct
-}}
+}
+
+var connTraces = sync.Pool{New: func() any { return newConnTrace() }}
+
+// connection returns the connection GotConn reported, or nil.
+func (ct *connTrace) connection() any {
+	ct.mu.Lock()
+	defer ct.mu.Unlock()
+	return ct.conn
+}
 
 // take returns the connection GotConn reported, or nil, and puts ct back in
 // the pool.
 func (ct *connTrace) take() any {
-	k, _ := ct.conn.Load().(connKey)
-	ct.conn.Store(connKey{})
+	c := ct.connection()
+	ct.mu.Lock()
+	ct.conn = nil
+	ct.mu.Unlock()
 	connTraces.Put(ct)
-	return k.c
+	return c
 }
 
 // traceKey is the key under which httptrace.ContextClientTrace looks a
@@ -102,15 +116,11 @@ func (t *transport) roundTripConn(req *http.Request) (*http.Response, any, error
 	}
 	ctx := req.Context()
 	if traceKey == nil || httptrace.ContextClientTrace(ctx) != nil {
-		var conn atomic.Value
-		trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
-			if info.Conn != nil {
-				conn.Store(connKey{info.Conn})
-			}
-		}}
-		resp, err := t.RoundTrip(req.WithContext(httptrace.WithClientTrace(ctx, trace)))
-		k, _ := conn.Load().(connKey)
-		return resp, k.c, err
+		// Not a pooled trace: WithClientTrace composes the caller's hooks
+		// into it.
+		ct := newConnTrace()
+		resp, err := t.RoundTrip(req.WithContext(httptrace.WithClientTrace(ctx, &ct.trace)))
+		return resp, ct.connection(), err
 	}
 	// The outcome the response will carry, made now: its request is the
 	// one sent, and it answers the look-up of the trace (Value) until the

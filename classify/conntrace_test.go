@@ -1,11 +1,14 @@
 package classify_test
 
 import (
+	"bytes"
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httptrace"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -135,4 +138,51 @@ func newConnServer(t *testing.T, http2 bool) *httptest.Server {
 	}
 	t.Cleanup(srv.Close)
 	return srv
+}
+
+// fakeConn is a connection a test's RoundTripper reports to GotConn.
+type fakeConn struct{ net.Conn }
+
+// TestRoundTripConnAllocates: learning the connection costs no allocation
+// beyond RoundTrip's, for a page judged as it is read and for one decided
+// at once, and the connection reported is the one GotConn was given.
+func TestRoundTripConnAllocates(t *testing.T) {
+	hooks := settle.Get[classify.Result, classify.Config]()
+	conn := &fakeConn{}
+	page := []byte("<html><body>" + strings.Repeat("a page ", 200) + "</body></html>")
+	for _, contentType := range []string{"text/html", "text/plain"} {
+		rt := hooks.NewTransport(roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			if tr := httptrace.ContextClientTrace(req.Context()); tr != nil && tr.GotConn != nil {
+				tr.GotConn(httptrace.GotConnInfo{Conn: conn})
+			}
+			return &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {contentType}},
+				Body: io.NopCloser(bytes.NewReader(page)), Request: req}, nil
+		}), classify.Config{})
+		req, _ := http.NewRequest(http.MethodGet, "http://mem.test/", nil)
+		var got any
+		send := func(conns bool) func() {
+			return func() {
+				var resp *http.Response
+				var err error
+				if conns {
+					resp, got, err = rt.RoundTripConn(req)
+				} else {
+					resp, err = rt.RoundTrip(req)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		}
+		plain := testing.AllocsPerRun(100, send(false))
+		withConn := testing.AllocsPerRun(100, send(true))
+		if withConn > plain {
+			t.Errorf("%s: RoundTripConn allocates %v times, RoundTrip %v: want no more", contentType, withConn, plain)
+		}
+		if got != any(conn) {
+			t.Errorf("%s: RoundTripConn reported %v, want the connection GotConn was given", contentType, got)
+		}
+	}
 }
