@@ -359,6 +359,7 @@ $(cpu_top)
 EOF
 	notes profile
 	./run-peers.sh # the chain beside its peers and its base commit: peers.md, peers-notes.md
+	./run-broad.sh "$work/bench.test" # the broad crawl and the fleet against a slowing server (issues 35, 36)
 	cat <<EOF
 
 ## Redis state at fleet scale
