@@ -63,7 +63,7 @@ func TestReportCurrent(t *testing.T) {
 	}
 
 	// Tests left out: `PKG`: `^(TestA|TestB)$`
-	skipLine := regexp.MustCompile("Tests not run against mutants[^:]*: (.*)\\.\\n").FindStringSubmatch(text)
+	skipLine := regexp.MustCompile(`Tests not run against mutants[^:]*: (.*)\.\n`).FindStringSubmatch(text)
 	want := makeVar(t, filepath.Join(root, "Makefile"), "MUTATION_SKIP")
 	var got []string
 	if skipLine != nil {
