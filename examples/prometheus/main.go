@@ -16,6 +16,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -32,9 +33,15 @@ func main() {
 	defer stop()
 	if err := run(ctx, os.Stdout, os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, "prometheus:", err)
+		if errors.Is(err, errUsage) {
+			os.Exit(2) // as every command of the module: 1 failure, 2 usage
+		}
 		os.Exit(1)
 	}
 }
+
+// errUsage wraps a bad command line.
+var errUsage = errors.New("usage")
 
 func run(ctx context.Context, out io.Writer, args []string) error {
 	fs := flag.NewFlagSet("prometheus", flag.ContinueOnError)
@@ -43,7 +50,10 @@ func run(ctx context.Context, out io.Writer, args []string) error {
 	once := fs.Bool("once", false, "crawl once, check /metrics, print its address and exit")
 	interval := fs.Duration("interval", 15*time.Second, "pause between crawl rounds")
 	if err := fs.Parse(args); err != nil {
-		return err
+		if errors.Is(err, flag.ErrHelp) {
+			return nil // the usage is printed
+		}
+		return fmt.Errorf("%w: %v", errUsage, err)
 	}
 	c, err := start(*listen)
 	if err != nil {
