@@ -2,6 +2,7 @@ package egresskit_test
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -84,6 +85,17 @@ func crawl(t *testing.T, base string, perSecond float64, chains []*egresskit.Tra
 			for i := range jobs {
 				req, _ := http.NewRequestWithContext(ctx, "GET", fmt.Sprintf("%s/page/%d", base, i), nil)
 				resp, err := c.Do(req)
+				for errors.Is(err, egresskit.ErrTryLater) && ctx.Err() == nil {
+					// A pause longer than Config.MaxWait: the page is
+					// requeued for when the host takes requests again, as a
+					// crawler does (the worker holds it meanwhile).
+					select {
+					case <-ctx.Done():
+					case <-time.After(time.Until(egresskit.RetryAt(err))):
+					}
+					req, _ = http.NewRequestWithContext(ctx, "GET", fmt.Sprintf("%s/page/%d", base, i), nil)
+					resp, err = c.Do(req)
+				}
 				if err == nil {
 					io.Copy(io.Discard, resp.Body)
 					resp.Body.Close()
