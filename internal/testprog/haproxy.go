@@ -28,6 +28,10 @@ type HAProxyLimit struct {
 	// also carries Retry-After with the seconds to the window's end.
 	// Without it the window slides (http_req_rate).
 	Advertise bool
+	// PerHost keys the limit by the request's Host header instead of the
+	// client address: every host name reaching HAProxy is a site limited
+	// on its own. Not with Advertise.
+	PerHost bool
 }
 
 // HAProxy is a running HAProxy that limits every client address with a
@@ -84,7 +88,7 @@ const haproxyAdvertised = `
 func RateLimitedHAProxy(t testing.TB, lim HAProxyLimit) *HAProxy {
 	t.Helper()
 	if lim.Requests <= 0 || lim.Period < time.Millisecond || lim.Period%time.Millisecond != 0 || lim.RetryAfter < 0 ||
-		(lim.Advertise && (lim.RetryAfter != 0 || lim.Period%time.Second != 0)) {
+		(lim.Advertise && (lim.RetryAfter != 0 || lim.Period%time.Second != 0 || lim.PerHost)) {
 		t.Fatalf("testprog: bad haproxy limit %+v", lim)
 	}
 	path := Need(t, "haproxy")
@@ -96,12 +100,16 @@ func RateLimitedHAProxy(t testing.TB, lim HAProxyLimit) *HAProxy {
 	if lim.RetryAfter > 0 {
 		retryAfter = fmt.Sprintf(` hdr Retry-After "%d"`, lim.RetryAfter)
 	}
+	table, key := "ip", "src"
+	if lim.PerHost {
+		table, key = "string len 128", "req.hdr(host)"
+	}
 	conf := fmt.Sprintf(haproxyHead+`
-  stick-table type ip size 10k expire %[4]dms store http_req_rate(%[4]dms)
-  http-request track-sc0 src
+  stick-table type %[6]s size 10k expire %[4]dms store http_req_rate(%[4]dms)
+  http-request track-sc0 %[7]s
   http-request return status 429 content-type text/plain string "too many requests"%[5]s if { sc_http_req_rate(0) gt %[3]d }
   http-request return status 200 content-type text/html string "<!doctype html><title>page</title><p>a page"
-`, dir, port, lim.Requests, lim.Period.Milliseconds(), retryAfter)
+`, dir, port, lim.Requests, lim.Period.Milliseconds(), retryAfter, table, key)
 	if lim.Advertise {
 		conf = fmt.Sprintf(haproxyHead+haproxyAdvertised, dir, port, lim.Requests, int(lim.Period.Seconds()))
 	}

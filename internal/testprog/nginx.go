@@ -27,6 +27,10 @@ type NginxLimit struct {
 	// RetryAfter, when positive, is the Retry-After header (in seconds) of
 	// every 429.
 	RetryAfter int
+	// PerHost keys the limit by the request's host name instead of the
+	// client address: every host name reaching nginx is a site limited on
+	// its own.
+	PerHost bool
 }
 
 // Nginx is a running nginx that paces every client address with
@@ -83,6 +87,10 @@ func RateLimitedNginx(t testing.TB, lim NginxLimit) *Nginx {
 	if lim.RetryAfter > 0 {
 		retryAfter = strconv.Itoa(lim.RetryAfter)
 	}
+	key := "$binary_remote_addr"
+	if lim.PerHost {
+		key = "$host"
+	}
 	// try_files serves the page after limit_req's preaccess phase (a
 	// `return` would answer before it, unlimited). The map gives 429s, and
 	// only them, a Retry-After: add_header skips an empty value.
@@ -100,7 +108,7 @@ http {
   fastcgi_temp_path %[1]s;
   uwsgi_temp_path %[1]s;
   scgi_temp_path %[1]s;
-  limit_req_zone $binary_remote_addr zone=clients:1m rate=%[3]s;
+  limit_req_zone %[7]s zone=clients:10m rate=%[3]s;
   limit_req_status 429;
   map $status $retry_after { 429 "%[5]s"; default ""; }
   server {
@@ -113,7 +121,7 @@ http {
     }
   }
 }
-`, dir, port, rate, burst, retryAfter, www)
+`, dir, port, rate, burst, retryAfter, www, key)
 	cfg := WriteFile(t, dir, "nginx.conf", conf)
 	n.Proc = Start(t, Spec{Path: path, Args: []string{"-p", dir, "-c", cfg}, Dir: dir, Port: port})
 	return n

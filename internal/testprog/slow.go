@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -15,6 +16,9 @@ import (
 type SlowOptions struct {
 	Workers int           // requests served at once; 0: 8
 	Service time.Duration // service time of each; 0: 1s
+	// PerHost makes every host name (Host header) a server of its own,
+	// with Workers workers and stats of its own (HostStats).
+	PerHost bool
 }
 
 // Slow is a running slowing server (see SlowServer).
@@ -73,17 +77,30 @@ func SlowServer(t testing.TB, opts SlowOptions) *Slow {
 		t.Fatalf("testprog: building the slowing server: %v\n%s", err, out)
 	}
 	port := FreePort(t)
-	Start(t, Spec{Path: bin, Port: port, Args: []string{
+	args := []string{
 		"-addr", "127.0.0.1:" + strconv.Itoa(port),
 		"-workers", strconv.Itoa(opts.Workers),
 		"-service", opts.Service.String(),
-	}})
+	}
+	if opts.PerHost {
+		args = append(args, "-per-host")
+	}
+	Start(t, Spec{Path: bin, Port: port, Args: args})
 	return &Slow{URL: "http://127.0.0.1:" + strconv.Itoa(port), Workers: opts.Workers, Service: opts.Service}
 }
 
-// Stats returns what the server saw so far.
-func (s *Slow) Stats() (SlowStats, error) {
-	resp, err := http.Get(s.URL + "/_stats")
+// Stats returns what the server saw so far (of every host together,
+// with PerHost).
+func (s *Slow) Stats() (SlowStats, error) { return s.stats(s.URL + "/_stats") }
+
+// HostStats returns what the server saw of host (as the Host header named
+// it, "name:port") so far; it needs PerHost.
+func (s *Slow) HostStats(host string) (SlowStats, error) {
+	return s.stats(s.URL + "/_stats?host=" + url.QueryEscape(host))
+}
+
+func (s *Slow) stats(u string) (SlowStats, error) {
+	resp, err := http.Get(u)
 	if err != nil {
 		return SlowStats{}, err
 	}

@@ -1,11 +1,14 @@
 package testprog_test
 
 import (
+	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -211,6 +214,47 @@ func TestLimitersAtNeighbours(t *testing.T) {
 			wg.Wait()
 			if statuses[200] == 0 || statuses[429] == 0 || statuses[200]+statuses[429] != 20 {
 				t.Errorf("statuses %v of 20 requests at once, want some 200 and the rest 429", statuses)
+			}
+		})
+	}
+}
+
+// TestLimitersPerHost starts nginx and HAProxy limiting by host name, at
+// 1 request per 10 s: the first request of each of two host names
+// through one client address is 200, the second of the first name 429.
+func TestLimitersPerHost(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		url  func(t *testing.T) string
+	}{
+		{"nginx", func(t *testing.T) string {
+			return testprog.RateLimitedNginx(t, testprog.NginxLimit{PerSecond: 0.1, NoDelay: true, PerHost: true}).URL
+		}},
+		{"haproxy", func(t *testing.T) string {
+			return testprog.RateLimitedHAProxy(t, testprog.HAProxyLimit{Requests: 1, Period: 10 * time.Second, PerHost: true}).URL
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			addr := strings.TrimPrefix(tt.url(t), "http://")
+			_, port, _ := net.SplitHostPort(addr)
+			tr := &http.Transport{DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+				var d net.Dialer
+				return d.DialContext(ctx, network, addr)
+			}}
+			defer tr.CloseIdleConnections()
+			for i, tc := range []struct {
+				host string
+				want int
+			}{{"a.test", 200}, {"b.test", 200}, {"a.test", 429}} {
+				resp, err := (&http.Client{Transport: tr}).Get(fmt.Sprintf("http://%s:%s/page/%d", tc.host, port, i))
+				if err != nil {
+					t.Fatal(err)
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != tc.want {
+					t.Errorf("request %d to %s: %d, want %d", i+1, tc.host, resp.StatusCode, tc.want)
+				}
 			}
 		})
 	}

@@ -9,7 +9,12 @@
 // mean from the first request to the last answer, and the latency of each
 // request from its arrival to its answer, p50 and p95.
 //
-// Usage: slowserver -addr 127.0.0.1:PORT -workers 8 -service 1s
+// With -per-host, every host name (the Host header) is a server of its
+// own: its own k workers and queue, and its own stats, which
+// GET /_stats?host=NAME answers (/_stats alone answers all hosts
+// together, their in-flight counts summed).
+//
+// Usage: slowserver -addr 127.0.0.1:PORT -workers 8 -service 1s [-per-host]
 package main
 
 import (
@@ -51,13 +56,45 @@ func main() {
 	addr := flag.String("addr", "127.0.0.1:0", "listen address")
 	workers := flag.Int("workers", 8, "requests served at once")
 	service := flag.Duration("service", time.Second, "service time of a request")
+	perHost := flag.Bool("per-host", false, "a pool of workers, and stats, per host name")
 	flag.Parse()
 
-	var st stats
-	pool := make(chan struct{}, *workers)
+	// site is one server: its workers and what it saw.
+	type site struct {
+		st   stats
+		pool chan struct{}
+	}
+	var (
+		mu    sync.Mutex // guards sites
+		sites = map[string]*site{}
+		all   = &site{pool: make(chan struct{}, *workers)}
+	)
+	siteOf := func(host string) *site {
+		if !*perHost {
+			return all
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		s := sites[host]
+		if s == nil {
+			s = &site{pool: make(chan struct{}, *workers)}
+			sites[host] = s
+		}
+		return s
+	}
 	page := strings.Repeat("slow page ", 40) + "\n"
 	mux := http.NewServeMux()
 	mux.HandleFunc("/_stats", func(w http.ResponseWriter, r *http.Request) {
+		st := &all.st
+		if h := r.URL.Query().Get("host"); h != "" && *perHost {
+			mu.Lock()
+			s := sites[h]
+			mu.Unlock()
+			if s == nil {
+				s = &site{}
+			}
+			st = &s.st
+		}
 		st.mu.Lock()
 		out := map[string]any{"Requests": len(st.latencies), "MaxInFlight": st.max}
 		if span := st.lastDone.Sub(st.first).Seconds(); span > 0 {
@@ -80,21 +117,30 @@ func main() {
 		json.NewEncoder(w).Encode(out)
 	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		s := siteOf(r.Host)
+		counted := []*stats{&s.st} // the site's, and the whole server's
+		if s != all {
+			counted = append(counted, &all.st)
+		}
 		arrived := time.Now()
-		st.mu.Lock()
-		st.change(1, arrived)
-		st.mu.Unlock()
-		pool <- struct{}{}
+		for _, st := range counted {
+			st.mu.Lock()
+			st.change(1, arrived)
+			st.mu.Unlock()
+		}
+		s.pool <- struct{}{}
 		time.Sleep(*service)
 		w.Header().Set("Content-Type", "text/plain")
 		fmt.Fprint(w, page)
-		<-pool
+		<-s.pool
 		done := time.Now()
-		st.mu.Lock()
-		st.change(-1, done)
-		st.lastDone = done
-		st.latencies = append(st.latencies, done.Sub(arrived).Seconds())
-		st.mu.Unlock()
+		for _, st := range counted {
+			st.mu.Lock()
+			st.change(-1, done)
+			st.lastDone = done
+			st.latencies = append(st.latencies, done.Sub(arrived).Seconds())
+			st.mu.Unlock()
+		}
 	})
 	log.Fatal(http.ListenAndServe(*addr, mux))
 }
