@@ -30,7 +30,11 @@ const Redacted = "REDACTED"
 //   - the values of the headers Authorization, Proxy-Authorization, Cookie,
 //     Set-Cookie and of every header whose name looks secret by the same
 //     rules (X-Api-Key, X-Auth-Token, ...), plus SecretHeaders;
-//   - Bearer and Basic credentials in free text.
+//   - Bearer and Basic credentials in free text; in free text too, the
+//     values of header lines with a secret name ("X-Api-Key: v",
+//     "Cookie: prefs=v", "Authorization: Token v", "Authorization:
+//     Digest ..."), of JSON members with a secret name ("password":"v"),
+//     and of name=value pairs with spaces around "=" ("password = v").
 //
 // The zero Redactor is ready to use and applies the built-in rules: a
 // crawler author redacting what it logs itself writes
@@ -140,6 +144,12 @@ func (r Redactor) RedactError(err error) string {
 func (r Redactor) RedactString(s string) string {
 	if strings.Contains(s, "://") {
 		s = redactUserinfo(s)
+	}
+	if strings.IndexByte(s, ':') >= 0 {
+		s = r.redactHeaderLines(s)
+		if strings.IndexByte(s, '"') >= 0 {
+			s = r.redactJSON(s)
+		}
 	}
 	if strings.IndexByte(s, '=') >= 0 {
 		s = r.redactPairs(s)

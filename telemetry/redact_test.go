@@ -1,10 +1,12 @@
 package telemetry_test
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/egresskit/egresskit/telemetry"
@@ -197,6 +199,86 @@ func FuzzRedactString(f *testing.F) {
 			got := (telemetry.Redactor{}).RedactURLString(raw)
 			if back, err := url.Parse(got); err == nil && back.User != nil {
 				t.Fatalf("RedactURLString(%q) = %q keeps userinfo %q", raw, got, back.User.String())
+			}
+		}
+	})
+}
+
+func TestRedactFreeTextForms(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"X-Api-Key: v4lueS3cret", "X-Api-Key: REDACTED"},
+		{"GET / HTTP/1.1\r\nX-Auth-Token: abc def\r\nAccept: */*\r\n", "GET / HTTP/1.1\r\nX-Auth-Token: REDACTED\r\nAccept: */*\r\n"},
+		{"Cookie: prefs=v4lue; theme=dark", "Cookie: REDACTED"},
+		{"set-cookie: sid=abc; Path=/; HttpOnly", "set-cookie: REDACTED"},
+		{"Authorization: Token abc123", "Authorization: REDACTED"},
+		{`Authorization: Digest username="u", realm="r", response="6629fae49393a05397450978507c4ef1"`, "Authorization: REDACTED"},
+		{"upstream said: Authorization: Bearer hunter2 rejected", "upstream said: Authorization: Bearer REDACTED rejected"},
+		{"password = hunter2 and more", "password = REDACTED and more"},
+		{"password: hunter2", "password: REDACTED"},
+		{`{"password":"hunter2","user":"bob"}`, `{"password":"REDACTED","user":"bob"}`},
+		{`{"user": "bob", "api_key" : "k\"ey", "n": 1}`, `{"user": "bob", "api_key" : "REDACTED", "n": 1}`},
+		{`{"pin": 1234}`, `{"pin": "REDACTED"}`},
+		{`{"token": null, "session": {"id": 1}}`, `{"token": null, "session": {"id": 1}}`},
+		{`{"msg":"X-Api-Key: abc","n":1}`, `{"msg":"X-Api-Key: REDACTED","n":1}`},
+		{"session: lease lost", "session: lease lost"},
+		{"token: expired, refresh it", "token: expired, refresh it"},
+		{`Get "https://example.com/?q=1": timeout`, `Get "https://example.com/?q=1": timeout`},
+		{"time: 12:30:00", "time: 12:30:00"},
+	}
+	for _, tt := range tests {
+		got := (telemetry.Redactor{}).RedactString(tt.in)
+		if got != tt.want {
+			t.Errorf("RedactString(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+		if again := (telemetry.Redactor{}).RedactString(got); again != got {
+			t.Errorf("RedactString(%q) not idempotent: %q", got, again)
+		}
+	}
+}
+
+// FuzzRedactForms: a secret value in a header line, a cookie, an
+// Authorization of any scheme, a JSON member, a form body or a
+// "name = value" setting never survives RedactString.
+func FuzzRedactForms(f *testing.F) {
+	f.Add("hunter2hunter2", uint8(0))
+	f.Add("a\"b\\c<d>e&f g", uint8(3))
+	f.Add("dXNlcjpwYXNz==", uint8(7))
+	f.Fuzz(func(t *testing.T, raw string, pick uint8) {
+		// v is a credential-like value: token68 characters, long enough to
+		// be told apart from the text around it.
+		var b strings.Builder
+		for _, c := range []byte(raw) {
+			if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("-._~+/", c) >= 0 {
+				b.WriteByte(c)
+			}
+		}
+		v := "Zq" + b.String() + "9x"
+		keys := []string{"password", "api_key", "client_secret", "sessionId", "access_token", "X-Api-Key", "pin"}
+		key := keys[int(pick)%len(keys)]
+		jsonVal, _ := json.Marshal(raw + "Zq9x")
+		jv := strings.Trim(string(jsonVal), `"`)
+		body, _ := json.Marshal(map[string]any{"user": "bob", key: raw + "Zq9x", "n": 1})
+		forms := []struct{ text, secret string }{
+			{"X-Api-Key: " + v, v},
+			{"GET / HTTP/1.1\r\nHost: h.example\r\nCookie: prefs=" + v + "; theme=dark\r\n\r\n", v},
+			{"Authorization: Token " + v, v},
+			{"Proxy-Authorization: Bearer " + v, v},
+			{`Authorization: Digest username="u", realm="r", response="` + v + `"`, v},
+			{string(body), jv},
+			{url.Values{"user": {"bob"}, key: {v}}.Encode(), url.QueryEscape(v)},
+			{key + " = " + v, v},
+			{"config: " + key + "=" + v + "; next", v},
+		}
+		for _, fm := range forms {
+			if len(fm.secret) < 4 {
+				continue
+			}
+			got := (telemetry.Redactor{}).RedactString(fm.text)
+			if strings.Contains(got, fm.secret) {
+				t.Errorf("RedactString(%q) = %q keeps the secret %q", fm.text, got, fm.secret)
+			}
+			if again := (telemetry.Redactor{}).RedactString(got); again != got {
+				t.Errorf("RedactString not idempotent: %q -> %q", got, again)
 			}
 		}
 	})

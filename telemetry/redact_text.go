@@ -94,7 +94,8 @@ func redactUserinfo(s string) string {
 	return b.String()
 }
 
-// redactPairs replaces the values of secret name=value pairs in s.
+// redactPairs replaces the values of secret name=value pairs in s, with
+// or without spaces around the "=" ("password = v").
 func (r Redactor) redactPairs(s string) string {
 	var b strings.Builder
 	last := 0
@@ -102,27 +103,182 @@ func (r Redactor) redactPairs(s string) string {
 		if s[i] != '=' {
 			continue
 		}
-		k := i
+		j := i
+		for j > 0 && s[j-1] == ' ' {
+			j--
+		}
+		k := j
 		for k > 0 && isNameChar(s[k-1]) {
 			k--
 		}
-		if k == i || !r.isSecretParam(s[k:i]) {
+		if k == j || !r.isSecretParam(s[k:j]) {
 			continue
 		}
-		v := i + 1
+		start := i + 1
+		if j < i { // "name = value": the spaces after "=" too
+			for start < len(s) && s[start] == ' ' {
+				start++
+			}
+		}
+		v := start
 		for v < len(s) && !valueEnd(s[v]) {
 			v++
 		}
-		if v == i+1 || s[i+1:v] == Redacted {
+		if v == start || s[start:v] == Redacted {
 			continue
 		}
-		if b.Len() == 0 && last == 0 {
-			b.Grow(len(s))
-		}
-		b.WriteString(s[last : i+1])
+		b.WriteString(s[last:start])
 		b.WriteString(Redacted)
 		last = v
 		i = v - 1
+	}
+	if last == 0 {
+		return s
+	}
+	b.WriteString(s[last:])
+	return b.String()
+}
+
+// headerName reports whether name, before a ":" in free text, names a
+// header (or a setting) whose whole value is secret: Authorization,
+// Proxy-Authorization, Cookie, Set-Cookie and SecretHeaders; a
+// hyphenated name that looks secret (X-Api-Key, X-Auth-Token); a name
+// with passw, pwd, secret, apikey, api_key, access_key or private in it.
+// A bare "session" or "token" does not count: "session: lease lost" is a
+// package's error, not a credential.
+func (r Redactor) headerName(name string) bool {
+	if len(name) < 3 || len(name) > 64 || !isLower(name[0]|0x20) {
+		return false
+	}
+	for _, h := range [...]string{"authorization", "proxy-authorization", "cookie", "set-cookie"} {
+		if len(name) == len(h) && hasPrefixFold(name, h) {
+			return true
+		}
+	}
+	for _, h := range r.SecretHeaders {
+		if strings.EqualFold(h, name) {
+			return true
+		}
+	}
+	if !r.isSecretParam(name) {
+		return false
+	}
+	if strings.IndexByte(name, '-') >= 0 {
+		return true
+	}
+	for _, sub := range [...]string{"passw", "pwd", "secret", "apikey", "api_key", "access_key", "private"} {
+		if indexFold(name, sub) >= 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// redactHeaderLines replaces the value of every "Name: value" whose name
+// is secret (see headerName), to the end of the line, or to the closing
+// quote when the name opens a quoted string. An Authorization value of
+// the Bearer or Basic scheme is left to redactAuthSchemes, which keeps
+// the scheme.
+func (r Redactor) redactHeaderLines(s string) string {
+	var b strings.Builder
+	last := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] != ':' {
+			continue
+		}
+		k := i
+		for k > 0 && (isAlnum(s[k-1]) || s[k-1] == '-' || s[k-1] == '_') {
+			k--
+		}
+		if k == i || !r.headerName(s[k:i]) {
+			continue
+		}
+		quoted := k > 0 && s[k-1] == '"'
+		start := i + 1
+		for start < len(s) && (s[start] == ' ' || s[start] == '\t') {
+			start++
+		}
+		if quoted && start < len(s) && s[start] == '"' {
+			continue // a JSON key ("Cookie":"..."): redactJSON's
+		}
+		end := start
+		for end < len(s) && s[end] != '\n' && s[end] != '\r' && !(quoted && s[end] == '"' && s[end-1] != '\\') {
+			end++
+		}
+		v := strings.TrimRight(s[start:end], " \t")
+		if v == "" || v == Redacted || hasPrefixFold(v, "bearer ") || hasPrefixFold(v, "basic ") {
+			continue
+		}
+		b.WriteString(s[last:start])
+		b.WriteString(Redacted)
+		last = start + len(v)
+		i = last - 1
+	}
+	if last == 0 {
+		return s
+	}
+	b.WriteString(s[last:])
+	return b.String()
+}
+
+// redactJSON replaces the values of secret members of JSON objects in s
+// ("password":"v", "pin": 1234), a string's content or a bare value.
+func (r Redactor) redactJSON(s string) string {
+	var b strings.Builder
+	last := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] != ':' {
+			continue
+		}
+		j := i
+		for j > 0 && (s[j-1] == ' ' || s[j-1] == '\t') {
+			j--
+		}
+		if j == 0 || s[j-1] != '"' {
+			continue
+		}
+		k := j - 1 // the key's closing quote; a key is a name, not any text
+		for k > 0 && isNameChar(s[k-1]) {
+			k--
+		}
+		if k == 0 || k == j-1 || s[k-1] != '"' || !r.isSecretParam(s[k:j-1]) {
+			continue
+		}
+		start := i + 1
+		for start < len(s) && (s[start] == ' ' || s[start] == '\t') {
+			start++
+		}
+		if start == len(s) || s[start] == '{' || s[start] == '[' {
+			continue
+		}
+		end := start
+		if s[start] == '"' {
+			start++
+			end = start
+			for end < len(s) && s[end] != '"' {
+				if s[end] == '\\' {
+					end++
+				}
+				end++
+			}
+			end = min(end, len(s))
+		} else {
+			for end < len(s) && !strings.ContainsRune(",}] \t\r\n", rune(s[end])) {
+				end++
+			}
+		}
+		if v := s[start:end]; v == "" || v == Redacted || v == "null" {
+			continue
+		}
+		if s[start-1] != '"' {
+			b.WriteString(s[last:start])
+			b.WriteString(`"` + Redacted + `"`)
+		} else {
+			b.WriteString(s[last:start])
+			b.WriteString(Redacted)
+		}
+		last = end
+		i = end - 1
 	}
 	if last == 0 {
 		return s
