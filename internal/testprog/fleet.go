@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // FleetWorker configures one worker process of RunFleet: an egresskit
@@ -35,6 +36,9 @@ type FleetWorker struct {
 	Loopback bool
 	// URLs are the pages it crawls, each taken by its next free goroutine.
 	URLs []string
+	// Duration, when positive, ends the crawl after it: the requests in
+	// flight then are cancelled and not counted.
+	Duration time.Duration
 }
 
 // FleetResult is what one worker process saw.
@@ -45,6 +49,14 @@ type FleetResult struct {
 	FirstError string
 	Seconds    float64   // from its first request to its last answer
 	Latency    []float64 // each request's time through the chain, seconds
+	// Hosts has what each host (host[:port]) answered.
+	Hosts map[string]FleetHost
+}
+
+// FleetHost is what one host answered one worker.
+type FleetHost struct {
+	Answers map[int]int // the answers to its attempts, by status
+	Final   map[int]int // its requests' final statuses (0: an error)
 }
 
 // OK is how many pages ended 200.
@@ -92,6 +104,9 @@ func RunFleet(t testing.TB, workers []FleetWorker) []FleetResult {
 		}
 		if w.Loopback {
 			args = append(args, "-loopback")
+		}
+		if w.Duration > 0 {
+			args = append(args, "-duration", w.Duration.String())
 		}
 		cmd := exec.Command(bin, args...)
 		cmd.Stdin = strings.NewReader(strings.Join(w.URLs, "\n") + "\n")

@@ -48,6 +48,14 @@ func TestRunFleet(t *testing.T) {
 		if r.Pages != len(workers[i].URLs) || r.OK() != r.Pages || r.Errors != 0 || len(r.Latency) != r.Pages {
 			t.Errorf("worker %d: %+v, want %d pages 200, no error, a latency each", i, r, len(workers[i].URLs))
 		}
+		if len(r.Hosts) != 1 {
+			t.Errorf("worker %d: hosts %v, want one", i, r.Hosts)
+		}
+		for h, c := range r.Hosts {
+			if c.Answers[200] != r.Pages || c.Final[200] != r.Pages {
+				t.Errorf("worker %d, host %s: %+v, want %d answers and final statuses 200", i, h, c, r.Pages)
+			}
+		}
 	}
 	mu.Lock()
 	defer mu.Unlock()

@@ -3,7 +3,8 @@
 // ignored: the test's own servers) whose per-host state is in Redis — a
 // server (-redis) or a Cluster (-cluster) — or, with neither, in memory. It
 // reads the URLs to crawl on stdin, one a line, until EOF; then crawls
-// them with -goroutines goroutines, each taking the next URL; then writes
+// them with -goroutines goroutines, each taking the next URL, until they
+// are done or -duration has passed; then writes
 // what it saw as one JSON object on stdout (testprog.FleetResult), after
 // flushing the outcomes its Store held back.
 //
@@ -22,6 +23,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -44,6 +46,43 @@ type result struct {
 	// Latency is each request's time to its answer (through the
 	// chain: pacing and in-flight waits included), in seconds.
 	Latency []float64
+	// Hosts has, per host (host[:port] of the URL), the answers its
+	// attempts got, by status (retries included), and its requests'
+	// final statuses (0: an error).
+	Hosts map[string]*host
+}
+
+// host is testprog.FleetHost, as JSON.
+type host struct {
+	Answers map[int]int
+	Final   map[int]int
+}
+
+// counter is the chain's base transport: it counts each host's answers.
+type counter struct {
+	next http.RoundTripper
+	mu   sync.Mutex // guards res.Hosts
+	res  *result
+}
+
+func (c *counter) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := c.next.RoundTrip(req)
+	if err == nil {
+		c.mu.Lock()
+		c.res.host(req.URL.Host).Answers[resp.StatusCode]++
+		c.mu.Unlock()
+	}
+	return resp, err
+}
+
+// host returns h's counts, added when new.
+func (r *result) host(h string) *host {
+	x := r.Hosts[h]
+	if x == nil {
+		x = &host{Answers: map[int]int{}, Final: map[int]int{}}
+		r.Hosts[h] = x
+	}
+	return x
 }
 
 func main() {
@@ -55,14 +94,15 @@ func main() {
 	maxInFlight := flag.Int("max-in-flight", 0, "Config.MaxInFlight (0: the default; negative: no cap)")
 	goroutines := flag.Int("goroutines", 16, "requests at once")
 	loopback := flag.Bool("loopback", false, "dial 127.0.0.1 at the URL's port, whatever its host")
+	duration := flag.Duration("duration", 0, "stop after this long, cancelling the requests in flight (0: when every URL is done)")
 	flag.Parse()
-	if err := run(*addr, *cluster, *prefix, *perMinute, *burst, *maxInFlight, *goroutines, *loopback); err != nil {
+	if err := run(*addr, *cluster, *prefix, *perMinute, *burst, *maxInFlight, *goroutines, *loopback, *duration); err != nil {
 		fmt.Fprintln(os.Stderr, "fleetworker:", err)
 		os.Exit(1)
 	}
 }
 
-func run(addr, cluster, prefix string, perMinute float64, burst, maxInFlight, goroutines int, loopback bool) error {
+func run(addr, cluster, prefix string, perMinute float64, burst, maxInFlight, goroutines int, loopback bool, duration time.Duration) error {
 	var urls []string
 	in := bufio.NewScanner(os.Stdin)
 	for in.Scan() {
@@ -86,8 +126,10 @@ func run(addr, cluster, prefix string, perMinute float64, burst, maxInFlight, go
 		}
 	}
 	defer base.CloseIdleConnections()
+	res := result{Pages: len(urls), Statuses: map[int]int{}, Hosts: map[string]*host{}}
+	cnt := &counter{next: base, res: &res}
 	cfg := egresskit.DefaultConfig()
-	cfg.Base = base
+	cfg.Base = cnt
 	cfg.IgnoreRobots = true
 	cfg.UserAgent = "FleetBot/1.0"
 	cfg.MaxInFlight = maxInFlight
@@ -118,9 +160,13 @@ func run(addr, cluster, prefix string, perMinute float64, burst, maxInFlight, go
 		return err
 	}
 	c := &http.Client{Transport: tr}
-	res := result{Pages: len(urls), Statuses: map[int]int{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if duration > 0 {
+		stop := time.AfterFunc(duration, cancel)
+		defer stop.Stop()
+	}
 	var (
-		mu   sync.Mutex // guards res
 		wg   sync.WaitGroup
 		jobs = make(chan string)
 	)
@@ -129,9 +175,12 @@ func run(addr, cluster, prefix string, perMinute float64, burst, maxInFlight, go
 		wg.Go(func() {
 			for u := range jobs {
 				t0 := time.Now()
-				status, err := get(c, u)
+				status, err := get(ctx, c, u)
 				d := time.Since(t0).Seconds()
-				mu.Lock()
+				if ctx.Err() != nil && (err == nil || errors.Is(err, context.Canceled)) {
+					continue // cut by the end of the run
+				}
+				cnt.mu.Lock()
 				res.Latency = append(res.Latency, d)
 				if err != nil {
 					res.Errors++
@@ -141,12 +190,20 @@ func run(addr, cluster, prefix string, perMinute float64, burst, maxInFlight, go
 				} else {
 					res.Statuses[status]++
 				}
-				mu.Unlock()
+				if h, err := url.Parse(u); err == nil {
+					res.host(h.Host).Final[status]++
+				}
+				cnt.mu.Unlock()
 			}
 		})
 	}
+feed:
 	for _, u := range urls {
-		jobs <- u
+		select {
+		case jobs <- u:
+		case <-ctx.Done():
+			break feed
+		}
 	}
 	close(jobs)
 	wg.Wait()
@@ -162,8 +219,12 @@ func run(addr, cluster, prefix string, perMinute float64, burst, maxInFlight, go
 }
 
 // get fetches u through c and reads its body to the end.
-func get(c *http.Client, u string) (int, error) {
-	resp, err := c.Get(u)
+func get(ctx context.Context, c *http.Client, u string) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, "GET", u, nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := c.Do(req)
 	if err != nil {
 		return 0, err
 	}
