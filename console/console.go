@@ -49,6 +49,7 @@
 package console
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -108,4 +109,35 @@ func New(cfg Config) (http.Handler, error) {
 		cfg.SessionTTL = 8 * time.Hour
 	}
 	return newServer(cfg), nil
+}
+
+// Format writes the configuration with its Token replaced by
+// "[redacted]", for every verb.
+func (c Config) Format(f fmt.State, _ rune) {
+	fmt.Fprintf(f, "console.Config{Store:%T, Audit:%t, AuditFiles:%q, Token:%s, ReadOnly:%t, HostKey:%v, Hosts:%q, SecureCookies:%t, SessionTTL:%s}",
+		c.Store, c.Audit != nil, c.AuditFiles, redactedToken(c.Token), c.ReadOnly, c.HostKey, c.Hosts, c.SecureCookies, c.SessionTTL)
+}
+
+// MarshalJSON writes the configuration with its Token replaced by
+// "[redacted]", and the Store and Audit by whether they are set.
+func (c Config) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Store         string        `json:"store"`
+		Audit         bool          `json:"audit"`
+		AuditFiles    []string      `json:"audit_files"`
+		Token         string        `json:"token"`
+		ReadOnly      bool          `json:"read_only"`
+		HostKey       string        `json:"host_key"`
+		Hosts         []string      `json:"hosts"`
+		SecureCookies bool          `json:"secure_cookies"`
+		SessionTTL    time.Duration `json:"session_ttl"`
+	}{fmt.Sprintf("%T", c.Store), c.Audit != nil, c.AuditFiles, redactedToken(c.Token), c.ReadOnly,
+		fmt.Sprint(c.HostKey), c.Hosts, c.SecureCookies, c.SessionTTL})
+}
+
+func redactedToken(tok string) string {
+	if tok == "" {
+		return ""
+	}
+	return "[redacted]"
 }

@@ -36,11 +36,12 @@ func TestSecretsNeverShown(t *testing.T) {
 		},
 		OnError: func(err error) { hooked = append(hooked, err) },
 	})
-	created, err := m.Create(ctx, "s1", session.CreateOptions{
+	opts := session.CreateOptions{
 		Endpoint: "ep-1",
 		Header:   http.Header{"Authorization": {"Basic " + secret}, "Cookie": {"c=" + secret}},
 		Token:    session.Token{Type: "Bearer", Value: secret, Refresh: secret, Expires: now.Add(-time.Second)},
-	})
+	}
+	created, err := m.Create(ctx, "s1", opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,6 +73,8 @@ func TestSecretsNeverShown(t *testing.T) {
 		add("secret "+verb, fmt.Sprintf(verb, s.Token.Value))
 		add("key "+verb, fmt.Sprintf(verb, key))
 		add("keys "+verb, fmt.Sprintf(verb, []session.Key{key}))
+		add("options "+verb, fmt.Sprintf(verb, opts))
+		add("*options "+verb, fmt.Sprintf(verb, &opts))
 	}
 	for _, h := range []func(*bytes.Buffer) slog.Handler{
 		func(b *bytes.Buffer) slog.Handler { return slog.NewJSONHandler(b, nil) },
@@ -81,9 +84,10 @@ func TestSecretsNeverShown(t *testing.T) {
 		logger := slog.New(h(&logged))
 		logger.Info("session", "s", s, "token", s.Token, "value", s.Token.Value, "key", key)
 		logger.Info("session value", "s", *s, "refresh", s.Token.Refresh, "keys", []session.Key{key})
+		logger.Info("options", "o", opts, "po", &opts, "sessions", []session.Session{*s})
 		add("slog", logged.String())
 	}
-	for _, v := range []any{s.Token, &s.Token, s.Token.Value, key, []session.Key{key}} {
+	for _, v := range []any{s, *s, []*session.Session{s}, opts, &opts, s.Token, &s.Token, s.Token.Value, key, []session.Key{key}} {
 		js, err := json.Marshal(v)
 		add("json", string(js))
 		if err != nil {

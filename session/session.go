@@ -1,6 +1,7 @@
 package session
 
 import (
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -12,8 +13,8 @@ import (
 )
 
 // Session is a snapshot of one session, opened, as Manager.Get returns it
-// to a crawler author. Its fmt output for every verb and its LogValue show
-// names and counts, never a cookie, header or token value.
+// to a crawler author. Its fmt output for every verb, its LogValue and its
+// JSON show names and counts, never a cookie, header or token value.
 type Session struct {
 	// ID names the session.
 	ID string
@@ -125,4 +126,59 @@ func headerNames(h http.Header) []string {
 	}
 	slices.Sort(names)
 	return names
+}
+
+// sessionJSON is a Session as MarshalJSON writes it: names and counts.
+type sessionJSON struct {
+	ID       string    `json:"id"`
+	Version  uint64    `json:"version"`
+	Created  time.Time `json:"created"`
+	Expires  time.Time `json:"expires"`
+	Endpoint string    `json:"endpoint,omitempty"`
+	Headers  []string  `json:"headers"`
+	Token    tokenJSON `json:"token"`
+	Cookies  []string  `json:"cookies"`
+	Lease    uint64    `json:"lease,omitempty"`
+}
+
+// tokenJSON is a Token without its secrets.
+type tokenJSON struct {
+	Type    string    `json:"type,omitempty"`
+	Set     bool      `json:"set"`
+	Expires time.Time `json:"expires,omitzero"`
+}
+
+func (t Token) json() tokenJSON { return tokenJSON{Type: t.Type, Set: t.Value != "", Expires: t.Expires} }
+
+// MarshalJSON writes the session by names and counts: header names,
+// cookie names, whether a token is set; never a header, cookie or token
+// value, so that encoders working by reflection (encoding/json, slog's
+// JSON handler, zap, zerolog) show no credential.
+func (s Session) MarshalJSON() ([]byte, error) {
+	cookies := make([]string, 0, len(s.Cookies))
+	for _, c := range s.Cookies {
+		if c != nil {
+			cookies = append(cookies, c.Name)
+		}
+	}
+	return json.Marshal(sessionJSON{ID: s.ID, Version: s.Version, Created: s.Created, Expires: s.Expires,
+		Endpoint: s.Endpoint, Headers: headerNames(s.Header), Token: s.Token.json(), Cookies: cookies,
+		Lease: s.Lease.Token})
+}
+
+// Format writes the options by names, never by value, for every verb.
+func (o CreateOptions) Format(f fmt.State, _ rune) {
+	fmt.Fprintf(f, "session.CreateOptions{TTL:%s, Endpoint:%q, Header:%v, Token:%s}", o.TTL, o.Endpoint,
+		headerNames(o.Header), o.Token.describe())
+}
+
+// MarshalJSON writes the options by names: header names and whether a
+// token is set, never a value.
+func (o CreateOptions) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		TTL      time.Duration `json:"ttl"`
+		Endpoint string        `json:"endpoint,omitempty"`
+		Headers  []string      `json:"headers"`
+		Token    tokenJSON     `json:"token"`
+	}{o.TTL, o.Endpoint, headerNames(o.Header), o.Token.json()})
 }

@@ -57,7 +57,10 @@ func TestBudget(t *testing.T) {
 	// 382 and 113 since issue 38's errors: ErrTryLater, RetryAt and
 	// ratelimit.WaitError (the one action "try the host later", and when),
 	// and redisstore's Store.Close (a worker's last records flushed).
-	const maxTotal, maxCore = 382, 113
+	// 388 since issue 37: console.ErrWeakToken, and the redacting Format
+	// and MarshalJSON of session.Session, session.CreateOptions and
+	// console.Config (no credential in any encoding).
+	const maxTotal, maxCore = 388, 113
 	if total > maxTotal || coreN > maxCore {
 		t.Errorf("exported names: %d in all (ceiling %d), %d in the core (ceiling %d): remove a name before adding one", total, maxTotal, coreN, maxCore)
 	}
