@@ -56,12 +56,14 @@ fuzz:
 # time, about fifteen minutes), the
 # broad crawl of 200 hosts with stray 429s (3 minutes in memory, 3 with
 # Redis), the fleet of worker processes against a slowing server, the
-# in-flight cap against a slowing server for a minute, then the bench
+# crawl-scale fleet (3 processes, a 3-master Redis Cluster, 1,000 hosts of
+# mixed kinds, 3 minutes), the in-flight cap against a slowing server for a minute, then the bench
 # module's benchmarks.
 bench:
 	$(GO) test -count=1 -parallel 16 -timeout 40m -run '^TestConvergesOnLimiters$$' -v . -args -converge.all | tee bench/converge.txt
 	$(GO) test -count=1 -timeout 20m -run '^TestBroadCrawlStray429s$$' -v . -args -broad.long | tee bench/broadcrawl.txt
 	$(GO) test -count=1 -run '^TestSlowServerFleet$$' -v . -args -slowfleet.procs | tee bench/slowfleet.txt
+	cd bench && $(GO) test -count=1 -timeout 20m -run '^TestCrawlScale$$' -v . -args -crawlscale.long | tee crawlscale.txt
 	$(GO) test -count=1 -run '^TestInFlightCapSlowServer$$' -v . -args -inflight.long
 	$(MAKE) -C bench results
 

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # run-broad.sh prints the Markdown sections of RESULTS.md for the broad
-# crawl with stray 429s (issue 35) and the slowing server crawled by a
-# fleet (issue 36): it runs BenchmarkBroadCrawl with the bench test binary
-# given as $1 (built by run.sh; without it, it builds one), and renders the
-# root package's TestBroadCrawlStray429s -broad.long and TestSlowServerFleet
-# -slowfleet.procs output, which the root Makefile's bench target writes to
-# broadcrawl.txt and slowfleet.txt first. run.sh calls it inside the block
+# crawl with stray 429s (issue 35), the slowing server crawled by a fleet
+# and the crawl-scale fleet (issue 36): it runs BenchmarkBroadCrawl with
+# the bench test binary given as $1 (built by run.sh; without it, it
+# builds one), and renders the root package's TestBroadCrawlStray429s
+# -broad.long and TestSlowServerFleet -slowfleet.procs output and this
+# module's TestCrawlScale -crawlscale.long output, which the root
+# Makefile's bench target writes to broadcrawl.txt, slowfleet.txt and
+# crawlscale.txt first. run.sh calls it inside the block
 # that writes RESULTS.md; progress goes to stderr.
 #
 # Environment: GO (default go), BROAD_RUN (each contender's crawl, default
@@ -69,6 +71,33 @@ slow_fleet_table() {
 	}' slowfleet.txt
 }
 
+# crawl_scale_table renders the crawl-scale-kind lines of crawlscale.txt.
+crawl_scale_table() {
+	if [ ! -s crawlscale.txt ]; then
+		echo "| (not run: \`make bench\` at the root runs it first) | | | | | |"
+		return
+	fi
+	awk '/crawl-scale-kind kind=/ {
+		delete v
+		for (i = 1; i <= NF; i++) if (split($i, kv, "=") == 2) v[kv[1]] = kv[2]
+		ratio = v["ratio"] == "—" ? "—" : sprintf("%.2f×", v["ratio"])
+		printf "| %s | %d | %.1f | %d / %d | %s | %d of %d |\n", v["kind"], v["hosts"], v["allowed"],
+			v["ok"], v["requests"], ratio, v["throttled"], v["attempts"]
+	}' crawlscale.txt
+}
+
+# crawl_scale_summary renders the crawl-scale line of crawlscale.txt.
+crawl_scale_summary() {
+	[ -s crawlscale.txt ] || return 0
+	awk '/crawl-scale hosts=/ {
+		delete v
+		for (i = 1; i <= NF; i++) if (split($i, kv, "=") == 2) v[kv[1]] = kv[2]
+		printf "In all: %d hosts, %.1f pages 200 a second of %.1f allowed (%.2f×); %d of %d attempts 429 (%.1f %%); ", v["hosts"], v["ok"] / v["seconds"], v["allowed"], v["ratio"], v["throttled"], v["attempts"], 100 * v["throttled"] / v["attempts"]
+		printf "%.2f EVALSHA a request; slowing hosts: p95 latency over service time median %.2f, max %.2f; ", v["evalsha-per-request"], v["slow-p95-over-service-median"], v["slow-p95-over-service-max"]
+		printf "most requests in flight at one host across the fleet %d; most requests to a failing host %d, to a refusing host %d.\n", v["peak"], v["failing-most"], v["refusing-most"]
+	}' crawlscale.txt
+}
+
 cat <<EOF
 
 ## A broad crawl with stray refusals
@@ -107,4 +136,21 @@ against 2 workers at most 6 in flight, p95 at most 300 ms, at least 0.8×.
 | case | workers × goroutines | server | in flight max (mean) | p50 / p95 | throughput / capacity | pages 200 |
 |---|---|---|---:|---:|---:|---:|
 $(slow_fleet_table)
+
+## A fleet at crawl scale
+
+This module's \`TestCrawlScale -crawlscale.long\` (issue 36): 3 worker processes sharing a real 3-master
+Redis Cluster, each crawling every host with 2 goroutines a host, all 1,000 hosts at once, for 3 minutes,
+every host configured at 12 requests a minute: healthy hosts; hosts behind real nginx (\`limit_req\` 6 a
+minute, burst 1 nodelay) and HAProxy (2 per 20 s sliding, refused requests counted), each host limited
+on its own; slowing hosts (one worker, 8 s a page, the rest queued); hosts answering 2 % of requests
+429 at random; failing hosts (503); refusing hosts (a 403 challenge). Allowed: what the hosts allow a
+second, summed per kind. The bars: at most 1.1 EVALSHA a request; a slowing host at most 2 in flight,
+p95 at most 3× its service time.
+
+| kind | hosts | allowed r/s | pages 200 / requests | achieved / allowed | attempts 429 |
+|---|---:|---:|---:|---:|---:|
+$(crawl_scale_table)
+
+$(crawl_scale_summary)
 EOF

@@ -39,6 +39,10 @@ type FleetWorker struct {
 	// Duration, when positive, ends the crawl after it: the requests in
 	// flight then are cancelled and not counted.
 	Duration time.Duration
+	// PerHost, when positive, crawls each host with PerHost goroutines of
+	// its own, each taking the host's next URL, instead of Goroutines for
+	// all: a crawl of many hosts at once, none waiting behind another.
+	PerHost int
 }
 
 // FleetResult is what one worker process saw.
@@ -55,8 +59,9 @@ type FleetResult struct {
 
 // FleetHost is what one host answered one worker.
 type FleetHost struct {
-	Answers map[int]int // the answers to its attempts, by status
-	Final   map[int]int // its requests' final statuses (0: an error)
+	Answers    map[int]int // the answers to its attempts, by status
+	Final      map[int]int // its requests' final statuses (0: an error)
+	FirstError string      // of its first request that ended in an error
 }
 
 // OK is how many pages ended 200.
@@ -104,6 +109,9 @@ func RunFleet(t testing.TB, workers []FleetWorker) []FleetResult {
 		}
 		if w.Loopback {
 			args = append(args, "-loopback")
+		}
+		if w.PerHost > 0 {
+			args = append(args, "-per-host", strconv.Itoa(w.PerHost))
 		}
 		if w.Duration > 0 {
 			args = append(args, "-duration", w.Duration.String())

@@ -54,8 +54,9 @@ type result struct {
 
 // host is testprog.FleetHost, as JSON.
 type host struct {
-	Answers map[int]int
-	Final   map[int]int
+	Answers    map[int]int
+	Final      map[int]int
+	FirstError string `json:",omitempty"`
 }
 
 // counter is the chain's base transport: it counts each host's answers.
@@ -95,14 +96,15 @@ func main() {
 	goroutines := flag.Int("goroutines", 16, "requests at once")
 	loopback := flag.Bool("loopback", false, "dial 127.0.0.1 at the URL's port, whatever its host")
 	duration := flag.Duration("duration", 0, "stop after this long, cancelling the requests in flight (0: when every URL is done)")
+	perHost := flag.Int("per-host", 0, "crawl each host with this many goroutines of its own, taking its URLs in order, instead of -goroutines for all")
 	flag.Parse()
-	if err := run(*addr, *cluster, *prefix, *perMinute, *burst, *maxInFlight, *goroutines, *loopback, *duration); err != nil {
+	if err := run(*addr, *cluster, *prefix, *perMinute, *burst, *maxInFlight, *goroutines, *loopback, *duration, *perHost); err != nil {
 		fmt.Fprintln(os.Stderr, "fleetworker:", err)
 		os.Exit(1)
 	}
 }
 
-func run(addr, cluster, prefix string, perMinute float64, burst, maxInFlight, goroutines int, loopback bool, duration time.Duration) error {
+func run(addr, cluster, prefix string, perMinute float64, burst, maxInFlight, goroutines int, loopback bool, duration time.Duration, perHost int) error {
 	var urls []string
 	in := bufio.NewScanner(os.Stdin)
 	for in.Scan() {
@@ -166,46 +168,69 @@ func run(addr, cluster, prefix string, perMinute float64, burst, maxInFlight, go
 		stop := time.AfterFunc(duration, cancel)
 		defer stop.Stop()
 	}
-	var (
-		wg   sync.WaitGroup
-		jobs = make(chan string)
-	)
-	start := time.Now()
-	for range goroutines {
-		wg.Go(func() {
-			for u := range jobs {
-				t0 := time.Now()
-				status, err := get(ctx, c, u)
-				d := time.Since(t0).Seconds()
-				if ctx.Err() != nil && (err == nil || errors.Is(err, context.Canceled)) {
-					continue // cut by the end of the run
-				}
-				cnt.mu.Lock()
-				res.Latency = append(res.Latency, d)
-				if err != nil {
-					res.Errors++
-					if res.FirstError == "" {
-						res.FirstError = err.Error()
-					}
-				} else {
-					res.Statuses[status]++
-				}
-				if h, err := url.Parse(u); err == nil {
-					res.host(h.Host).Final[status]++
-				}
-				cnt.mu.Unlock()
+	var wg sync.WaitGroup
+	// crawl crawls the URLs of jobs until it is closed.
+	crawl := func(jobs <-chan string) {
+		for u := range jobs {
+			t0 := time.Now()
+			status, err := get(ctx, c, u)
+			d := time.Since(t0).Seconds()
+			if ctx.Err() != nil && (err == nil || errors.Is(err, context.Canceled)) {
+				continue // cut by the end of the run
 			}
-		})
-	}
-feed:
-	for _, u := range urls {
-		select {
-		case jobs <- u:
-		case <-ctx.Done():
-			break feed
+			cnt.mu.Lock()
+			res.Latency = append(res.Latency, d)
+			if err != nil {
+				res.Errors++
+				if res.FirstError == "" {
+					res.FirstError = err.Error()
+				}
+			} else {
+				res.Statuses[status]++
+			}
+			if p, perr := url.Parse(u); perr == nil {
+				h := res.host(p.Host)
+				h.Final[status]++
+				if err != nil && h.FirstError == "" {
+					h.FirstError = err.Error()
+				}
+			}
+			cnt.mu.Unlock()
 		}
 	}
-	close(jobs)
+	// feed sends urls to jobs until they are done or the run ends.
+	feed := func(jobs chan<- string, urls []string) {
+		defer close(jobs)
+		for _, u := range urls {
+			select {
+			case jobs <- u:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}
+	start := time.Now()
+	if perHost > 0 {
+		byHost := map[string][]string{}
+		for _, u := range urls {
+			if p, err := url.Parse(u); err == nil {
+				byHost[p.Host] = append(byHost[p.Host], u)
+			}
+		}
+		for _, hu := range byHost {
+			jobs := make(chan string)
+			for range perHost {
+				wg.Go(func() { crawl(jobs) })
+			}
+			wg.Go(func() { feed(jobs, hu) })
+		}
+	} else {
+		jobs := make(chan string)
+		for range goroutines {
+			wg.Go(func() { crawl(jobs) })
+		}
+		feed(jobs, urls)
+	}
 	wg.Wait()
 	res.Seconds = time.Since(start).Seconds()
 	if flush != nil {
