@@ -300,7 +300,7 @@ func (e *attemptEnd) settled(r classify.Result) {
 	if e.resp != nil {
 		r.Latency = e.took
 	}
-	counted, shared := t.connFails.countable(r, e.err, e.conn, time.Now())
+	counted, shared := t.connFails.countable(r, e.err, e.conn)
 	e.shared = shared
 	eff, err := t.record(e.ctx, e.key, e.adm, counted)
 	if err != nil && r.Outcome == classify.Refused && !eff.Halted {

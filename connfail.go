@@ -80,9 +80,10 @@ var sameConnFailure = classify.Result{Outcome: classify.Canceled, Reason: "faile
 // countable returns what the host's state records for r, the Result of an
 // attempt sent on conn that ended with the transport error err: r itself,
 // unless r is a transport failure of a connection whose failure was
-// counted already, and then sameConnFailure and true.
-func (f *connFails) countable(r classify.Result, err error, conn any, now time.Time) (classify.Result, bool) {
-	if err == nil || conn == nil || r.Outcome != classify.Transient || f.first(conn, now) {
+// counted already, and then sameConnFailure and true. The clock is read
+// only for a transport failure on a connection.
+func (f *connFails) countable(r classify.Result, err error, conn any) (classify.Result, bool) {
+	if err == nil || conn == nil || r.Outcome != classify.Transient || f.first(conn, time.Now()) {
 		return r, false
 	}
 	return sameConnFailure, true
