@@ -3,8 +3,9 @@
 // benchmark is one round), and writes Markdown tables: for BenchmarkPeers,
 // each contender's wall and CPU time per request, its overhead over the
 // bare client (the median over rounds of the difference within a round),
-// that overhead as a multiple of failsafe-go's, and its bytes and
-// allocations; for BenchmarkPeersLoopback, each contender's throughput as
+// that overhead as a multiple of failsafe-go's, the fastest round's wall
+// time (less disturbed by a busy machine than the median), and its bytes
+// and allocations; for BenchmarkPeersLoopback, each contender's throughput as
 // a share of the bare client's (the median of the ratios within a round).
 //
 // Usage:
@@ -183,24 +184,40 @@ func (rs *results) write(w io.Writer) {
 }
 
 func (g *group) writeMemory(w io.Writer) {
-	fmt.Fprintf(w, "`%s` (medians of %d rounds; overheads are medians of the per-round differences from `bare`)\n\n", g.name, len(g.rounds["bare"]))
-	fmt.Fprintln(w, "| contender | ns/op | over bare | × failsafe's | cpu-ns/op | CPU over bare | B/op | allocs/op |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintf(w, "`%s` (medians of %d rounds; overheads are medians of the per-round differences from `bare`; best: the fastest round of each)\n\n", g.name, len(g.rounds["bare"]))
+	fmt.Fprintln(w, "| contender | ns/op | over bare | × failsafe's | best ns/op | best over bare | cpu-ns/op | CPU over bare | × failsafe's | B/op | allocs/op |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	fsOver := median(g.paired("failsafe", "ns/op", diff))
+	fsCPU := median(g.paired("failsafe", "cpu-ns/op", diff))
+	bestBare := minimum(g.values("bare", "ns/op"))
 	for _, impl := range g.impls {
-		over, cpuOver, times := "—", "—", "—"
+		over, times, bestOver, cpuOver, cpuTimes := "—", "—", "—", "—", "—"
+		best := minimum(g.values(impl, "ns/op"))
 		if impl != "bare" {
 			o := median(g.paired(impl, "ns/op", diff))
-			over = fmt.Sprintf("%+.2f µs", o/1000)
-			cpuOver = fmt.Sprintf("%+.2f µs", median(g.paired(impl, "cpu-ns/op", diff))/1000)
+			c := median(g.paired(impl, "cpu-ns/op", diff))
+			over, cpuOver = fmt.Sprintf("%+.2f µs", o/1000), fmt.Sprintf("%+.2f µs", c/1000)
+			bestOver = fmt.Sprintf("%+.2f µs", (best-bestBare)/1000)
 			if fsOver > 0 {
 				times = fmt.Sprintf("%.2f×", o/fsOver)
 			}
+			if fsCPU > 0 {
+				cpuTimes = fmt.Sprintf("%.2f×", c/fsCPU)
+			}
 		}
-		fmt.Fprintf(w, "| %s | %.0f | %s | %s | %.0f | %s | %.0f | %.0f |\n", impl,
-			median(g.values(impl, "ns/op")), over, times, median(g.values(impl, "cpu-ns/op")), cpuOver,
+		fmt.Fprintf(w, "| %s | %.0f | %s | %s | %.0f | %s | %.0f | %s | %s | %.0f | %.0f |\n", impl,
+			median(g.values(impl, "ns/op")), over, times, best, bestOver,
+			median(g.values(impl, "cpu-ns/op")), cpuOver, cpuTimes,
 			median(g.values(impl, "B/op")), median(g.values(impl, "allocs/op")))
 	}
+}
+
+// minimum returns the least of xs, or NaN when there is none.
+func minimum(xs []float64) float64 {
+	if len(xs) == 0 {
+		return nan()
+	}
+	return slices.Min(xs)
 }
 
 func (g *group) writeLoopback(w io.Writer) {
