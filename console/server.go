@@ -67,7 +67,7 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Referrer-Policy", "same-origin") // no-referrer would make a form's Origin "null"
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Frame-Options", "DENY")
 	if !s.hostOK(r.Host) {
@@ -151,6 +151,9 @@ func (s *server) originOK(r *http.Request) bool {
 	o := r.Header.Get("Origin")
 	if o == "" {
 		return true // not a browser, or one that says nothing: the CSRF token decides
+	}
+	if o == "null" && r.Header.Get("Sec-Fetch-Site") == "same-origin" {
+		return true // a browser that hides the origin but says it is the same
 	}
 	u, err := url.Parse(o)
 	return err == nil && u.Host != "" && strings.EqualFold(u.Host, r.Host)

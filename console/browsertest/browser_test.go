@@ -202,7 +202,8 @@ func TestConsoleInBrowser(t *testing.T) {
 		chromedp.Click(`button[type="submit"]`),
 		chromedp.WaitVisible(`section.card`),
 	); err != nil {
-		t.Fatalf("signing in: %v", err)
+		page, _ := run(ctx, chromedp.OuterHTML("html"))
+		t.Fatalf("signing in: %v\n%s", err, page)
 	}
 	queue := seen.grab(ctx, t)
 	for _, want := range []string{key, "403", "TestBot is blocked by policy", "api_key=REDACTED", "Breaker", "Pacing"} {
