@@ -38,6 +38,7 @@ type broadShape struct {
 type broadStats struct {
 	windows       []int64 // pages answered 200, by window of the run
 	callerErrors  int     // requests that ended in an error
+	tryLater      int     // of them egresskit.ErrTryLater (a wait past MaxWait)
 	callerRefused int     // requests that ended in a status other than 200
 	firstError    string
 	answered      int       // answers of the server, 429s included
@@ -71,9 +72,9 @@ func (s broadStats) String() string {
 		w[i] = fmt.Sprint(n)
 	}
 	return fmt.Sprintf("pages 200 by window: %s (last/second %.2f×); pacing rates at the end min %.0f, p10 %.0f, p50 %.0f a minute; "+
-		"%d caller errors, %d requests ended not 200; %d of %d answers 429 (%.2f%%)",
+		"%d caller errors (%d ErrTryLater), %d requests ended not 200; %d of %d answers 429 (%.2f%%)",
 		strings.Join(w, " "), s.ratio(), s.rate(0), s.rate(0.1), s.rate(0.5),
-		s.callerErrors, s.callerRefused, s.refused, s.answered, 100*s.share())
+		s.callerErrors, s.tryLater, s.callerRefused, s.refused, s.answered, 100*s.share())
 }
 
 // broadCrawl runs shape.workers goroutines through tr for shape.run, each
@@ -118,6 +119,9 @@ func broadCrawl(t *testing.T, tr *egresskit.Transport, shape broadShape) broadSt
 				switch {
 				case err != nil:
 					st.callerErrors++
+					if errors.Is(err, egresskit.ErrTryLater) {
+						st.tryLater++
+					}
 					if st.firstError == "" {
 						st.firstError = err.Error()
 					}
