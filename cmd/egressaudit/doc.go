@@ -31,11 +31,13 @@
 // prints the lines as they are. show also verifies the log and reports a
 // bad chain on standard error.
 //
-// Exit status:
+// Exit status, as for every egresskit command:
 //
 //	0   the log verifies (show: and was shown)
-//	1   the log does not verify: tampered, cut short, or missing its anchor
-//	64  usage error: a bad flag or anchor, no file, a file that cannot be read
+//	1   failure: the file is missing, a directory, or cannot be read
+//	2   usage: a bad flag or anchor, no FILE
+//	3   TAMPERED: the log does not verify (edited, cut short, or missing
+//	    its anchor)
 //
 // One command with three subcommands, rather than more flags on
 // preflight: preflight's exit codes are an orchestrator's API and stay as

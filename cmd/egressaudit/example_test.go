@@ -49,5 +49,5 @@ func Example() {
 	// verify: exit 0
 	// 2026-03-01T10:03:00Z      3 halt         host="shop.example" outcome="refused" status=403 markers=[] reason="challenge marker"
 	// show: exit 0
-	// verify after an edit: exit 1
+	// verify after an edit: exit 3
 }

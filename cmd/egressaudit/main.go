@@ -12,26 +12,30 @@ import (
 	"github.com/egresskit/egresskit/telemetry"
 )
 
-// Exit statuses; see the package documentation.
+// Exit statuses, the convention of every egresskit command; see the
+// package documentation.
 const (
 	exitOK       = 0
-	exitTampered = 1
-	exitUsage    = 64
+	exitFailure  = 1 // could not do it: a file missing or unreadable
+	exitUsage    = 2
+	exitTampered = 3 // the verdict: the log does not verify
 )
 
 const usage = `Usage:
-  egressaudit verify [-anchor SEQ:HASH] FILE   check the hash chain; exit 1 names the first bad line
+  egressaudit verify [-anchor SEQ:HASH] FILE   check the hash chain; exit 3 names the first bad line
   egressaudit show [flags] FILE                print the records (-help for the filters)
   egressaudit head FILE                        print the anchor SEQ:HASH of the last line
 
-Exit status: 0 valid, 1 tampered or cut short, 64 usage error.
+Exit status: 0 valid; 1 failure (a file missing or unreadable); 2 usage;
+3 TAMPERED: edited, cut short, or missing its anchor.
 `
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// usageError is an error the user can fix; it exits with status 64.
+// usageError is an error the user can fix on the command line; it exits
+// with status 2.
 type usageError struct{ msg string }
 
 func (e usageError) Error() string { return e.msg }
@@ -83,7 +87,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return exitTampered
 	}
 	fmt.Fprintf(stderr, "egressaudit: %v\n", err)
-	return exitUsage // a file that cannot be read: the caller's to fix
+	return exitFailure // a file that cannot be read
 }
 
 // describe says where a log is bad, in the form FILE:LINE: reason.
@@ -127,7 +131,7 @@ func (helpError) Is(target error) bool { return target == flag.ErrHelp }
 
 // subUsage is each subcommand's synopsis, for its -help.
 var subUsage = map[string]string{
-	"verify": "verify [-anchor SEQ:HASH] FILE    check the hash chain; exit 1 names the first bad line",
+	"verify": "verify [-anchor SEQ:HASH] FILE    check the hash chain; exit 3 names the first bad line",
 	"show":   "show [flags] FILE                 print the records, filtered by the flags:",
 	"head":   "head FILE                         print the anchor SEQ:HASH of the last line",
 }
@@ -147,14 +151,14 @@ func files(path string) ([]string, error) {
 		if errors.As(err, &pe) {
 			err = pe.Err
 		}
-		return nil, usagef("%s: %v", path, err)
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if fi.IsDir() {
-		return nil, usagef("%s: is a directory, want the log file", path)
+		return nil, fmt.Errorf("%s: is a directory, want the log file", path)
 	}
 	fs, err := telemetry.AuditFiles(path)
 	if err != nil {
-		return nil, usagef("%s: %v", path, err)
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return fs, nil
 }

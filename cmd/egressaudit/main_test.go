@@ -272,15 +272,19 @@ func TestUsage(t *testing.T) {
 		{"bad anchor", []string{"verify", "-anchor", "12", path}, "SEQ:HASH"},
 		{"anchor with short hash", []string{"verify", "-anchor", "12:abc", path}, "SEQ:HASH"},
 		{"unknown flag", []string{"verify", "-strict", path}, "flag provided but not defined"},
+		{"bad time", []string{"show", "-since", "yesterday", path}, "-since"},
 		{"missing file", []string{"verify", filepath.Join(dir, "absent.jsonl")}, "no such file"},
 		{"directory", []string{"head", dir}, "is a directory"},
-		{"bad time", []string{"show", "-since", "yesterday", path}, "-since"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := runBinary(t, tt.args...)
-			if r.code != exitUsage || !strings.Contains(r.stderr, tt.want) {
-				t.Errorf("egressaudit %v: exit %d, stderr %q; want 64 and %q", tt.args, r.code, r.stderr, tt.want)
+			want := exitUsage
+			if tt.name == "missing file" || tt.name == "directory" {
+				want = exitFailure // not a usage error: the file is the problem
+			}
+			if r.code != want || !strings.Contains(r.stderr, tt.want) {
+				t.Errorf("egressaudit %v: exit %d, stderr %q; want %d and %q", tt.args, r.code, r.stderr, want, tt.want)
 			}
 		})
 	}
