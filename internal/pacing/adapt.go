@@ -56,36 +56,41 @@ const (
 
 // A stray refusal's bounds (see isStray).
 const (
-	strayDemand   = 0.5  // a demand below this share of the rate: the pace did not bind
+	strayDemand   = 0.8  // a demand below this share of the rate (or learnt ceiling): the pace did not bind
 	strayInFlight = 0.5  // fewer attempts in flight on average: none waited at the host
 	strayShare    = 0.15 // a refused share of answers from this on: a limit, not strays
 	strayBound    = 0.5  // admissions waiting for a token less often than this: the pace did not bind
+	strayGaps     = 4    // gaps between OKs that make the crawl's demand known
 	straySlack    = 10e3 // microseconds of latency over latRise times the base: the host delays us
 	shareWeight   = 1.0 / 32
 	boundWeight   = 1.0 / 16
 )
 
-// isStray reports whether a refusal now is a stray rather than a limit
-// reached: the host was answering the crawl's own demand, far below its
-// pace and below any rate it refused (the accepted rate under strayDemand
-// of the higher of the two), the pace did not bind (admissions seldom
-// waited for a token), no attempt waited at the host (Little's law:
-// accepted rate × latency under strayInFlight) and the host did not
-// delay our attempts (its fast latency under latRise times its base,
-// and straySlack), and refusals are rare
-// (their share of answers under strayShare). The pace says nothing of the
-// host's limit then; the refusal is paid for with its pause alone. A
-// limit below the crawl's demand refuses often enough to be learnt all
-// the same. Before an OK's spacing is known, no refusal is a stray.
-func (e *entry) isStray() bool {
-	if e.share >= strayShare || e.bound >= strayBound || e.latFast > latRise*e.latBase+straySlack {
+// isStray reports whether a refusal at now is a stray rather than a
+// limit reached: the pace did not bind (admissions seldom waited for a
+// token, the latest did not, and none waits now), the host did not delay our attempts (its
+// fast latency under latRise times its base, and straySlack), refusals
+// are rare (their share of answers under strayShare), and, once the
+// crawl's demand is known (strayGaps gaps between OKs), the host was
+// answering that demand far below its pace and below any rate it refused
+// (the accepted rate under strayDemand of the higher of the two) with no
+// attempt waiting there (Little's law: accepted rate × latency under
+// strayInFlight). The pace says nothing of the host's limit then; the
+// refusal is paid for with its pause alone. A limit below the crawl's
+// demand refuses often enough to be learnt all the same. A refusal before
+// any two OKs is no stray: nothing is known of the host.
+func (e *entry) isStray(now time.Time) bool {
+	if e.gaps == 0 || e.share >= strayShare || e.bound >= strayBound || e.latFast > latRise*e.latBase+straySlack {
 		return false
+	}
+	if e.waited || e.lim.tokensAt(e.lim.clock(now)) < 0 {
+		return false // an admission waits for its token: the pace binds now
+	}
+	if e.gaps < strayGaps {
+		return true
 	}
 	demand := e.accepted()
-	if !(demand > 0 && demand < max(e.perMinute, e.learnt)*strayDemand) {
-		return false
-	}
-	return demand/60e6*max(e.latFast, e.latBase) < strayInFlight
+	return demand < max(e.perMinute, e.learnt)*strayDemand && demand/60e6*max(e.latFast, e.latBase) < strayInFlight
 }
 
 // The latency averages' weights: the fast average's, and how far toward a
@@ -229,7 +234,7 @@ func (s *Set) throttled(e *entry, now time.Time, retryAfter time.Duration) (floo
 	pause := max(retryAfter, 0)
 	defer func() { e.share += (1 - e.share) * shareWeight }()
 	if !now.Before(e.pausedUntil) { // a new episode
-		stray := e.isStray()
+		stray := e.isStray(now)
 		switch {
 		case stray:
 			// Paid for with its pause alone: the rate, the learnt
@@ -315,15 +320,16 @@ func (s *Set) cut(e *entry, now time.Time, floor float64) {
 	target = min(max(target, floor), e.top())
 	e.target, e.base, e.oks, e.probeN = target, target, 0, 0
 	e.probeAt = now.Add(e.backoff)
-	e.gaps = 0 // from now on, the rate accepted since this throttle
 	e.setRate(target, now)
 }
 
 // estimate is the rate to settle at after a refusal at r that followed n
-// OKs in d: below (n-1)/d by margin, and between half of r and r.
+// OKs in d: below (n-1)/d by margin, at most r less margin, and at least
+// half of r (the deepest cut, as when few OKs say only that r is far too
+// fast).
 func estimate(r float64, n int, d time.Duration) float64 {
 	est := float64(n-1) * float64(time.Minute) / float64(d)
-	return min(max(est, r*(1-maxOvershoot)), r) * (1 - margin)
+	return max(min(est, r)*(1-margin), r*(1-maxOvershoot))
 }
 
 // revise counts an OK answered at now, during the pause that a throttle's

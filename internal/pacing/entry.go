@@ -50,9 +50,11 @@ type entry struct {
 	// a stray refusal's (see isStray).
 	share float64
 	stray bool
-	// bound is an average of whether admissions had to wait for a token
-	// (1) or not (0), outside pauses: whether the pace binds the crawl.
+		// bound is an average of whether admissions had to wait for a token
+	// (1) or not (0), outside pauses: whether the pace binds the crawl;
+	// waited is whether the latest one did.
 	bound  float64
+	waited bool
 	counts [classify.Canceled + 1]uint32
 	since  time.Time // start of the counts' window
 	used   time.Time

@@ -104,8 +104,9 @@ func (s *Set) ReserveAt(ctx context.Context, host string, now time.Time) (Reserv
 	}
 	send := e.lim.reserve(at)
 	if !e.pausedUntil.After(now) {
+		e.waited = send.After(now)
 		w := 0.0
-		if send.After(now) {
+		if e.waited {
 			w = 1
 		}
 		e.bound += (w - e.bound) * boundWeight

@@ -64,7 +64,7 @@ if tok < 0 then act = at + delay(-tok) end
 if l.p <= now then
   local w = 0
   if act > now then w = 1 end
-  l.bd = l.bd + (w - l.bd) * BOUNDW
+  l.bd, l.lw = l.bd + (w - l.bd) * BOUNDW, w
 end
 
 local probe = 0

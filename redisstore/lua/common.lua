@@ -87,14 +87,15 @@ end
 -- read, so that save writes only when something changed.
 local FMT = '<BBdddddddddddddddddddddddddddddddddddddddddd'
 local SIZE = 338
--- Version 1's extension, the 40 bytes after its 338 (absent: all zero):
--- five doubles, the pacing part's latency averages (fast ql, base qb, in
+-- Version 1's extension, the 48 bytes after its 338 (absent: all zero):
+-- six doubles, the pacing part's latency averages (fast ql, base qb, in
 -- microseconds, in [0, 1e18)), the refused share of its answers sr (in
 -- [0, 1]), the stray flag sy (0 or 1: the latest pause was a stray
--- refusal's) and how often admissions waited for a token bd (in [0, 1]).
--- Bytes after them are kept as they are.
-local EXT, EXTSIZE = '<ddddd', 40
-local EXTFIELDS = 'ql qb sr sy bd'
+-- refusal's), how often admissions waited for a token bd (in [0, 1]) and
+-- whether the latest did lw (0 or 1). Bytes after them are kept as they
+-- are.
+local EXT, EXTSIZE = '<dddddd', 48
+local EXTFIELDS = 'ql qb sr sy bd lw'
 local FIELDS = 'bs bg bq bx bk bf bo bu bp lp lf la lk lw lu n0 n1 n2 n3 n4 n5 le lo lm lpa lpn lrs lrn lcs lce lcn lr lc lx lg lb ll lcr lt lq lbo lps'
 
 -- bad reports the i-th value of the unpacked string (the i-2-th field).
@@ -175,7 +176,7 @@ if raw then
       p = u[12], tf = u[13], a = u[14], k = u[15], w = u[16], u = u[17],
       e = u[24], o = u[25], m = u[26], pa = u[27], pn = u[28], rs = u[29], rn = u[30], cs = u[31], ce = u[32], cn = u[33],
       r = u[34], c = u[35], x = u[36], g = u[37], bs = u[38], ll = u[39], cr = u[40], t = u[41], q = u[42], bo = u[43], ps = u[44]}
-    l.ql, l.qb, l.sr, l.sy, l.bd = 0, 0, 0, 0, 0
+    l.ql, l.qb, l.sr, l.sy, l.bd, l.lw = 0, 0, 0, 0, 0, 0
     if #raw > SIZE and #raw < SIZE + EXTSIZE then corrupt('s', 'incomplete') end
     if #raw > SIZE then
       local x = {struct.unpack(EXT, raw, SIZE + 1)}
@@ -184,7 +185,8 @@ if raw then
       if not (x[3] >= 0 and x[3] <= 1) then corrupt('s', 'sr') end
       if x[4] ~= 0 and x[4] ~= 1 then corrupt('s', 'sy') end
       if not (x[5] >= 0 and x[5] <= 1) then corrupt('s', 'bd') end
-      l.ql, l.qb, l.sr, l.sy, l.bd = x[1], x[2], x[3], x[4], x[5]
+      if x[6] ~= 0 and x[6] ~= 1 then corrupt('s', 'lw') end
+      l.ql, l.qb, l.sr, l.sy, l.bd, l.lw = x[1], x[2], x[3], x[4], x[5], x[6]
     end
     -- Idle hosts are forgotten unless still paused.
     if LIDLE >= 0 and now - l.u >= LIDLE and now >= l.p then
@@ -218,7 +220,7 @@ end
 local function newLimiter()
   return {r = CONF, c = CONF, x = 0, p = 0, t = 1, tf = 1, a = now, k = 0, w = now, u = now,
     e = 0, g = 0, bs = 0, o = 0, q = 0, m = 0, ll = 0, pa = 0, bo = 0, pn = 0, ps = 0, rs = 0, rn = 0,
-    cr = 0, cs = 0, ce = 0, cn = 0, ql = 0, qb = 0, sr = 0, sy = 0, bd = 0, 0, 0, 0, 0, 0, 0}
+    cr = 0, cs = 0, ce = 0, cn = 0, ql = 0, qb = 0, sr = 0, sy = 0, bd = 0, lw = 0, 0, 0, 0, 0, 0, 0}
 end
 
 -- top is the rate the host may recover to.
@@ -235,11 +237,11 @@ local MARGIN, MAXOVER, NEARBELOW, NEARCUT = 0.03, 0.5, 0.15, 0.1
 local FIRSTBACKOFF, MAXBACKOFF = 120000000, 480000000
 
 -- estimate is the rate to settle at after a refusal at r that followed n
--- OKs in d microseconds: below (n-1)/d by MARGIN, and between half of r
--- and r.
+-- OKs in d microseconds: below (n-1)/d by MARGIN, at most r less MARGIN,
+-- and at least half of r.
 local function estimate(r, n, d)
   local est = (n - 1) * 60000000 / d
-  return math.min(math.max(est, r * (1 - MAXOVER)), r) * (1 - MARGIN)
+  return math.max(math.min(est, r) * (1 - MARGIN), r * (1 - MAXOVER))
 end
 
 -- settled is the highest rate short of a probe: top, and below the
@@ -318,19 +320,24 @@ local LATRISE, LATQUEUED, LATAHEAD = 2, 1, 1.2
 -- attempts in flight on average, a refused share under STRAYSHARE (an
 -- average of weight SHAREW), admissions waiting for a token less often
 -- than STRAYBOUND (an average of weight BOUNDW).
-local STRAYDEMAND, STRAYINFLIGHT, STRAYSHARE, STRAYBOUND, SHAREW, BOUNDW = 0.5, 0.5, 0.15, 0.5, 1 / 32, 1 / 16
+local STRAYDEMAND, STRAYINFLIGHT, STRAYSHARE, STRAYBOUND, SHAREW, BOUNDW = 0.8, 0.5, 0.15, 0.5, 1 / 32, 1 / 16
+local STRAYGAPS = 4
 -- A host delays our attempts when its fast latency is over LATRISE times
 -- its base and STRAYSLACK microseconds: no refusal of it is a stray.
 local STRAYSLACK = 10000
 
--- isStray reports whether a refusal now is a stray: the host answered the
--- crawl's own demand, far below its pace and any rate it refused, the
--- pace did not bind, no attempt waited there, and refusals are rare. It
--- is paid for with its pause alone.
+-- isStray reports whether a refusal now is a stray: the pace did not bind
+-- (seldom, not at the latest admission, and not now), the host did not
+-- delay our attempts, refusals are rare, and once the crawl's demand is
+-- known (STRAYGAPS gaps between OKs) the host answered it far below its
+-- pace and any rate it refused, with no attempt waiting there. It is paid
+-- for with its pause alone. A refusal before any two OKs is no stray.
 local function isStray()
   if l.m < 1 or l.q <= 0 or l.sr >= STRAYSHARE or l.bd >= STRAYBOUND or l.ql > LATRISE * l.qb + STRAYSLACK then
     return false
   end
+  if l.lw == 1 or tokensAt(clock(now)) < 0 then return false end
+  if l.m < STRAYGAPS then return true end
   local demand = 60000000 / l.q
   if not (demand < math.max(l.r, l.ll) * STRAYDEMAND) then return false end
   return demand / 60000000 * math.max(l.ql, l.qb) < STRAYINFLIGHT
@@ -385,14 +392,14 @@ local function save()
   if b then fl = 1 else B = {s = 0, g = 0, q = 0, x = 0, k = 0, fl = 0, o = 0, u = 0, p = 0} end
   if l then fl = fl + 2 else L = {0, 0, 0, 0, 0, 0, p = 0, tf = 0, a = 0, k = 0, w = 0, u = 0, e = 0, o = 0, m = 0,
     pa = 0, pn = 0, rs = 0, rn = 0, cs = 0, ce = 0, cn = 0, r = 0, c = 0, x = 0, g = 0, bs = 0, ll = 0, cr = 0, t = 0,
-    q = 0, bo = 0, ps = 0, ql = 0, qb = 0, sr = 0, sy = 0, bd = 0} end
+    q = 0, bo = 0, ps = 0, ql = 0, qb = 0, sr = 0, sy = 0, bd = 0, lw = 0} end
   if fl == 0 then
     if dropped then redis.call('DEL', S) end
     return
   end
   local v = struct.pack(FMT, 1, fl, B.s, B.g, B.q, B.x, B.k, B.fl, B.o, B.u, B.p,
     L.p, L.tf, L.a, L.k, L.w, L.u, L[1], L[2], L[3], L[4], L[5], L[6], L.e, L.o, L.m, L.pa, L.pn, L.rs, L.rn, L.cs, L.ce, L.cn,
-    L.r, L.c, L.x, L.g, L.bs, L.ll, L.cr, L.t, L.q, L.bo, L.ps) .. struct.pack(EXT, L.ql, L.qb, L.sr, L.sy, L.bd)
+    L.r, L.c, L.x, L.g, L.bs, L.ll, L.cr, L.t, L.q, L.bo, L.ps) .. struct.pack(EXT, L.ql, L.qb, L.sr, L.sy, L.bd, L.lw)
   if raw and #raw > SIZE + EXTSIZE then v = v .. string.sub(raw, SIZE + EXTSIZE + 1) end
   if v == raw then
     if halted then redis.call('PERSIST', S) end

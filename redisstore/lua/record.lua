@@ -177,7 +177,6 @@ elseif OUTCOME == THROTTLED then
       target = math.min(math.max(target, fl), top())
       l.g, l.bs, l.k, l.pn = target, target, 0, 0
       l.pa = now + l.bo
-      l.m = 0 -- from now on, the rate accepted since this throttle
       setRate(target)
     end
     if stray then l.sy = 1 else l.sy = 0 end
