@@ -456,6 +456,12 @@ func (t *Transport) admit(ctx context.Context, key string, limit time.Time) (hos
 	}
 	if err != nil {
 		if de, ok := errors.AsType[*ratelimit.DeadlineError](err); ok {
+			if bc != nil && de.Wait <= t.maxWait {
+				// The store reads deadlines on a clock of its own (a
+				// fake one, Config.Now) that disagrees with ours: the
+				// bound cannot be read there. Ask without it.
+				return t.state.Admit(ctx, key)
+			}
 			we := &ratelimit.WaitError{Host: key, RetryAfter: de.Wait, Until: time.Now().Add(de.Wait)}
 			if bc != nil { // the bound decided, not the caller's deadline
 				we.Bound = t.maxWait

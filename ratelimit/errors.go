@@ -36,7 +36,8 @@ func (e *DeadlineError) Unwrap() error { return context.DeadlineExceeded }
 // (egresskit.Config.MaxWait) or past the request's deadline. No token was
 // spent. errors.Is(err, egresskit.ErrTryLater) is true: requeue the URL for
 // Until. When the request's deadline decided, errors.Is(err,
-// context.DeadlineExceeded) is true as well.
+// context.DeadlineExceeded) is true as well, and errors.As finds the
+// store's *DeadlineError.
 type WaitError struct {
 	// Host is the host key.
 	Host string
@@ -63,11 +64,12 @@ func (e *WaitError) Error() string {
 		" (until " + e.Until.UTC().Format(time.RFC3339) + "), " + why + ": try it later"
 }
 
-// Unwrap returns egresskit.ErrTryLater, and context.DeadlineExceeded when
-// the request's deadline decided.
+// Unwrap returns egresskit.ErrTryLater and, when the request's deadline
+// decided, the store's *DeadlineError (Host, and RetryAfter as its Wait),
+// which unwraps to context.DeadlineExceeded.
 func (e *WaitError) Unwrap() []error {
 	if e.Bound <= 0 {
-		return []error{sentinel.ErrTryLater, context.DeadlineExceeded}
+		return []error{sentinel.ErrTryLater, &DeadlineError{Host: e.Host, Wait: e.RetryAfter}}
 	}
 	return []error{sentinel.ErrTryLater}
 }
