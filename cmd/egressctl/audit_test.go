@@ -174,3 +174,30 @@ func TestOneAuditChainManyWriters(t *testing.T) {
 		t.Errorf("egressaudit verify: exit %d\n%s%s", code, out, errs)
 	}
 }
+
+// TestShowTrail: show prints the host's audit trail, one line a record,
+// and says when the log does not verify.
+func TestShowTrail(t *testing.T) {
+	addr := redistest.Addr(t)
+	prefix := redistest.Prefix(t)
+	key := haltOne(t, addr, prefix)
+	logPath := filepath.Join(t.TempDir(), "ops.audit")
+	g := []string{"-redis", addr, "-prefix", prefix, "-audit", logPath}
+	if code, out, errs := ctl(t, nil, append(g, "resume", key, "-by", "ana", "-reason", "owner agreed")...); code != 0 {
+		t.Fatalf("resume: %d %s%s", code, out, errs)
+	}
+	code, out, errs := ctl(t, nil, append(g, "show", key)...)
+	if code != 0 || !strings.Contains(out, `reason="owner agreed"`) || !strings.Contains(out, "audit trail: verified") || errs != "" {
+		t.Errorf("show: %d\n%s%s", code, out, errs)
+	}
+	b, _ := os.ReadFile(logPath)
+	os.WriteFile(logPath, []byte(strings.Replace(string(b), "owner agreed", "owner AGREED", 1)), 0o600)
+	code, out, errs = ctl(t, nil, append(g, "show", key)...)
+	if code != 0 || !strings.Contains(out, "DOES NOT VERIFY") || !strings.Contains(errs, "does not verify") {
+		t.Errorf("show of a tampered log: %d\n%s%s", code, out, errs)
+	}
+	code, out, _ = ctl(t, nil, append(g, "show", "-json", key)...)
+	if code != 0 || !strings.Contains(out, `"verified": false`) {
+		t.Errorf("show -json of a tampered log: %d\n%s", code, out)
+	}
+}
