@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # run-broad.sh prints the Markdown sections of RESULTS.md for the broad
 # crawl with stray 429s (issue 35), the slowing server crawled by a fleet
-# and the crawl-scale fleet (issue 36): it runs BenchmarkBroadCrawl with
-# the bench test binary given as $1 (built by run.sh; without it, it
-# builds one), and renders the root package's TestBroadCrawlStray429s
+# and the crawl-scale fleet (issue 36): it runs BenchmarkBroadCrawl and
+# BenchmarkCrawlScale with the bench test binary given as $1 (built by
+# run.sh; without it, it builds one), and renders the root package's TestBroadCrawlStray429s
 # -broad.long and TestSlowServerFleet -slowfleet.procs output and this
 # module's TestCrawlScale -crawlscale.long output, which the root
 # Makefile's bench target writes to broadcrawl.txt, slowfleet.txt and
@@ -16,16 +16,17 @@ set -euo pipefail
 cd "$(dirname "$0")"
 GO=${GO:-go}
 bin=${1:-}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
 if [ -z "$bin" ]; then
-	work=$(mktemp -d)
-	trap 'rm -rf "$work"' EXIT
 	bin="$work/bench.test"
 	$GO test -c -o "$bin" . >&2
 fi
-out=$(mktemp)
-trap 'rm -f "$out"' EXIT
+out="$work/broad.txt" scale="$work/scale.txt"
 echo "== broad crawl with stray 429s, each contender ${BROAD_RUN:-3m}" >&2
 "$bin" -test.run '^$' -test.bench '^BenchmarkBroadCrawl$' -test.benchtime 1x -broad.run "${BROAD_RUN:-3m}" | tee "$out" >&2
+echo "== crawl scale: the contenders without shared state, 1,000 hosts, 3 minutes each" >&2
+"$bin" -test.run '^$' -test.bench '^BenchmarkCrawlScale$' -test.benchtime 1x -crawlscale.long | tee "$scale" >&2
 
 # broad_bench_table renders the BenchmarkBroadCrawl lines.
 broad_bench_table() {
@@ -77,7 +78,7 @@ crawl_scale_table() {
 		echo "| (not run: \`make bench\` at the root runs it first) | | | | | |"
 		return
 	fi
-	awk '/crawl-scale-kind kind=/ {
+	awk '/crawl-scale-kind impl=egresskit-fleet / {
 		delete v
 		for (i = 1; i <= NF; i++) if (split($i, kv, "=") == 2) v[kv[1]] = kv[2]
 		ratio = v["ratio"] == "—" ? "—" : sprintf("%.2f×", v["ratio"])
@@ -86,10 +87,24 @@ crawl_scale_table() {
 	}' crawlscale.txt
 }
 
-# crawl_scale_summary renders the crawl-scale line of crawlscale.txt.
+# crawl_scale_contenders renders the crawl-scale lines of every
+# contender: egresskit's fleet from crawlscale.txt, the others from
+# BenchmarkCrawlScale.
+crawl_scale_contenders() {
+	cat crawlscale.txt "$scale" 2>/dev/null | awk '/crawl-scale impl=/ {
+		delete v
+		for (i = 1; i <= NF; i++) if (split($i, kv, "=") == 2) v[kv[1]] = kv[2]
+		evalsha = v["impl"] == "egresskit-fleet" ? sprintf("%.2f", v["evalsha-per-request"]) : "—"
+		printf "| %s | %.1f of %.1f (%.2f×) | %.1f %% | %.2f | %d | %d | %d | %s |\n", v["impl"], v["ok"] / v["seconds"], v["allowed"], v["ratio"],
+			100 * v["throttled"] / (v["attempts"] > 0 ? v["attempts"] : 1), v["slow-p95-over-service-max"], v["slow-peak"],
+			v["failing-most"], v["refusing-most"], evalsha
+	}'
+}
+
+# crawl_scale_summary renders egresskit's crawl-scale line of crawlscale.txt.
 crawl_scale_summary() {
 	[ -s crawlscale.txt ] || return 0
-	awk '/crawl-scale hosts=/ {
+	awk '/crawl-scale impl=egresskit-fleet / {
 		delete v
 		for (i = 1; i <= NF; i++) if (split($i, kv, "=") == 2) v[kv[1]] = kv[2]
 		printf "In all: %d hosts, %.1f pages 200 a second of %.1f allowed (%.2f×); %d of %d attempts 429 (%.1f %%); ", v["hosts"], v["ok"] / v["seconds"], v["allowed"], v["ratio"], v["throttled"], v["attempts"], 100 * v["throttled"] / v["attempts"]
@@ -153,4 +168,13 @@ p95 at most 3× its service time.
 $(crawl_scale_table)
 
 $(crawl_scale_summary)
+
+Beside the crawlers that share no state (\`BenchmarkCrawlScale\`, each as 3 workers in one process, the same
+hosts against servers of their own, one after another): \`bare\` an \`http.Client\`, \`colly\` Colly with a
+\`LimitRule\` a host (2 in parallel, 5 s delay), \`autothrottle-ref\` the AutoThrottle reference (5 s minimum
+delay).
+
+| contender | pages 200 a second of allowed | attempts 429 | slowing hosts' worst p95 / service | slowing host's most in flight | requests to a failing host | to a refusing host | EVALSHA a request |
+|---|---:|---:|---:|---:|---:|---:|---:|
+$(crawl_scale_contenders)
 EOF
