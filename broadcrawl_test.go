@@ -26,6 +26,13 @@ import (
 // workers, 3 minutes, 15 s windows.
 var broadLong = flag.Bool("broad.long", false, "crawl 200 hosts for 3 minutes in TestBroadCrawlStray429s rather than 100 for 40s")
 
+// broadRun and broadHosts, when set, change the length of the run and the
+// hosts of either size, for a quicker look (the bars are the same).
+var (
+	broadRun   = flag.Duration("broad.run", 0, "how long TestBroadCrawlStray429s crawls (0: 40s, or 3m with -broad.long)")
+	broadHosts = flag.Int("broad.hosts", 0, "how many hosts TestBroadCrawlStray429s crawls (0: 100, or 200 with -broad.long)")
+)
+
 // broadShape is the size of a broad crawl.
 type broadShape struct {
 	hosts, workers int
@@ -174,6 +181,13 @@ func TestBroadCrawlStray429s(t *testing.T) {
 	shape := broadShape{hosts: 100, workers: 32, run: 40 * time.Second, window: 10 * time.Second, perMinute: 600, share: 0.02}
 	if *broadLong {
 		shape.hosts, shape.run, shape.window = 200, 3*time.Minute, 15*time.Second
+	}
+	if *broadRun > 0 {
+		shape.run = *broadRun
+		shape.window = min(shape.window, shape.run/2)
+	}
+	if *broadHosts > 0 {
+		shape.hosts = *broadHosts
 	}
 	hs := hoststate.Config{Limit: ratelimit.Config{PerMinute: shape.perMinute}}
 	for _, store := range []string{"memory", "redis"} {
