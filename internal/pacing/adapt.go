@@ -68,7 +68,8 @@ const (
 
 // isStray reports whether a refusal at now is a stray rather than a
 // limit reached: the pace did not bind (admissions seldom waited for a
-// token, the latest did not, and none waits now), the host did not delay our attempts (its
+// token; while the demand is not known, the latest did not and none waits
+// now either), the host did not delay our attempts (its
 // fast latency under latRise times its base, and straySlack), refusals
 // are rare (their share of answers under strayShare), and, once the
 // crawl's demand is known (strayGaps gaps between OKs), the host was
@@ -83,11 +84,10 @@ func (e *entry) isStray(now time.Time) bool {
 	if e.gaps == 0 || e.share >= strayShare || e.bound >= strayBound || e.latFast > latRise*e.latBase+straySlack {
 		return false
 	}
-	if e.waited || e.lim.tokensAt(e.lim.clock(now)) < 0 {
-		return false // an admission waits for its token: the pace binds now
-	}
 	if e.gaps < strayGaps {
-		return true
+		// The demand is not known yet: no admission may wait for its
+		// token, the latest included.
+		return !e.waited && e.lim.tokensAt(e.lim.clock(now)) >= 0
 	}
 	demand := e.accepted()
 	return demand < max(e.perMinute, e.learnt)*strayDemand && demand/60e6*max(e.latFast, e.latBase) < strayInFlight

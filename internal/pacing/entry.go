@@ -50,7 +50,7 @@ type entry struct {
 	// a stray refusal's (see isStray).
 	share float64
 	stray bool
-		// bound is an average of whether admissions had to wait for a token
+	// bound is an average of whether admissions had to wait for a token
 	// (1) or not (0), outside pauses: whether the pace binds the crawl;
 	// waited is whether the latest one did.
 	bound  float64

@@ -327,7 +327,8 @@ local STRAYGAPS = 4
 local STRAYSLACK = 10000
 
 -- isStray reports whether a refusal now is a stray: the pace did not bind
--- (seldom, not at the latest admission, and not now), the host did not
+-- (seldom; while the demand is not known, not at the latest admission and
+-- not now either), the host did not
 -- delay our attempts, refusals are rare, and once the crawl's demand is
 -- known (STRAYGAPS gaps between OKs) the host answered it far below its
 -- pace and any rate it refused, with no attempt waiting there. It is paid
@@ -336,8 +337,7 @@ local function isStray()
   if l.m < 1 or l.q <= 0 or l.sr >= STRAYSHARE or l.bd >= STRAYBOUND or l.ql > LATRISE * l.qb + STRAYSLACK then
     return false
   end
-  if l.lw == 1 or tokensAt(clock(now)) < 0 then return false end
-  if l.m < STRAYGAPS then return true end
+  if l.m < STRAYGAPS then return l.lw == 0 and tokensAt(clock(now)) >= 0 end
   local demand = 60000000 / l.q
   if not (demand < math.max(l.r, l.ll) * STRAYDEMAND) then return false end
   return demand / 60000000 * math.max(l.ql, l.qb) < STRAYINFLIGHT
