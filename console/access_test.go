@@ -204,3 +204,23 @@ func TestKeepAndReasonRules(t *testing.T) {
 		t.Error("a refused reason resumed the host")
 	}
 }
+
+// TestSecureCookies: behind a TLS proxy (SecureCookies) every cookie is
+// Secure; without it, on plain HTTP, none is.
+func TestSecureCookies(t *testing.T) {
+	st, _ := halted(t)
+	for _, secure := range []bool{false, true} {
+		c, _ := tokenConsole(t, console.Config{Store: st, Token: strongToken, SecureCookies: secure})
+		_, page, hdr := c.do("GET", "login", nil, nil)
+		_, _, hdr2 := c.do("POST", "login", url.Values{"csrf": {csrfOf(t, page)}, "token": {strongToken}}, nil)
+		cookies := append((&http.Response{Header: hdr}).Cookies(), (&http.Response{Header: hdr2}).Cookies()...)
+		if len(cookies) != 2 {
+			t.Fatalf("SecureCookies %v: %d cookies set, want the CSRF and the session cookie", secure, len(cookies))
+		}
+		for _, ck := range cookies {
+			if ck.Secure != secure {
+				t.Errorf("SecureCookies %v: cookie %s Secure=%v", secure, ck.Name, ck.Secure)
+			}
+		}
+	}
+}

@@ -125,7 +125,9 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // hostOK reports whether the request's Host is one the console answers
 // to: an IP address, localhost, or one of Config.Hosts (with or without
-// its port).
+// its port). An IP address is safe to accept: DNS rebinding needs a name
+// of the attacker's that resolves to the console, and a page served from
+// the console's own address is the console's.
 func (s *server) hostOK(host string) bool {
 	host = strings.ToLower(host)
 	name := host
