@@ -451,7 +451,9 @@ func (t *Transport) admit(ctx context.Context, key string, limit time.Time) (hos
 	}
 	adm, err := t.state.Admit(actx, key)
 	if bc != nil {
-		*bc = boundedCtx{}
+		// Drop the request's context; a store that broke the rule and
+		// kept this one would find an expired, never nil, context.
+		*bc = boundedCtx{Context: context.Background()}
 		boundedCtxs.Put(bc)
 	}
 	if err != nil {
