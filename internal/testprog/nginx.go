@@ -101,7 +101,7 @@ pid %[1]s/nginx.pid;
 error_log %[1]s/error.log;
 events { worker_connections 512; }
 http {
-  log_format status '$msec $request_time $status';
+  log_format status '$msec $request_time $status $limit_req_status';
   access_log %[1]s/access.log status;
   client_body_temp_path %[1]s;
   proxy_temp_path %[1]s;
@@ -136,7 +136,7 @@ func (n *Nginx) Statuses() map[int]int {
 	}
 	m := map[int]int{}
 	for line := range strings.SplitSeq(string(b), "\n") {
-		if f := strings.Fields(line); len(f) == 3 {
+		if f := strings.Fields(line); len(f) >= 3 {
 			if s, err := strconv.Atoi(f[2]); err == nil {
 				m[s]++
 			}
@@ -146,8 +146,9 @@ func (n *Nginx) Statuses() map[int]int {
 }
 
 // Log returns nginx's access log: per request, in the order they ended,
-// the Unix time it ended (with milliseconds), how long it took (seconds)
-// and its status.
+// the Unix time it ended (with milliseconds), how long it took (seconds),
+// its status and what limit_req did with it ($limit_req_status: PASSED,
+// DELAYED or REJECTED).
 func (n *Nginx) Log() string {
 	b, _ := os.ReadFile(n.log)
 	return string(b)
