@@ -218,8 +218,9 @@ func (a *Audit) Record(kind string, fields ...slog.Attr) error {
 	return a.writeLocked()
 }
 
-// Head returns the seq and hash of the last line written, for the
-// operator to keep as a Verifier's Anchor.
+// Head returns the seq and hash of the last line this writer wrote, for
+// the operator to keep as a Verifier's Anchor. Other writers of the same
+// file may have appended since.
 func (a *Audit) Head() Head {
 	a.mu.Lock()
 	defer a.mu.Unlock()
