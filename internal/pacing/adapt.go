@@ -85,9 +85,11 @@ func (e *entry) isStray(now time.Time) bool {
 		return false
 	}
 	if e.gaps < strayGaps {
-		// The demand is not known yet: no admission may wait for its
-		// token, the latest included.
-		return !e.waited && e.lim.tokensAt(e.lim.clock(now)) >= 0
+		// The demand is not known yet: after a cut (the learnt
+		// ceiling), more refusals at once are needed to cut again (a
+		// refused share of strayShare); before one, no admission may
+		// wait for its token, the latest included.
+		return e.learnt > 0 || (!e.waited && e.lim.tokensAt(e.lim.clock(now)) >= 0)
 	}
 	demand := e.accepted()
 	return demand < max(e.perMinute, e.learnt)*strayDemand && demand/60e6*max(e.latFast, e.latBase) < strayInFlight

@@ -337,7 +337,7 @@ local function isStray()
   if l.m < 1 or l.q <= 0 or l.sr >= STRAYSHARE or l.bd >= STRAYBOUND or l.ql > LATRISE * l.qb + STRAYSLACK then
     return false
   end
-  if l.m < STRAYGAPS then return l.lw == 0 and tokensAt(clock(now)) >= 0 end
+  if l.m < STRAYGAPS then return l.ll > 0 or (l.lw == 0 and tokensAt(clock(now)) >= 0) end
   local demand = 60000000 / l.q
   if not (demand < math.max(l.r, l.ll) * STRAYDEMAND) then return false end
   return demand / 60000000 * math.max(l.ql, l.qb) < STRAYINFLIGHT
