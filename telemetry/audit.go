@@ -264,11 +264,12 @@ func (a *Audit) Close() error {
 // configured. An error is kept: the log accepts nothing more. a.mu must
 // be held.
 func (a *Audit) writeLocked() error {
-	if err := a.lockLocked(); err != nil {
+	size, err := a.lockLocked()
+	if err != nil {
 		a.err = err
 		return err
 	}
-	err := a.catchUpLocked()
+	err = a.catchUpLocked(size)
 	if err == nil {
 		err = a.putLocked(&a.line)
 	}
@@ -303,7 +304,11 @@ func (a *Audit) putLocked(l *lineBuilder) error {
 		if err := a.rotateLocked(); err != nil {
 			return err
 		}
-		if err := a.catchUpLocked(); err != nil {
+		size, _, err := fileState(a.f, a.cfg.Path)
+		if err != nil {
+			return fmt.Errorf("telemetry: audit log: %w", err)
+		}
+		if err := a.catchUpLocked(size); err != nil {
 			return err
 		}
 		hash = l.finish(a.seq+1, &a.prev)

@@ -101,29 +101,24 @@ func (a *Audit) lock(f *os.File) error {
 
 // lockLocked takes the lock of the file now at cfg.Path: when another
 // writer rotated (or someone removed) the file a.f is, it opens the new
-// one. a.mu must be held.
-func (a *Audit) lockLocked() error {
+// one. It returns the file's size. a.mu must be held.
+func (a *Audit) lockLocked() (int64, error) {
 	for {
 		if err := a.lock(a.f); err != nil {
-			return err
+			return 0, err
 		}
-		fst, err := a.f.Stat()
+		size, same, err := fileState(a.f, a.cfg.Path)
 		if err != nil {
 			unlock(a.f)
-			return fmt.Errorf("telemetry: audit log: %w", err)
+			return 0, fmt.Errorf("telemetry: audit log: %w", err)
 		}
-		pst, err := os.Stat(a.cfg.Path)
-		if err == nil && os.SameFile(fst, pst) {
-			return nil
-		}
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			unlock(a.f)
-			return fmt.Errorf("telemetry: audit log: %w", err)
+		if same {
+			return size, nil
 		}
 		unlock(a.f)
 		a.f.Close()
 		if a.f, err = a.open(false); err != nil {
-			return err
+			return 0, err
 		}
 		a.size = -1
 	}
@@ -134,12 +129,7 @@ func (a *Audit) lockLocked() error {
 // appended since this one, or when it is not known. A last line cut short
 // by a crash is removed, and a "recovered" line records how many bytes
 // were discarded. The file's lock must be held.
-func (a *Audit) catchUpLocked() error {
-	st, err := a.f.Stat()
-	if err != nil {
-		return fmt.Errorf("telemetry: audit log: %w", err)
-	}
-	size := st.Size()
+func (a *Audit) catchUpLocked(size int64) error {
 	if size == a.size {
 		return nil
 	}

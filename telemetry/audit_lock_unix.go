@@ -27,3 +27,19 @@ func tryLock(f *os.File) (bool, error) {
 
 // unlock releases the lock tryLock took.
 func unlock(f *os.File) error { return syscall.Flock(int(f.Fd()), syscall.LOCK_UN) }
+
+// fileState returns f's size and whether path names the same file
+// (false when path is missing), without allocating.
+func fileState(f *os.File, path string) (size int64, same bool, err error) {
+	var fs, ps syscall.Stat_t
+	if err := syscall.Fstat(int(f.Fd()), &fs); err != nil {
+		return 0, false, err
+	}
+	if err := syscall.Stat(path, &ps); err != nil {
+		if errors.Is(err, syscall.ENOENT) {
+			return fs.Size, false, nil
+		}
+		return 0, false, err
+	}
+	return fs.Size, fs.Dev == ps.Dev && fs.Ino == ps.Ino, nil
+}
