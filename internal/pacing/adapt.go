@@ -61,7 +61,7 @@ const (
 	strayShare    = 0.15 // a refused share of answers from this on: a limit, not strays
 	strayBound    = 0.5  // admissions waiting for a token less often than this: the pace did not bind
 	strayGaps     = 4    // gaps between OKs that make the crawl's demand known
-	straySlack    = 10e3 // microseconds of latency over latRise times the base: the host delays us
+	straySlack    = 50e3 // microseconds of latency over latRise times the base: the host delays us
 	shareWeight   = 1.0 / 32
 	boundWeight   = 1.0 / 16
 )

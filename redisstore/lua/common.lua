@@ -324,7 +324,7 @@ local STRAYDEMAND, STRAYINFLIGHT, STRAYSHARE, STRAYBOUND, SHAREW, BOUNDW = 0.8, 
 local STRAYGAPS = 4
 -- A host delays our attempts when its fast latency is over LATRISE times
 -- its base and STRAYSLACK microseconds: no refusal of it is a stray.
-local STRAYSLACK = 10000
+local STRAYSLACK = 50000
 
 -- isStray reports whether a refusal now is a stray: the pace did not bind
 -- (seldom; while the demand is not known, not at the latest admission and
