@@ -14,7 +14,7 @@
 //     throttle shows: a limiter with a burst of one request that let n
 //     OKs through since the last pause ended, over a time d, and refuses
 //     now allows fewer than n-1 requests in d; the rate is set to that
-//     ((n-1)/d, at most r, at least r/2), and 3 % below. OKs answered
+//     ((n-1)/d, at most r), 3 % below, and at least r/2. OKs answered
 //     during the pause that follows, for attempts sent before the
 //     throttle, join that run and revise the estimate up (never above r):
 //     a limiter that delays the excess (nginx's limit_req without
@@ -26,6 +26,29 @@
 //     learnt ceiling (a limiter counting over a window lets many requests
 //     through before it refuses, whatever their rate), the rate is cut by
 //     10 % and the 3 %. It never goes below Floor.
+//   - A stray refusal is not a limit: a Throttled outcome is paid for with
+//     its pause alone (the rate, the learnt ceiling and the spacing of OKs
+//     stand) when the pace did not bind the crawl (admissions seldom
+//     waited for a token), the crawl's demand (the rate of OK answers)
+//     was under 0.8 of the rate and of any rate the host refused, no
+//     attempt waited at the host (demand × latency under one half), the
+//     host did not delay our attempts (its latency under twice its base
+//     and 50 ms), and refusals are under 15 % of its answers. A broad
+//     crawl's hosts thus keep their rate through a loaded server's odd 429,
+//     however long it runs. A limit below the crawl's demand refuses
+//     often enough to be learnt all the same. A refusal taken for a limit
+//     is probed past after the backoff below: the rate is back at the
+//     configured rate (or Crawl-delay) 2 minutes and about twice
+//     RecoverAfter OKs after it, when the host refuses no probe.
+//   - A host slowing down under our load is answered before it refuses:
+//     when its latency (time to headers, kept in the state as a fast
+//     average and a base following the lowest) is twice its base, with
+//     attempts queued there (accepted rate × the latency over the base at
+//     least one) and the host paced a fifth faster than it serves, the
+//     rate it serves (its accepted rate) becomes the learnt ceiling, and
+//     the rate drops (by base over fast latency, to let the queue drain),
+//     then climbs to 3 % below it. A far but steady host is at its base.
+//     Every worker sharing the state slows and recovers together.
 //   - The host is paused until now + RetryAfter (capped at MaxPause; one
 //     interval at the new rate when the host gave no RetryAfter). When
 //     the host answered no OK since the previous pause ended, it is still
