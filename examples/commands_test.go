@@ -257,6 +257,8 @@ func TestCommandHelp(t *testing.T) {
 	}{
 		{"go run ./cmd/preflight -h", []string{"-timeout", "-per-host", "-user-agent", "-exit-zero", "-targets", "-proxy"}},
 		{"go run ./examples/orchestrator -h", []string{"-preflight", "-site"}},
+		{"go run ./cmd/egressctl -h", []string{"-redis", "-prefix", "-audit", "EGRESSCTL_REDIS"}},
+		{"go run ./cmd/egressaudit -h", []string{"verify", "-anchor"}},
 	} {
 		t.Run(tt.cmd, func(t *testing.T) {
 			out, code, err := runShell(t, tt.cmd)
