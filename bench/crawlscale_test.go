@@ -357,15 +357,18 @@ func TestCrawlScale(t *testing.T) {
 	res := testprog.RunFleet(t, workers)
 	evalsha := evalshaCalls(t, cluster.Addrs()) - before
 	var (
-		hosts   []map[string]testprog.FleetHost
-		elapsed float64
+		hosts    []map[string]testprog.FleetHost
+		elapsed  float64
+		tryLater int
 	)
 	for _, r := range res {
 		hosts = append(hosts, r.Hosts)
 		elapsed = max(elapsed, r.Seconds)
+		tryLater += r.TryLater
 	}
 	rep := rig.report(t, hosts, time.Duration(elapsed*float64(time.Second)))
 	rig.log(t, "egresskit-fleet", rep, evalsha)
+	t.Logf("%d answers ErrTryLater, each requeued for its RetryAt", tryLater)
 
 	if perRequest := float64(evalsha) / float64(max(rep.requests, 1)); perRequest > 1.1 {
 		t.Errorf("%.2f EVALSHA a request, want at most 1.1", perRequest)

@@ -51,6 +51,7 @@ type FleetResult struct {
 	Statuses   map[int]int // the final status of each request that had one
 	Errors     int         // requests that ended in an error
 	FirstError string
+	TryLater   int       // answers egresskit.ErrTryLater, each tried again at RetryAt
 	Seconds    float64   // from its first request to its last answer
 	Latency    []float64 // each request's time through the chain, seconds
 	// Hosts has what each host (host[:port]) answered.

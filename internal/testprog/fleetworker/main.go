@@ -4,7 +4,8 @@
 // server (-redis) or a Cluster (-cluster) — or, with neither, in memory. It
 // reads the URLs to crawl on stdin, one a line, until EOF; then crawls
 // them with -goroutines goroutines, each taking the next URL, until they
-// are done or -duration has passed; then writes
+// are done or -duration has passed (a request that ends in ErrTryLater is
+// tried again at RetryAt, as a crawler requeues it); then writes
 // what it saw as one JSON object on stdout (testprog.FleetResult), after
 // flushing the outcomes its Store held back.
 //
@@ -42,7 +43,10 @@ type result struct {
 	Statuses   map[int]int
 	Errors     int
 	FirstError string
-	Seconds    float64
+	// TryLater counts the answers ErrTryLater, each followed by a new
+	// try at RetryAt.
+	TryLater int
+	Seconds  float64
 	// Latency is each request's time to its answer (through the
 	// chain: pacing and in-flight waits included), in seconds.
 	Latency []float64
@@ -174,6 +178,18 @@ func run(addr, cluster, prefix string, perMinute float64, burst, maxInFlight, go
 		for u := range jobs {
 			t0 := time.Now()
 			status, err := get(ctx, c, u)
+			for errors.Is(err, egresskit.ErrTryLater) && ctx.Err() == nil {
+				// The host cannot take it now: requeued for when it can,
+				// as a crawler does (this goroutine holds it meanwhile).
+				cnt.mu.Lock()
+				res.TryLater++
+				cnt.mu.Unlock()
+				select {
+				case <-ctx.Done():
+				case <-time.After(time.Until(egresskit.RetryAt(err))):
+				}
+				status, err = get(ctx, c, u)
+			}
 			d := time.Since(t0).Seconds()
 			if ctx.Err() != nil && (err == nil || errors.Is(err, context.Canceled)) {
 				continue // cut by the end of the run
