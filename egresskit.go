@@ -210,8 +210,9 @@ type Escalation struct {
 	// BodyHead is the first KiB of the refusal's body, or as much of it
 	// as the classifier's peek read (at most Classify.PeekSize bytes,
 	// waited for at most Classify.PeekTimeout; of a 2xx page, the bytes
-	// its judgement read); the caller's response still holds the whole
-	// body. Empty when peeking is off.
+	// its judgement read), redacted by Config.Redactor as the halt
+	// record's copy is; the caller's response still holds the whole body.
+	// Empty when peeking is off.
 	BodyHead []byte
 	// Suspected is set when the host was halted by the block detector
 	// (Reason "suspected block") rather than by a page: what it saw.
