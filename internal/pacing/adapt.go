@@ -61,6 +61,7 @@ const (
 	strayShare    = 0.15 // a refused share of answers from this on: a limit, not strays
 	strayBound    = 0.5  // admissions waiting for a token less often than this: the pace did not bind
 	strayGaps     = 4    // gaps between OKs that make the crawl's demand known
+	slowGapWeight = 1.0 / 16
 	straySlack    = 50e3 // microseconds of latency over latRise times the base: the host delays us
 	shareWeight   = 1.0 / 32
 	boundWeight   = 1.0 / 16
@@ -74,9 +75,9 @@ const (
 // are rare (their share of answers under strayShare), and, once the
 // crawl's demand is known (strayGaps gaps between OKs), the host was
 // answering that demand far below its pace and below any rate it refused
-// (the accepted rate under strayDemand of the higher of the two) with no
-// attempt waiting there (Little's law: accepted rate × latency under
-// strayInFlight). The pace says nothing of the host's limit then; the
+// (the rate of OKs, over a slow average of their gaps, under strayDemand
+// of the higher of the two) with no attempt waiting there (Little's law:
+// that rate × latency under strayInFlight). The pace says nothing of the host's limit then; the
 // refusal is paid for with its pause alone. A limit below the crawl's
 // demand refuses often enough to be learnt all the same. A refusal before
 // any two OKs is no stray: nothing is known of the host.
@@ -91,7 +92,7 @@ func (e *entry) isStray(now time.Time) bool {
 		// wait for its token, the latest included.
 		return e.learnt > 0 || (!e.waited && e.lim.tokensAt(e.lim.clock(now)) >= 0)
 	}
-	demand := e.accepted()
+	demand := 60e6 / e.slowGap // over a run of OKs, not one burst of them
 	return demand < max(e.perMinute, e.learnt)*strayDemand && demand/60e6*max(e.latFast, e.latBase) < strayInFlight
 }
 
@@ -175,9 +176,10 @@ func (s *Set) ok(e *entry, now time.Time, quota float64) {
 	if !e.lastOK.IsZero() && now.After(e.lastOK) && !spansEnd {
 		d := float64(now.Sub(e.lastOK).Microseconds())
 		if e.gaps == 0 {
-			e.gap = d
+			e.gap, e.slowGap = d, d
 		} else {
 			e.gap += (d - e.gap) / 4
+			e.slowGap += (d - e.slowGap) * slowGapWeight
 		}
 		e.gaps = min(e.gaps+1, maxOKs)
 	}

@@ -37,10 +37,12 @@ type entry struct {
 	cutStart, cutEnd time.Time
 	cutOKs           int
 	// The spacing of OK answers: the last one's time, and an average of
-	// the gaps (microseconds) over gaps samples.
-	lastOK time.Time
-	gap    float64
-	gaps   int
+	// the gaps (microseconds) over gaps samples, and a slow one (the
+	// crawl's demand over a run of OKs, not one burst of them).
+	lastOK  time.Time
+	gap     float64
+	slowGap float64
+	gaps    int
 	// The host's latency (time to headers, microseconds; 0: none seen):
 	// a fast average and a base that follows the lowest latencies and
 	// drifts up slowly (a far but steady host's base is its latency).

@@ -87,15 +87,16 @@ end
 -- read, so that save writes only when something changed.
 local FMT = '<BBdddddddddddddddddddddddddddddddddddddddddd'
 local SIZE = 338
--- Version 1's extension, the 48 bytes after its 338 (absent: all zero):
--- six doubles, the pacing part's latency averages (fast ql, base qb, in
+-- Version 1's extension, the 56 bytes after its 338 (absent: all zero):
+-- seven doubles, the pacing part's latency averages (fast ql, base qb, in
 -- microseconds, in [0, 1e18)), the refused share of its answers sr (in
 -- [0, 1]), the stray flag sy (0 or 1: the latest pause was a stray
--- refusal's), how often admissions waited for a token bd (in [0, 1]) and
--- whether the latest did lw (0 or 1). Bytes after them are kept as they
--- are.
-local EXT, EXTSIZE = '<dddddd', 48
-local EXTFIELDS = 'ql qb sr sy bd lw'
+-- refusal's), how often admissions waited for a token bd (in [0, 1]),
+-- whether the latest did lw (0 or 1) and a slow average of the gaps
+-- between OKs qs (microseconds, in [0, 1e18)). Bytes after them are kept
+-- as they are.
+local EXT, EXTSIZE = '<ddddddd', 56
+local EXTFIELDS = 'ql qb sr sy bd lw qs'
 local FIELDS = 'bs bg bq bx bk bf bo bu bp lp lf la lk lw lu n0 n1 n2 n3 n4 n5 le lo lm lpa lpn lrs lrn lcs lce lcn lr lc lx lg lb ll lcr lt lq lbo lps'
 
 -- bad reports the i-th value of the unpacked string (the i-2-th field).
@@ -176,7 +177,7 @@ if raw then
       p = u[12], tf = u[13], a = u[14], k = u[15], w = u[16], u = u[17],
       e = u[24], o = u[25], m = u[26], pa = u[27], pn = u[28], rs = u[29], rn = u[30], cs = u[31], ce = u[32], cn = u[33],
       r = u[34], c = u[35], x = u[36], g = u[37], bs = u[38], ll = u[39], cr = u[40], t = u[41], q = u[42], bo = u[43], ps = u[44]}
-    l.ql, l.qb, l.sr, l.sy, l.bd, l.lw = 0, 0, 0, 0, 0, 0
+    l.ql, l.qb, l.sr, l.sy, l.bd, l.lw, l.qs = 0, 0, 0, 0, 0, 0, 0
     if #raw > SIZE and #raw < SIZE + EXTSIZE then corrupt('s', 'incomplete') end
     if #raw > SIZE then
       local x = {struct.unpack(EXT, raw, SIZE + 1)}
@@ -186,7 +187,8 @@ if raw then
       if x[4] ~= 0 and x[4] ~= 1 then corrupt('s', 'sy') end
       if not (x[5] >= 0 and x[5] <= 1) then corrupt('s', 'bd') end
       if x[6] ~= 0 and x[6] ~= 1 then corrupt('s', 'lw') end
-      l.ql, l.qb, l.sr, l.sy, l.bd, l.lw = x[1], x[2], x[3], x[4], x[5], x[6]
+      if not (x[7] >= 0 and x[7] < 1e18) then corrupt('s', 'qs') end
+      l.ql, l.qb, l.sr, l.sy, l.bd, l.lw, l.qs = x[1], x[2], x[3], x[4], x[5], x[6], x[7]
     end
     -- Idle hosts are forgotten unless still paused.
     if LIDLE >= 0 and now - l.u >= LIDLE and now >= l.p then
@@ -220,7 +222,7 @@ end
 local function newLimiter()
   return {r = CONF, c = CONF, x = 0, p = 0, t = 1, tf = 1, a = now, k = 0, w = now, u = now,
     e = 0, g = 0, bs = 0, o = 0, q = 0, m = 0, ll = 0, pa = 0, bo = 0, pn = 0, ps = 0, rs = 0, rn = 0,
-    cr = 0, cs = 0, ce = 0, cn = 0, ql = 0, qb = 0, sr = 0, sy = 0, bd = 0, lw = 0, 0, 0, 0, 0, 0, 0}
+    cr = 0, cs = 0, ce = 0, cn = 0, ql = 0, qb = 0, sr = 0, sy = 0, bd = 0, lw = 0, qs = 0, 0, 0, 0, 0, 0, 0}
 end
 
 -- top is the rate the host may recover to.
@@ -321,7 +323,7 @@ local LATRISE, LATQUEUED, LATAHEAD = 2, 1, 1.2
 -- average of weight SHAREW), admissions waiting for a token less often
 -- than STRAYBOUND (an average of weight BOUNDW).
 local STRAYDEMAND, STRAYINFLIGHT, STRAYSHARE, STRAYBOUND, SHAREW, BOUNDW = 0.8, 0.5, 0.15, 0.5, 1 / 32, 1 / 16
-local STRAYGAPS = 4
+local STRAYGAPS, SLOWGAPW = 4, 1 / 16
 -- A host delays our attempts when its fast latency is over LATRISE times
 -- its base and STRAYSLACK microseconds: no refusal of it is a stray.
 local STRAYSLACK = 50000
@@ -338,7 +340,8 @@ local function isStray()
     return false
   end
   if l.m < STRAYGAPS then return l.ll > 0 or (l.lw == 0 and tokensAt(clock(now)) >= 0) end
-  local demand = 60000000 / l.q
+  if l.qs <= 0 then return false end
+  local demand = 60000000 / l.qs -- over a run of OKs, not one burst of them
   if not (demand < math.max(l.r, l.ll) * STRAYDEMAND) then return false end
   return demand / 60000000 * math.max(l.ql, l.qb) < STRAYINFLIGHT
 end
@@ -392,14 +395,14 @@ local function save()
   if b then fl = 1 else B = {s = 0, g = 0, q = 0, x = 0, k = 0, fl = 0, o = 0, u = 0, p = 0} end
   if l then fl = fl + 2 else L = {0, 0, 0, 0, 0, 0, p = 0, tf = 0, a = 0, k = 0, w = 0, u = 0, e = 0, o = 0, m = 0,
     pa = 0, pn = 0, rs = 0, rn = 0, cs = 0, ce = 0, cn = 0, r = 0, c = 0, x = 0, g = 0, bs = 0, ll = 0, cr = 0, t = 0,
-    q = 0, bo = 0, ps = 0, ql = 0, qb = 0, sr = 0, sy = 0, bd = 0, lw = 0} end
+    q = 0, bo = 0, ps = 0, ql = 0, qb = 0, sr = 0, sy = 0, bd = 0, lw = 0, qs = 0} end
   if fl == 0 then
     if dropped then redis.call('DEL', S) end
     return
   end
   local v = struct.pack(FMT, 1, fl, B.s, B.g, B.q, B.x, B.k, B.fl, B.o, B.u, B.p,
     L.p, L.tf, L.a, L.k, L.w, L.u, L[1], L[2], L[3], L[4], L[5], L[6], L.e, L.o, L.m, L.pa, L.pn, L.rs, L.rn, L.cs, L.ce, L.cn,
-    L.r, L.c, L.x, L.g, L.bs, L.ll, L.cr, L.t, L.q, L.bo, L.ps) .. struct.pack(EXT, L.ql, L.qb, L.sr, L.sy, L.bd, L.lw)
+    L.r, L.c, L.x, L.g, L.bs, L.ll, L.cr, L.t, L.q, L.bo, L.ps) .. struct.pack(EXT, L.ql, L.qb, L.sr, L.sy, L.bd, L.lw, L.qs)
   if raw and #raw > SIZE + EXTSIZE then v = v .. string.sub(raw, SIZE + EXTSIZE + 1) end
   if v == raw then
     if halted then redis.call('PERSIST', S) end

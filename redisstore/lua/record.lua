@@ -80,7 +80,12 @@ if OUTCOME == OK then
   -- their spacing does.
   if l.o > 0 and now > l.o and not (l.o < l.p and now >= l.p) then
     local d = now - l.o
-    if l.m == 0 then l.q = d else l.q = l.q + (d - l.q) / 4 end
+    if l.m == 0 then
+      l.q, l.qs = d, d
+    else
+      l.q = l.q + (d - l.q) / 4
+      l.qs = l.qs + (d - l.qs) * SLOWGAPW
+    end
     l.m = math.min(l.m + 1, MAXOKS)
   end
   l.o = now
