@@ -178,7 +178,14 @@ func TestRoundTripConnAllocates(t *testing.T) {
 		}
 		plain := testing.AllocsPerRun(100, send(false))
 		withConn := testing.AllocsPerRun(100, send(true))
-		if withConn > plain {
+		allowed := plain
+		if raceEnabled {
+			// The race detector makes sync.Pool drop a quarter of what is
+			// put back: a pooled trace made again costs 2 allocations
+			// (a context value and a request copy per attempt cost 4).
+			allowed += 2
+		}
+		if withConn > allowed {
 			t.Errorf("%s: RoundTripConn allocates %v times, RoundTrip %v: want no more", contentType, withConn, plain)
 		}
 		if got != any(conn) {
