@@ -38,8 +38,8 @@
 //     however long it runs. A limit below the crawl's demand refuses
 //     often enough to be learnt all the same. A refusal taken for a limit
 //     is probed past after the backoff below: the rate is back at the
-//     configured rate (or Crawl-delay) 2 minutes and about twice
-//     RecoverAfter OKs after it, when the host refuses no probe.
+//     configured rate (or Crawl-delay) about twice RecoverAfter OKs after
+//     the probe begins, when the host refuses no probe.
 //   - A host slowing down under our load is answered before it refuses:
 //     when its latency (time to headers, kept in the state as a fast
 //     average and a base following the lowest) is twice its base, with
@@ -68,8 +68,10 @@
 //     the time it was given.
 //   - The rate stays where the throttle settled it: it
 //     does not climb back into the limit. A backoff after the throttle (2
-//     minutes, doubling after every probe the host refused, up to 8) the
-//     rate probes above it, slowly at first: RecoverStep faster after
+//     minutes, doubling after every probe the host refused, up to 8), or
+//     200 OKs after it if sooner (400 and 800 as the backoff doubles: a
+//     probe costs at most one refusal in that many answers), the rate
+//     probes above it, slowly at first: RecoverStep faster after
 //     RecoverAfter OKs, growing with the cube of their number, up to the
 //     configured rate, so that a raised limit is found within minutes
 //     while a fixed one is probed ever more rarely. A throttle during the

@@ -150,3 +150,34 @@ func farHostNotPenalised(t *testing.T, env Env) {
 		t.Errorf("a far but steady host: rate %v, want 600", got)
 	}
 }
+
+// probeAfterOKs: a host refused at its pace (600/min, after 21 OKs) settles
+// below the refusal; 200 OKs later — 20 seconds at that rate, long before
+// the probe's 2-minute backoff — the probe begins: 5 OKs into it the rate
+// is an eighth of a tenth above where it settled, 10 OKs into it at the
+// configured 600 (a tenth above, capped): a refusal taken for a limit
+// costs a fast host seconds, and a probe at most one refusal in 200
+// answers.
+func probeAfterOKs(t *testing.T, env Env) {
+	ok := classify.Result{Outcome: classify.OK, Status: 200, Latency: 10 * time.Millisecond}
+	for range 21 {
+		answer(t, env, host, 0, ok)
+	}
+	answer(t, env, host, 0, classify.Result{Outcome: classify.Throttled, Status: 429, RetryAfter: time.Second})
+	settled := 600.0 * 20 / 21 * 0.97
+	for range 199 {
+		answer(t, env, host, 0, ok)
+	}
+	if got := state(t, env, host).PerMinute; !nearRate(got, settled) {
+		t.Fatalf("199 OKs after the refusal: rate %v, want %v", got, settled)
+	}
+	for i, want := range []float64{settled, settled * (1 + 0.1/8), 600} {
+		n := []int{1, 5, 5}[i]
+		for range n {
+			answer(t, env, host, 0, ok)
+		}
+		if got := state(t, env, host).PerMinute; !nearRate(got, want) {
+			t.Errorf("%d OKs after the refusal: rate %v, want %v", 200+[]int{0, 5, 10}[i], got, want)
+		}
+	}
+}

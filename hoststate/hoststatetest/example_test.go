@@ -40,6 +40,7 @@ func ExampleScenarios() {
 	// RefusalWithQueueIsALimit
 	// SlowingHostSlows
 	// FarHostNotPenalised
+	// ProbeAfterOKs
 	// ThrottleStorm
 	// StillShutWaitsLonger
 	// FirstContactOneToken

@@ -52,7 +52,19 @@ const (
 	nearCut      = 0.1  // ...cuts the rate by this much, and margin
 	firstBackoff = 2 * time.Minute
 	maxBackoff   = 8 * time.Minute
+	// firstProbeOKs is how many OKs since a throttle let the probe begin
+	// before its first backoff has passed (twice as many for each
+	// doubling): a probe then costs at most one refusal in that many
+	// answers, and a fast host is back at its rate within seconds of a
+	// refusal taken for a limit.
+	firstProbeOKs = 200
 )
+
+// probeOKs is how many OKs since a throttle let the probe begin, for a
+// probe's backoff.
+func probeOKs(backoff time.Duration) int {
+	return firstProbeOKs * int(max(backoff, firstBackoff)/firstBackoff)
+}
 
 // A stray refusal's bounds (see isStray).
 const (
@@ -212,7 +224,7 @@ func (s *Set) ok(e *entry, now time.Time, quota float64) {
 	}
 	k := s.cfg.RecoverAfter
 	w := climb(e.base, e.target, e.oks, k)
-	if (e.oks >= k || e.base >= e.target) && !now.Before(e.probeAt) {
+	if (e.oks >= k || e.base >= e.target) && (!now.Before(e.probeAt) || e.oks >= probeOKs(e.backoff)) {
 		// The backoff has passed: probe above the target, slowly at
 		// first, past the learnt ceiling if the host allows it now.
 		if e.probeN == 0 {

@@ -237,6 +237,9 @@ end
 -- starts at FIRSTBACKOFF and doubles up to MAXBACKOFF.
 local MARGIN, MAXOVER, NEARBELOW, NEARCUT = 0.03, 0.5, 0.15, 0.1
 local FIRSTBACKOFF, MAXBACKOFF = 120000000, 480000000
+-- PROBEOKS OKs since a throttle let the probe begin before the first
+-- backoff has passed (twice as many for each doubling).
+local PROBEOKS = 200
 
 -- estimate is the rate to settle at after a refusal at r that followed n
 -- OKs in d microseconds: below (n-1)/d by MARGIN, at most r less MARGIN,

@@ -116,7 +116,7 @@ if OUTCOME == OK then
     if q ~= l.r then setRate(q) end
   elseif not slowing() and l.g > 0 then
     local w = climb(l.bs, l.g, l.k, RAFTER)
-    if (l.k >= RAFTER or l.bs >= l.g) and now >= l.pa then
+    if (l.k >= RAFTER or l.bs >= l.g) and (now >= l.pa or l.k >= PROBEOKS * math.floor(math.max(l.bo, FIRSTBACKOFF) / FIRSTBACKOFF)) then
       -- The backoff has passed: probe above the target, slowly at first.
       if l.pn == 0 then l.pn = l.k end
       local step = RSTEP
