@@ -53,12 +53,13 @@ type WaitError struct {
 }
 
 // Error returns "ratelimit: HOST asks us to wait D (until TIME), longer than
-// the chain waits (B): try it later", or the same ending "past the
-// request's deadline".
+// the chain waits (B in all): try it later", or the same ending "past the
+// request's deadline". D is counted from when the chain decided: a request
+// that waited already may be refused a wait shorter than B.
 func (e *WaitError) Error() string {
 	why := "past the request's deadline"
 	if e.Bound > 0 {
-		why = "longer than the chain waits (" + e.Bound.String() + ")"
+		why = "longer than the chain waits (" + e.Bound.String() + " in all)"
 	}
 	return "ratelimit: " + e.Host + " asks us to wait " + e.RetryAfter.Round(time.Millisecond).String() +
 		" (until " + e.Until.UTC().Format(time.RFC3339) + "), " + why + ": try it later"
