@@ -12,7 +12,11 @@ import (
 )
 
 // defaultMaxInFlight is what a zero Config.MaxInFlight means: the most
-// attempts in flight to one host, whatever its pace and latency.
+// attempts in flight to one host, whatever it serves, its pace and latency.
+// Below it, the cap in force follows what the host serves (see
+// internal/inflight): 2 at a host met for the first time, growing each
+// round trip while its latency stays near its base, and falling to
+// Little's law on its served rate when its latency rises under our load.
 const defaultMaxInFlight = 16
 
 // newInflight returns the per-host cap of Config.MaxInFlight, or nil for
@@ -63,7 +67,8 @@ func (t *Transport) slotWait(ctx context.Context, key string, perMinute float64,
 // the host has answered (or the attempt failed), so the attempt no longer
 // waits on the host. Reading the body is the caller's time, as in
 // Little's law the host's latency is its time to headers, which a
-// response's feeds the host's estimate with.
+// response feeds, with the answer itself, to the host's latency, served
+// rate and window, before the slot is given back.
 func (t *Transport) slotEnd(key string, done func(), resp *http.Response, err error, ttfb time.Duration) {
 	if err == nil && resp != nil {
 		t.inflight.Observe(key, ttfb)

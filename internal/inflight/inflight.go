@@ -1,31 +1,38 @@
 // Package inflight holds the chain's per-host cap on attempts in flight.
 //
-// The cap in force for a host is Little's law with headroom:
+// The cap follows what the host serves, not the rate it is paced at. Each
+// host has a window, the most attempts let in at once:
 //
-//	limit = min(Max, ceil(rate × latency × Headroom)), at least 1
+//   - A host met for the first time starts at InitialWindow (2): what the
+//     pacing allows at first contact is no measure of what the host serves.
+//   - While the cap binds (every slot taken, or attempts waiting) and an
+//     answer comes at about the host's base latency (under grow times it),
+//     the window grows: by one an answer at first (slow start: it doubles
+//     each round trip), by one a round trip once the host's latency has
+//     risen (or the window was cut) once.
+//   - When the host's latency rises under our load (its fast average at
+//     least rise times its base, with more than one attempt in flight),
+//     the window falls, at most once a round trip, to Little's law on what
+//     the host serves: Headroom × served rate × base latency, at least 1.
+//     A server that queues what it cannot serve yet thus keeps at most
+//     Headroom times the attempts it serves at once, and answers at about
+//     Headroom times its service time, at its full throughput. Several
+//     processes crawling it each count their own share of what it serves,
+//     so their windows add up to about the same.
 //
-// where rate is the host's current pacing rate (requests a second) and
-// latency the host's time to headers: the lower of a fast EWMA of it (a
-// fifth of each sample) and a slow one that follows it over minutes
-// (SlowTau). The slow one keeps the queue that our own attempts build at
-// a slow server from raising the cap that lets them in: at such a server
-// the fast EWMA rises with every attempt let in, and a cap following it
-// would rise with it. A host that is simply far away, with a steady
-// latency, has both at its latency and is not penalised.
+// The cap in force is the window, at most Max, and at most Little's law on
+// the host's pacing rate: ceil(rate × latency × Headroom), so a slowly
+// paced host needs no more slots than its pace fills. A host that is simply
+// far away, with a steady latency, is never cut: its answers come at its
+// base latency, and its cap grows to rate × latency × Headroom.
 //
-// When a host's latency rises under our load all the same (the fast EWMA
-// a quarter above the slow one, with more than one attempt in flight),
-// the limit counts a lower share of the host's pace: a fifth less each
-// round trip while it stays risen, a tenth of the pace back each round
-// trip once it is not. So a slow server's queue of our attempts drains
-// towards the requests it serves at once, at its full throughput. Until a
-// host's
-// rate and first latency sample are known, its limit is Max: the pacing
-// alone holds it.
-//
-// An attempt that finds its host at its limit waits, first come first
-// served, until one in flight ends or its context ends. A Limits starts
-// no goroutine.
+// The base latency is the lowest time to headers seen, followed up over
+// minutes (SlowTau) by a slow average, so that a host that became slower
+// for good is not held to its old latency; the fast average takes a fifth
+// of each answer. The served rate is the answers of the last second or so
+// (an exponentially decaying count). An attempt that finds its host at its
+// limit waits, first come first served, until one in flight ends or its
+// context ends. A Limits starts no goroutine.
 package inflight
 
 import (
@@ -40,25 +47,30 @@ import (
 const (
 	DefaultHeadroom = 1.5
 	DefaultSlowTau  = 5 * time.Minute
+	// InitialWindow is a new host's window.
+	InitialWindow = 2
 	// fastWeight is the weight of a sample in the fast EWMA.
 	fastWeight = 0.2
 	// rateTTL is how long a host's pacing rate is taken as known.
 	rateTTL = time.Second
 	// idleTTL is how long an idle host's estimates are kept.
 	idleTTL = 30 * time.Minute
-	// rise is how far above the slow EWMA the fast one must be for the
-	// host's latency to count as risen under our load.
-	rise = 1.25
-	// cut and regain adjust the share of the pace a host is sent at while
-	// its latency is risen, and after.
-	cut, regain = 0.8, 0.1
+	// grow: an answer under grow times the base latency waited for no
+	// queue at the host, and may grow the window.
+	grow = 1.25
+	// rise: the fast EWMA at rise times the base latency or more, with
+	// more than one attempt in flight, is a queue of ours at the host.
+	rise = 1.5
+	// probeGain: the window grows to at most probeGain times what the
+	// host served in a base latency lately.
+	probeGain = 2
 )
 
 // Config configures a Limits.
 type Config struct {
 	Max      int              // the most attempts in flight per host; at least 1
 	Headroom float64          // over Little's law; <= 0: DefaultHeadroom
-	SlowTau  time.Duration    // time constant of the slow EWMA; <= 0: DefaultSlowTau
+	SlowTau  time.Duration    // how fast the base latency follows a slower host up; <= 0: DefaultSlowTau
 	Now      func() time.Time // the clock; nil: time.Now
 }
 
@@ -73,12 +85,17 @@ type Limits struct {
 type entry struct {
 	n       int             // attempts in flight
 	waiters []chan struct{} // FIFO; a closed channel holds a slot handed over
+	win     float64         // the window, at least 1
+	avoid   bool            // past slow start: the window grows by one a round trip
 	fast    float64         // seconds; 0 before the first sample
-	slow    float64         // seconds
-	sampled time.Time       // when slow was last moved
+	base    float64         // seconds
+	sampled time.Time       // when base was last moved
+	acks    float64         // answers, decaying over servedRounds base latencies
+	ackAt   time.Time       // the last answer
+	first   time.Time       // the first slot taken: the served rate's start
+	cutAt   time.Time       // the window's last cut
+	fullAt  time.Time       // when the last slot under the limit was taken
 	perSec  float64         // the host's pacing rate; 0: unknown
-	share   float64         // of perSec that the limit counts, (0, 1]; 0 means 1
-	turned  time.Time       // when share was last changed
 	rateAt  time.Time       // when perSec was set
 	used    time.Time
 	peak    int // the highest limit in force so far
@@ -121,17 +138,14 @@ func Limit(max int, perSec float64, latency time.Duration, headroom float64) int
 	return int(math.Ceil(x))
 }
 
-// limit is e's limit in force. The shard is locked.
+// limit is e's limit in force: the window, at most Max and at most what
+// the host's pace needs at its latency. The shard is locked.
 func (l *Limits) limit(e *entry) int {
-	if e.fast == 0 || e.perSec == 0 {
-		return l.cfg.Max // nothing known yet: the pacing alone
+	n := min(l.cfg.Max, max(int(e.win), 1))
+	if e.fast > 0 && e.perSec > 0 {
+		lat := min(e.fast, e.base)
+		n = min(n, Limit(l.cfg.Max, e.perSec, time.Duration(lat*float64(time.Second)), l.cfg.Headroom))
 	}
-	lat := min(e.fast, e.slow)
-	perSec := e.perSec
-	if e.share > 0 {
-		perSec *= e.share
-	}
-	n := Limit(l.cfg.Max, perSec, time.Duration(lat*float64(time.Second)), l.cfg.Headroom)
 	e.peak = max(e.peak, n)
 	return n
 }
@@ -139,7 +153,7 @@ func (l *Limits) limit(e *entry) int {
 func (l *Limits) entry(sh *hostmap.Shard[entry, struct{}], key string, now time.Time) *entry {
 	e := sh.Get(key)
 	if e == nil {
-		e = &entry{}
+		e = &entry{win: min(InitialWindow, float64(l.cfg.Max))}
 		e.rel = func() {
 			sh.Lock()
 			l.release(e)
@@ -161,8 +175,13 @@ func (l *Limits) Acquire(ctx context.Context, key string) (release func(), waite
 	sh.Lock()
 	l.hosts.MaybeSweep(sh, now)
 	e := l.entry(sh, key, now)
-	if len(e.waiters) == 0 && e.n < l.limit(e) {
-		e.n++
+	if e.first.IsZero() {
+		e.first = now
+	}
+	if lim := l.limit(e); len(e.waiters) == 0 && e.n < lim {
+		if e.n++; e.n >= lim {
+			e.fullAt = now
+		}
 		sh.Unlock()
 		return e.rel, false, nil
 	}
@@ -200,18 +219,25 @@ func (l *Limits) release(e *entry) {
 // wake hands slots to the first waiters while e is under its limit. The
 // shard is locked.
 func (l *Limits) wake(e *entry) {
+	woke := false
 	for len(e.waiters) > 0 && e.n < l.limit(e) {
 		close(e.waiters[0])
 		e.waiters[0] = nil
 		e.waiters = e.waiters[1:]
 		e.n++
+		woke = true
+	}
+	if woke && e.n >= l.limit(e) {
+		e.fullAt = l.cfg.Now()
 	}
 	if len(e.waiters) == 0 {
 		e.waiters = nil
 	}
 }
 
-// Observe feeds a time to headers of key to its latency estimates.
+// Observe feeds the time to headers of an answer of key (an attempt that
+// still holds its slot: call it before the slot's release) to its latency
+// estimates, its served rate and its window.
 func (l *Limits) Observe(key string, ttfb time.Duration) {
 	if ttfb <= 0 {
 		return
@@ -221,39 +247,87 @@ func (l *Limits) Observe(key string, ttfb time.Duration) {
 	sh.Lock()
 	defer sh.Unlock()
 	e := l.entry(sh, key, now)
-	s := ttfb.Seconds()
-	if e.fast == 0 {
-		e.fast, e.slow, e.sampled = s, s, now
-	} else {
-		e.fast += fastWeight * (s - e.fast)
-		w := 1 - math.Exp(-float64(now.Sub(e.sampled))/float64(l.cfg.SlowTau))
-		e.slow += w * (s - e.slow)
-		e.sampled = now
-		l.adapt(e, now)
-	}
+	l.observe(e, ttfb.Seconds(), now)
 	l.wake(e)
 }
 
-// adapt lowers the share of the pace that e's limit counts while e's
-// latency is risen under our load (the fast EWMA above rise × the slow
-// one with more than one attempt in flight), by cut once a round trip,
-// and gives it back by regain a round trip once it is not. The shard is
-// locked.
-func (l *Limits) adapt(e *entry, now time.Time) {
-	share := e.share
-	if share == 0 {
-		share = 1
+// observe is Observe of a sample of s seconds at now. The shard is locked.
+func (l *Limits) observe(e *entry, s float64, now time.Time) {
+	// Whether the cap binds: it was reached within the last round trip
+	// (or the host's first answer's time, before the first), or attempts
+	// wait.
+	bound := len(e.waiters) > 0 || (!e.fullAt.IsZero() && now.Sub(e.fullAt) <= time.Duration(max(e.fast, s)*float64(time.Second)))
+	if e.first.IsZero() {
+		e.first = now
 	}
-	risen := e.fast > rise*e.slow && e.n > 1
-	if (!risen && share == 1) || now.Sub(e.turned) < time.Duration(e.fast*float64(time.Second)) {
-		return
+	if e.fast == 0 {
+		e.fast, e.base, e.sampled = s, s, now
 	}
-	if risen {
-		share = max(share*cut, 1/float64(l.cfg.Max))
+	if e.ackAt.IsZero() {
+		e.acks = 1
 	} else {
-		share = min(share+regain, 1)
+		e.acks = e.acks*math.Exp(-now.Sub(e.ackAt).Seconds()/tau(e)) + 1
 	}
-	e.share, e.turned = share, now
+	e.ackAt = now
+	e.fast += fastWeight * (s - e.fast)
+	if s < e.base {
+		e.base = s
+	} else {
+		w := 1 - math.Exp(-float64(now.Sub(e.sampled))/float64(l.cfg.SlowTau))
+		e.base += w * (s - e.base)
+	}
+	e.sampled = now
+	switch {
+	case e.fast >= rise*e.base && e.n > 1:
+		// Our attempts queue at the host: down to what it serves, once
+		// a round trip.
+		if !e.cutAt.IsZero() && now.Sub(e.cutAt) < time.Duration(e.fast*float64(time.Second)) {
+			return
+		}
+		e.cutAt, e.avoid = now, true
+		if w := max(l.cfg.Headroom*served(e, now)*e.base, 1); w < e.win {
+			e.win = w
+		}
+	case bound && s < grow*e.base:
+		old := e.win
+		if e.fast >= grow*e.base {
+			e.avoid = true
+		}
+		if e.avoid {
+			e.win += 1 / e.win
+		} else {
+			e.win++
+		}
+		// Never past probeGain times what the host served in a base
+		// latency lately: the answers that show a queue come a round
+		// trip late.
+		e.win = max(min(e.win, float64(l.cfg.Max), probeGain*served(e, now)*e.base), old)
+	}
+}
+
+// servedRounds is the time constant of the served rate, in base
+// latencies.
+const servedRounds = 2
+
+// tau is the time constant of e's served rate, in seconds.
+func tau(e *entry) float64 {
+	return max(servedRounds*e.base, 1e-3)
+}
+
+// served is e's served rate, answers a second, at now: the decaying count
+// of answers over its time constant, or over the time since the first slot
+// was taken while that is shorter.
+func served(e *entry, now time.Time) float64 {
+	if e.ackAt.IsZero() {
+		return 0
+	}
+	tau := tau(e)
+	span := min(now.Sub(e.first).Seconds(), 5*tau)
+	if span <= 0 {
+		return 0
+	}
+	acks := e.acks * math.Exp(-now.Sub(e.ackAt).Seconds()/tau)
+	return acks / (tau * -math.Expm1(-span/tau))
 }
 
 // NeedRate reports whether key's pacing rate is unknown or stale: the
@@ -281,9 +355,12 @@ func (l *Limits) SetRate(key string, perMinute float64) {
 // State is what Limits holds of one host, for tests and diagnostics.
 type State struct {
 	InFlight, Waiting int
-	Limit             int // in force now
-	Peak              int // the highest limit computed from a known rate and latency so far
+	Limit             int     // in force now
+	Peak              int     // the highest limit in force so far
+	Window            float64 // the host's window (see the package doc)
 	Latency           time.Duration
+	Base              time.Duration // the base latency
+	Served            float64       // answers a second, lately
 }
 
 // Of returns key's state.
@@ -293,9 +370,11 @@ func (l *Limits) Of(key string) State {
 	defer sh.Unlock()
 	e := sh.Get(key)
 	if e == nil {
-		return State{Limit: l.cfg.Max}
+		return State{Limit: min(l.cfg.Max, InitialWindow), Window: min(InitialWindow, float64(l.cfg.Max))}
 	}
 	n := l.limit(e)
-	return State{InFlight: e.n, Waiting: len(e.waiters), Limit: n, Peak: e.peak,
-		Latency: time.Duration(min(e.fast, e.slow) * float64(time.Second))}
+	return State{InFlight: e.n, Waiting: len(e.waiters), Limit: n, Peak: e.peak, Window: e.win,
+		Latency: time.Duration(min(e.fast, e.base) * float64(time.Second)),
+		Base:    time.Duration(e.base * float64(time.Second)),
+		Served:  served(e, l.cfg.Now())}
 }
