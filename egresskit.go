@@ -181,10 +181,11 @@ type Config struct {
 
 	// MaxInFlight caps the attempts in flight to one host (from sending
 	// until its headers or error), so that a slow host is not handed a
-	// queue: the cap in force is what the host's pace needs at its
-	// latency, ceil(rate × latency × 1.5), at least 1 and at most
-	// MaxInFlight; per Transport. 0 (the default): at most 16; negative:
-	// no cap. How the latency is read: docs/reference.md,
+	// queue: the cap in force follows what the host serves, 2 at first
+	// contact, growing each round trip while its latency stays near its
+	// base, down to Little's law on its served rate when the latency rises
+	// under our load; at most MaxInFlight, per Transport. 0 (the default):
+	// at most 16; negative: no cap. How: docs/reference.md,
 	// "egresskit.Config.MaxInFlight".
 	MaxInFlight int
 
