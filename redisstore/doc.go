@@ -79,15 +79,16 @@
 // forgotten logically, inside the scripts, by the same rules as in
 // memory, so an injected clock sees the same eviction as the real one.
 //
-// The state is one string of 394 bytes, read with GET and written with
+// The state is one string of 410 bytes, read with GET and written with
 // SET … PX only when a script changed it: a version byte (1), a byte of
-// flags (1: the breaker part is there, 2: the pacing part), then 49
+// flags (1: the breaker part is there, 2: the pacing part), then 51
 // little-endian IEEE 754 doubles, the breaker's 9 fields and the pacing's
-// 40 in the order lua/common.lua lists them (the last 7 — the host's
+// 42 in the order lua/common.lua lists them (the last 9 — the host's
 // latency averages, the refused share of its answers, whether its latest
 // pause was a stray refusal's, how often its admissions waited for a
-// token, whether the latest did and a slow average of the gaps between
-// its OKs — extend the first layout of 338
+// token, whether the latest did, a slow average of the gaps between its
+// OKs, the highest rate it was refused at and when its latency rose —
+// extend the first layout of 338
 // bytes, which reads as having them all zero). Bytes after those (a newer
 // version's fields) are kept as they are. A packed string costs the Lua
 // scripts far less than a hash of 42 fields: no field names to build,

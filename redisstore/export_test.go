@@ -47,8 +47,8 @@ func packedFields() string {
 }
 
 // StateSize is the length of a packed state of this version: version 1's
-// 42 fields and its extension's 7.
-const StateSize = 2 + 8*49
+// 42 fields and its extension's 9.
+const StateSize = 2 + 8*51
 
 // PackState returns the packed state of version 1 with flags and fields
 // (the others 0).

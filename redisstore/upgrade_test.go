@@ -47,12 +47,12 @@ func TestUpgradeFromHash(t *testing.T) {
 	}
 }
 
-// TestPackedLayout: the prelude lists 42 fields and 7 of the extension,
+// TestPackedLayout: the prelude lists 42 fields and 9 of the extension,
 // as StateSize counts, and
 // the offsets resume.lua reads and writes (bo and bu of the breaker, lp of
 // the limiter; Lua counts from 1) are theirs.
 func TestPackedLayout(t *testing.T) {
-	if n := len(redisstore.StateFields); n != 49 || redisstore.StateSize != 2+8*n {
+	if n := len(redisstore.StateFields); n != 51 || redisstore.StateSize != 2+8*n {
 		t.Fatalf("%d fields, size %d", n, redisstore.StateSize)
 	}
 	for field, lua := range map[string]int{"bo": 51, "bu": 59, "lp": 75} {

@@ -181,3 +181,20 @@ func probeAfterOKs(t *testing.T, env Env) {
 		}
 	}
 }
+
+// stallIsNotSlowing: a host paced at 600,000/min and answering the
+// crawl's 60,000/min in 100us, whose answers a stalled machine sees 400ms
+// late now and then (one in a hundred), is not slowing down under our
+// load: its rate stands.
+func stallIsNotSlowing(t *testing.T, env Env) {
+	for i := range 1000 {
+		lat := 100 * time.Microsecond
+		if i%100 == 50 {
+			lat = 400 * time.Millisecond
+		}
+		answer(t, env, host, time.Millisecond, classify.Result{Outcome: classify.OK, Status: 200, Latency: lat})
+	}
+	if got := state(t, env, host).PerMinute; got != 600000 {
+		t.Errorf("a fast host seen through a stalling machine: rate %v, want 600000", got)
+	}
+}

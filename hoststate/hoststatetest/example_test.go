@@ -41,6 +41,7 @@ func ExampleScenarios() {
 	// SlowingHostSlows
 	// FarHostNotPenalised
 	// ProbeAfterOKs
+	// StallIsNotSlowing
 	// ThrottleStorm
 	// StillShutWaitsLonger
 	// FirstContactOneToken

@@ -55,6 +55,7 @@ func Scenarios() []Scenario {
 		{"SlowingHostSlows", hoststate.Config{Limit: ratelimit.Config{PerMinute: 6000}}, slowingHostSlows},
 		{"FarHostNotPenalised", hoststate.Config{Limit: ratelimit.Config{PerMinute: 600}}, farHostNotPenalised},
 		{"ProbeAfterOKs", hoststate.Config{Limit: ratelimit.Config{PerMinute: 600}}, probeAfterOKs},
+		{"StallIsNotSlowing", hoststate.Config{Limit: ratelimit.Config{PerMinute: 600000}}, stallIsNotSlowing},
 		{"ThrottleStorm", hoststate.Config{}, throttleStorm},
 		{"StillShutWaitsLonger", hoststate.Config{Limit: ratelimit.Config{PerMinute: 120}}, stillShutWaitsLonger},
 		{"FirstContactOneToken", hoststate.Config{Limit: ratelimit.Config{PerMinute: 600, Burst: 5}}, firstContactOneToken},

@@ -73,6 +73,8 @@ const (
 	strayShare    = 0.15 // a refused share of answers from this on: a limit, not strays
 	strayBound    = 0.5  // admissions waiting for a token less often than this: the pace did not bind
 	strayGaps     = 4    // gaps between OKs that make the crawl's demand known
+	strayRun      = 10   // OKs since the last pause that make a long run
+	strayBelowTop = 0.6  // a rate under this share of the highest refused: far below it
 	slowGapWeight = 1.0 / 16
 	straySlack    = 50e3 // microseconds of latency over latRise times the base: the host delays us
 	shareWeight   = 1.0 / 32
@@ -89,12 +91,28 @@ const (
 // answering that demand far below its pace and below any rate it refused
 // (the rate of OKs, over a slow average of their gaps, under strayDemand
 // of the higher of the two) with no attempt waiting there (Little's law:
-// that rate × latency under strayInFlight). The pace says nothing of the host's limit then; the
+// that rate × latency under strayInFlight). So is a refusal after a long run of OKs (strayRun) at a
+// rate far below (strayBelowTop) the highest a refusal taken for a limit
+// came at, with at most one admission waiting for its token: refusals
+// taken for limits cut no further than that. The pace says nothing of the
+// host's limit then; the
 // refusal is paid for with its pause alone. A limit below the crawl's
 // demand refuses often enough to be learnt all the same. A refusal before
 // any two OKs is no stray: nothing is known of the host.
 func (e *entry) isStray(now time.Time) bool {
-	if e.gaps == 0 || e.share >= strayShare || e.bound >= strayBound || e.latFast > latRise*e.latBase+straySlack {
+	if e.gaps == 0 || e.share >= strayShare || e.latFast > latRise*e.latBase+straySlack {
+		return false
+	}
+	owed := -e.lim.tokensAt(e.lim.clock(now)) // admissions waiting for their token
+	if e.runOKs >= strayRun && e.perMinute < e.refusedTop*strayBelowTop && owed <= 1 {
+		// Far below the rate of the first refusals taken for limits,
+		// after a long run of OKs at this one, with the crawl's
+		// attempts not queued at the pace: the cuts since were strays
+		// taken for limits, and the pace that binds the crawl now is
+		// theirs, not the host's. No further cut.
+		return true
+	}
+	if e.bound >= strayBound {
 		return false
 	}
 	if e.gaps < strayGaps {
@@ -102,7 +120,7 @@ func (e *entry) isStray(now time.Time) bool {
 		// ceiling), more refusals at once are needed to cut again (a
 		// refused share of strayShare); before one, no admission may
 		// wait for its token, the latest included.
-		return e.learnt > 0 || (!e.waited && e.lim.tokensAt(e.lim.clock(now)) >= 0)
+		return e.learnt > 0 || (!e.waited && owed <= 0)
 	}
 	demand := 60e6 / e.slowGap // over a run of OKs, not one burst of them
 	return demand < max(e.perMinute, e.learnt)*strayDemand && demand/60e6*max(e.latFast, e.latBase) < strayInFlight
@@ -135,13 +153,15 @@ func (e *entry) observeLatency(d time.Duration) {
 }
 
 // A host slowing down under our load (see slowing): its fast latency at
-// least latRise times its base, with at least latQueued of our attempts
-// waiting there on average, paced at least latAhead times faster than it
-// serves.
+// least latRise times its base and straySlack more, for latSustain (a
+// stalled machine's lone slow answers are not a host slowing down), with
+// at least latQueued of our attempts waiting there on average, paced at
+// least latAhead times faster than it serves.
 const (
-	latRise   = 2.0
-	latQueued = 1.0
-	latAhead  = 1.2
+	latRise    = 2.0
+	latQueued  = 1.0
+	latAhead   = 1.2
+	latSustain = 250 * time.Millisecond
 )
 
 // slowing answers a host whose latency rises under our load, paced faster
@@ -151,11 +171,19 @@ const (
 // by base over fast latency), as after a throttle; a probe above it waits
 // for the backoff. It reports whether it changed the rate.
 func (s *Set) slowing(e *entry, now time.Time) bool {
+	if e.latBase <= 0 || e.latFast < latRise*e.latBase+straySlack {
+		e.risenAt = time.Time{}
+		return false
+	}
+	if e.risenAt.IsZero() {
+		e.risenAt = now
+	}
 	served := e.accepted()
-	if served <= 0 || e.latBase <= 0 || e.latFast < latRise*e.latBase ||
+	if served <= 0 || now.Sub(e.risenAt) < latSustain ||
 		served/60e6*(e.latFast-e.latBase) < latQueued || e.perMinute < served*latAhead {
 		return false
 	}
+	e.risenAt = time.Time{}
 	floor := min(s.cfg.Floor, e.configured)
 	if e.probeN > 0 {
 		e.backoff = min(2*e.backoff, maxBackoff)
@@ -256,6 +284,7 @@ func (s *Set) throttled(e *entry, now time.Time, retryAfter time.Duration) (floo
 			// Paid for with its pause alone: the rate, the learnt
 			// ceiling and the spacing of OKs stand.
 		case e.epoch > 0 && e.lastOK.Before(e.pausedUntil) && !e.stray:
+			e.refusedTop = max(e.refusedTop, e.perMinute)
 			// No OK since the last pause ended: the host is still shut
 			// (a limiter that counts refused requests too, over a
 			// window): wait four times as long as last time.
@@ -268,6 +297,7 @@ func (s *Set) throttled(e *entry, now time.Time, retryAfter time.Duration) (floo
 			e.base = min(e.base, e.target)
 			e.setRate(e.base, now)
 		default:
+			e.refusedTop = max(e.refusedTop, e.perMinute)
 			s.cut(e, now, floor)
 		}
 		e.stray = stray

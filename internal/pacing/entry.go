@@ -57,9 +57,14 @@ type entry struct {
 	// waited is whether the latest one did.
 	bound  float64
 	waited bool
-	counts [classify.Canceled + 1]uint32
-	since  time.Time // start of the counts' window
-	used   time.Time
+	// refusedTop is the highest rate a refusal taken for a limit came at.
+	refusedTop float64
+	// risenAt is when the host's latency rose over latRise times its base
+	// and straySlack (zero: it is not risen).
+	risenAt time.Time
+	counts  [classify.Canceled + 1]uint32
+	since   time.Time // start of the counts' window
+	used    time.Time
 }
 
 // minGaps is how many gaps between OK answers make an accepted rate.

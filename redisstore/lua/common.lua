@@ -87,16 +87,17 @@ end
 -- read, so that save writes only when something changed.
 local FMT = '<BBdddddddddddddddddddddddddddddddddddddddddd'
 local SIZE = 338
--- Version 1's extension, the 56 bytes after its 338 (absent: all zero):
--- seven doubles, the pacing part's latency averages (fast ql, base qb, in
+-- Version 1's extension, the 72 bytes after its 338 (absent: all zero):
+-- nine doubles, the pacing part's latency averages (fast ql, base qb, in
 -- microseconds, in [0, 1e18)), the refused share of its answers sr (in
 -- [0, 1]), the stray flag sy (0 or 1: the latest pause was a stray
 -- refusal's), how often admissions waited for a token bd (in [0, 1]),
--- whether the latest did lw (0 or 1) and a slow average of the gaps
--- between OKs qs (microseconds, in [0, 1e18)). Bytes after them are kept
--- as they are.
-local EXT, EXTSIZE = '<ddddddd', 56
-local EXTFIELDS = 'ql qb sr sy bd lw qs'
+-- whether the latest did lw (0 or 1), a slow average of the gaps between
+-- OKs qs (microseconds, in [0, 1e18)), the highest rate a refusal taken
+-- for a limit came at rt (0 or a rate) and when the latency rose ra (a
+-- time, 0: not risen). Bytes after them are kept as they are.
+local EXT, EXTSIZE = '<ddddddddd', 72
+local EXTFIELDS = 'ql qb sr sy bd lw qs rt ra'
 local FIELDS = 'bs bg bq bx bk bf bo bu bp lp lf la lk lw lu n0 n1 n2 n3 n4 n5 le lo lm lpa lpn lrs lrn lcs lce lcn lr lc lx lg lb ll lcr lt lq lbo lps'
 
 -- bad reports the i-th value of the unpacked string (the i-2-th field).
@@ -177,7 +178,7 @@ if raw then
       p = u[12], tf = u[13], a = u[14], k = u[15], w = u[16], u = u[17],
       e = u[24], o = u[25], m = u[26], pa = u[27], pn = u[28], rs = u[29], rn = u[30], cs = u[31], ce = u[32], cn = u[33],
       r = u[34], c = u[35], x = u[36], g = u[37], bs = u[38], ll = u[39], cr = u[40], t = u[41], q = u[42], bo = u[43], ps = u[44]}
-    l.ql, l.qb, l.sr, l.sy, l.bd, l.lw, l.qs = 0, 0, 0, 0, 0, 0, 0
+    l.ql, l.qb, l.sr, l.sy, l.bd, l.lw, l.qs, l.rt, l.ra = 0, 0, 0, 0, 0, 0, 0, 0, 0
     if #raw > SIZE and #raw < SIZE + EXTSIZE then corrupt('s', 'incomplete') end
     if #raw > SIZE then
       local x = {struct.unpack(EXT, raw, SIZE + 1)}
@@ -188,7 +189,9 @@ if raw then
       if not (x[5] >= 0 and x[5] <= 1) then corrupt('s', 'bd') end
       if x[6] ~= 0 and x[6] ~= 1 then corrupt('s', 'lw') end
       if not (x[7] >= 0 and x[7] < 1e18) then corrupt('s', 'qs') end
-      l.ql, l.qb, l.sr, l.sy, l.bd, l.lw, l.qs = x[1], x[2], x[3], x[4], x[5], x[6], x[7]
+      if not (x[8] == 0 or (x[8] >= 1e-6 and x[8] <= 1e15)) then corrupt('s', 'rt') end
+      if not (x[9] >= 0 and x[9] < 1e18) then corrupt('s', 'ra') end
+      l.ql, l.qb, l.sr, l.sy, l.bd, l.lw, l.qs, l.rt, l.ra = x[1], x[2], x[3], x[4], x[5], x[6], x[7], x[8], x[9]
     end
     -- Idle hosts are forgotten unless still paused.
     if LIDLE >= 0 and now - l.u >= LIDLE and now >= l.p then
@@ -222,7 +225,7 @@ end
 local function newLimiter()
   return {r = CONF, c = CONF, x = 0, p = 0, t = 1, tf = 1, a = now, k = 0, w = now, u = now,
     e = 0, g = 0, bs = 0, o = 0, q = 0, m = 0, ll = 0, pa = 0, bo = 0, pn = 0, ps = 0, rs = 0, rn = 0,
-    cr = 0, cs = 0, ce = 0, cn = 0, ql = 0, qb = 0, sr = 0, sy = 0, bd = 0, lw = 0, qs = 0, 0, 0, 0, 0, 0, 0}
+    cr = 0, cs = 0, ce = 0, cn = 0, ql = 0, qb = 0, sr = 0, sy = 0, bd = 0, lw = 0, qs = 0, rt = 0, ra = 0, 0, 0, 0, 0, 0, 0}
 end
 
 -- top is the rate the host may recover to.
@@ -318,7 +321,7 @@ end
 -- A host slowing down under our load: fast latency at least LATRISE times
 -- its base, LATQUEUED attempts waiting there on average, paced LATAHEAD
 -- times faster than it serves.
-local LATRISE, LATQUEUED, LATAHEAD = 2, 1, 1.2
+local LATRISE, LATQUEUED, LATAHEAD, LATSUSTAIN = 2, 1, 1.2, 250000
 
 -- A stray refusal's bounds (see isStray): a demand below STRAYDEMAND of
 -- the rate (or the learnt ceiling, if higher), fewer than STRAYINFLIGHT
@@ -326,7 +329,7 @@ local LATRISE, LATQUEUED, LATAHEAD = 2, 1, 1.2
 -- average of weight SHAREW), admissions waiting for a token less often
 -- than STRAYBOUND (an average of weight BOUNDW).
 local STRAYDEMAND, STRAYINFLIGHT, STRAYSHARE, STRAYBOUND, SHAREW, BOUNDW = 0.8, 0.5, 0.15, 0.5, 1 / 32, 1 / 16
-local STRAYGAPS, SLOWGAPW = 4, 1 / 16
+local STRAYGAPS, SLOWGAPW, STRAYRUN, STRAYBELOWTOP = 4, 1 / 16, 10, 0.6
 -- A host delays our attempts when its fast latency is over LATRISE times
 -- its base and STRAYSLACK microseconds: no refusal of it is a stray.
 local STRAYSLACK = 50000
@@ -339,10 +342,15 @@ local STRAYSLACK = 50000
 -- pace and any rate it refused, with no attempt waiting there. It is paid
 -- for with its pause alone. A refusal before any two OKs is no stray.
 local function isStray()
-  if l.m < 1 or l.q <= 0 or l.sr >= STRAYSHARE or l.bd >= STRAYBOUND or l.ql > LATRISE * l.qb + STRAYSLACK then
+  if l.m < 1 or l.q <= 0 or l.sr >= STRAYSHARE or l.ql > LATRISE * l.qb + STRAYSLACK then
     return false
   end
-  if l.m < STRAYGAPS then return l.ll > 0 or (l.lw == 0 and tokensAt(clock(now)) >= 0) end
+  local owed = -tokensAt(clock(now))
+  -- Far below the highest rate a refusal taken for a limit came at, after
+  -- a long run of OKs, not queued at the pace: no further cut.
+  if l.rn >= STRAYRUN and l.r < l.rt * STRAYBELOWTOP and owed <= 1 then return true end
+  if l.bd >= STRAYBOUND then return false end
+  if l.m < STRAYGAPS then return l.ll > 0 or (l.lw == 0 and owed <= 0) end
   if l.qs <= 0 then return false end
   local demand = 60000000 / l.qs -- over a run of OKs, not one burst of them
   if not (demand < math.max(l.r, l.ll) * STRAYDEMAND) then return false end
@@ -369,11 +377,17 @@ end
 -- drops to let the queue drain and climbs to MARGIN below it. It reports
 -- whether it changed the rate.
 local function slowing()
-  if l.m < 1 or l.q <= 0 or l.qb <= 0 then return false end
-  local served = 60000000 / l.q
-  if l.ql < LATRISE * l.qb or served / 60000000 * (l.ql - l.qb) < LATQUEUED or l.r < served * LATAHEAD then
+  if l.qb <= 0 or l.ql < LATRISE * l.qb + STRAYSLACK then
+    l.ra = 0
     return false
   end
+  if l.ra == 0 then l.ra = now end
+  if l.m < 1 or l.q <= 0 then return false end
+  local served = 60000000 / l.q
+  if now - l.ra < LATSUSTAIN or served / 60000000 * (l.ql - l.qb) < LATQUEUED or l.r < served * LATAHEAD then
+    return false
+  end
+  l.ra = 0
   local fl = math.min(FLOOR, l.c)
   if l.pn > 0 then l.bo = math.min(2 * l.bo, MAXBACKOFF) end
   if l.bo == 0 then l.bo = FIRSTBACKOFF end
@@ -398,14 +412,14 @@ local function save()
   if b then fl = 1 else B = {s = 0, g = 0, q = 0, x = 0, k = 0, fl = 0, o = 0, u = 0, p = 0} end
   if l then fl = fl + 2 else L = {0, 0, 0, 0, 0, 0, p = 0, tf = 0, a = 0, k = 0, w = 0, u = 0, e = 0, o = 0, m = 0,
     pa = 0, pn = 0, rs = 0, rn = 0, cs = 0, ce = 0, cn = 0, r = 0, c = 0, x = 0, g = 0, bs = 0, ll = 0, cr = 0, t = 0,
-    q = 0, bo = 0, ps = 0, ql = 0, qb = 0, sr = 0, sy = 0, bd = 0, lw = 0, qs = 0} end
+    q = 0, bo = 0, ps = 0, ql = 0, qb = 0, sr = 0, sy = 0, bd = 0, lw = 0, qs = 0, rt = 0, ra = 0} end
   if fl == 0 then
     if dropped then redis.call('DEL', S) end
     return
   end
   local v = struct.pack(FMT, 1, fl, B.s, B.g, B.q, B.x, B.k, B.fl, B.o, B.u, B.p,
     L.p, L.tf, L.a, L.k, L.w, L.u, L[1], L[2], L[3], L[4], L[5], L[6], L.e, L.o, L.m, L.pa, L.pn, L.rs, L.rn, L.cs, L.ce, L.cn,
-    L.r, L.c, L.x, L.g, L.bs, L.ll, L.cr, L.t, L.q, L.bo, L.ps) .. struct.pack(EXT, L.ql, L.qb, L.sr, L.sy, L.bd, L.lw, L.qs)
+    L.r, L.c, L.x, L.g, L.bs, L.ll, L.cr, L.t, L.q, L.bo, L.ps) .. struct.pack(EXT, L.ql, L.qb, L.sr, L.sy, L.bd, L.lw, L.qs, L.rt, L.ra)
   if raw and #raw > SIZE + EXTSIZE then v = v .. string.sub(raw, SIZE + EXTSIZE + 1) end
   if v == raw then
     if halted then redis.call('PERSIST', S) end

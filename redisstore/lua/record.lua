@@ -137,6 +137,7 @@ elseif OUTCOME == THROTTLED then
       -- A stray refusal: paid for with its pause alone; the rate, the
       -- learnt ceiling and the spacing of OKs stand.
     elseif l.e > 0 and l.o < l.p and l.sy == 0 then
+      l.rt = math.max(l.rt, l.r)
       -- No OK since the last pause ended: the host is still shut (a
       -- limiter counting over a window, refused requests too). Wait four
       -- times as long as last time, and settle at a quarter of the rate.
@@ -153,6 +154,7 @@ elseif OUTCOME == THROTTLED then
       -- the latest pause ended shows; few OKs: it halves; refused again just below the learnt ceiling: a
       -- fixed cut. A refused probe goes back to where it started.
       local r = l.r
+      l.rt = math.max(l.rt, r)
       local near = l.pn == 0 and r <= l.ll and r >= l.ll * (1 - NEARBELOW)
       if l.pn > 0 then
         l.bo = math.min(2 * l.bo, MAXBACKOFF)
