@@ -5,20 +5,25 @@
 //
 //   - A host met for the first time starts at InitialWindow (2): what the
 //     pacing allows at first contact is no measure of what the host serves.
-//   - While the cap binds (every slot taken, or attempts waiting) and an
-//     answer comes at about the host's base latency (under grow times it),
-//     the window grows: by one an answer at first (slow start: it doubles
-//     each round trip), by one a round trip once the host's latency has
-//     risen (or the window was cut) once.
+//   - While the cap binds (every slot taken within the last round trip,
+//     or attempts waiting) and an answer comes at about the host's base
+//     latency (under 1.25 times it), the window grows: by one an answer
+//     at first (slow start: it doubles each round trip), by one a round
+//     trip once the host's latency has risen (or the window was cut) once;
+//     never past twice what the host served in a base latency lately, as
+//     the answers that show a queue come a round trip late.
 //   - When the host's latency rises under our load (its fast average at
-//     least rise times its base, with more than one attempt in flight),
+//     least 1.5 times its base, with more than one attempt in flight),
 //     the window falls, at most once a round trip, to Little's law on what
 //     the host serves: Headroom × served rate × base latency, at least 1.
-//     A server that queues what it cannot serve yet thus keeps at most
+//     A server that queues what it cannot serve yet thus keeps about
 //     Headroom times the attempts it serves at once, and answers at about
 //     Headroom times its service time, at its full throughput. Several
 //     processes crawling it each count their own share of what it serves,
-//     so their windows add up to about the same.
+//     so their windows add up to about the same — but a process that first
+//     meets the host already queued by others takes that queue for the
+//     host's base latency, and holds more than its share until the queue
+//     drains (nothing per process tells it otherwise).
 //
 // The cap in force is the window, at most Max, and at most Little's law on
 // the host's pacing rate: ceil(rate × latency × Headroom), so a slowly
@@ -29,10 +34,10 @@
 // The base latency is the lowest time to headers seen, followed up over
 // minutes (SlowTau) by a slow average, so that a host that became slower
 // for good is not held to its old latency; the fast average takes a fifth
-// of each answer. The served rate is the answers of the last second or so
-// (an exponentially decaying count). An attempt that finds its host at its
-// limit waits, first come first served, until one in flight ends or its
-// context ends. A Limits starts no goroutine.
+// of each answer. The served rate counts the answers of about the last two
+// base latencies (an exponentially decaying count). An attempt that finds
+// its host at its limit waits, first come first served, until one in
+// flight ends or its context ends. A Limits starts no goroutine.
 package inflight
 
 import (
@@ -254,8 +259,8 @@ func (l *Limits) Observe(key string, ttfb time.Duration) {
 // observe is Observe of a sample of s seconds at now. The shard is locked.
 func (l *Limits) observe(e *entry, s float64, now time.Time) {
 	// Whether the cap binds: it was reached within the last round trip
-	// (or the host's first answer's time, before the first), or attempts
-	// wait.
+	// (the fast latency; this answer's, for the host's first), or
+	// attempts wait.
 	bound := len(e.waiters) > 0 || (!e.fullAt.IsZero() && now.Sub(e.fullAt) <= time.Duration(max(e.fast, s)*float64(time.Second)))
 	if e.first.IsZero() {
 		e.first = now
