@@ -29,7 +29,7 @@ staticcheck: tools
 # own, after the others and without the race detector, so that neither
 # slows the clock it measures. Here one cell per limiter kind (five), in
 # parallel (about two minutes); make bench runs the whole matrix.
-# TestBroadCrawlStray429s (throughput of a crawl over 100 hosts, 40 s in
+# TestBroadCrawlStray429s (throughput of a crawl over 200 hosts, 40 s in
 # memory, then 40 s with Redis) and TestSlowServerFleet (a fleet against a
 # slowing server, about a minute) run with it, first, for the same reason.
 CONVERGE := ^(TestConvergesOnLimiters|TestBroadCrawlStray429s|TestSlowServerFleet)$$
