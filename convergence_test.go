@@ -220,7 +220,7 @@ func TestConvergesOnLimiters(t *testing.T) {
 		"nginx-nodelay": "2/memory",
 		"haproxy":       "2/redis",
 		"haproxy-quota": "10/redis",
-		"haproxy-short": "5/memory",
+		"haproxy-short": "10/redis",
 	}
 	for _, c := range convergeCells() {
 		t.Run(c.kind.Name+"/"+c.name(), func(t *testing.T) {
