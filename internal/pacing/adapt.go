@@ -250,6 +250,11 @@ func (s *Set) ok(e *entry, now time.Time, quota float64) {
 	if s.slowing(e, now) || e.target == 0 {
 		return
 	}
+	if e.perMinute < e.target && e.latBase > 0 && e.latFast >= latRise*e.latBase+straySlack {
+		// The host's latency is still risen: the queue our attempts
+		// built there drains before the rate climbs again.
+		return
+	}
 	k := s.cfg.RecoverAfter
 	w := climb(e.base, e.target, e.oks, k)
 	if (e.oks >= k || e.base >= e.target) && (!now.Before(e.probeAt) || e.oks >= probeOKs(e.backoff)) {

@@ -114,7 +114,9 @@ if OUTCOME == OK then
     l.cr = 0
     l.pa = math.max(l.pa, now + FIRSTBACKOFF)
     if q ~= l.r then setRate(q) end
-  elseif not slowing() and l.g > 0 then
+  elseif not slowing() and l.g > 0 and not (l.r < l.g and l.qb > 0 and l.ql >= LATRISE * l.qb + STRAYSLACK) then
+    -- (while the host's latency is still risen, the queue our attempts
+    -- built there drains before the rate climbs again)
     local w = climb(l.bs, l.g, l.k, RAFTER)
     if (l.k >= RAFTER or l.bs >= l.g) and (now >= l.pa or l.k >= PROBEOKS * math.floor(math.max(l.bo, FIRSTBACKOFF) / FIRSTBACKOFF)) then
       -- The backoff has passed: probe above the target, slowly at first.
