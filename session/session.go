@@ -148,7 +148,9 @@ type tokenJSON struct {
 	Expires time.Time `json:"expires,omitzero"`
 }
 
-func (t Token) json() tokenJSON { return tokenJSON{Type: t.Type, Set: t.Value != "", Expires: t.Expires} }
+func (t Token) json() tokenJSON {
+	return tokenJSON{Type: t.Type, Set: t.Value != "", Expires: t.Expires}
+}
 
 // MarshalJSON writes the session by names and counts: header names,
 // cookie names, whether a token is set; never a header, cookie or token
