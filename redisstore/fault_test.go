@@ -220,17 +220,13 @@ func TestFailClosed(t *testing.T) {
 	}
 
 	srv.Pause()
-	start := time.Now()
 	_, err := w.state.Admit(ctx, site.host())
-	elapsed := time.Since(start)
 	var ue *redisstore.UnavailableError
-	if !errors.Is(err, redisstore.ErrUnavailable) || !errors.As(err, &ue) || !isTimeout(ue.Cause) {
-		t.Errorf("Admit with Redis hung = %v, want *UnavailableError caused by the timeout", err)
-	}
-	// Bounded by Timeout (100ms), not by the client's 3s read timeout; the
-	// bound is loose for loaded machines.
-	if elapsed > 2*time.Second {
-		t.Errorf("Admit with Redis hung took %v, want about the 100ms Timeout", elapsed)
+	// Bounded by the store's Timeout (100ms: the context deadline it sets
+	// on the command), not by the client's 3s read timeout (a network
+	// timeout, not the context's).
+	if !errors.Is(err, redisstore.ErrUnavailable) || !errors.As(err, &ue) || !errors.Is(ue.Cause, context.DeadlineExceeded) {
+		t.Errorf("Admit with Redis hung = %v, want *UnavailableError caused by the store's Timeout (context.DeadlineExceeded)", err)
 	}
 	srv.Resume()
 
