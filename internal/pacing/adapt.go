@@ -100,7 +100,7 @@ const (
 // demand refuses often enough to be learnt all the same. A refusal before
 // any two OKs is no stray: nothing is known of the host.
 func (e *entry) isStray(now time.Time) bool {
-	if e.gaps == 0 || e.share >= strayShare || e.latFast > latRise*e.latBase+straySlack {
+	if e.gaps == 0 || e.share >= strayShare || e.risen() {
 		return false
 	}
 	owed := -e.lim.tokensAt(e.lim.clock(now)) // admissions waiting for their token
@@ -164,6 +164,13 @@ const (
 	latSustain = 250 * time.Millisecond
 )
 
+// risen reports whether the host's latency is risen: its fast average at
+// least latRise times its base and straySlack more. Such a host delays
+// our attempts: its refusals are no strays, and it may be slowing down.
+func (e *entry) risen() bool {
+	return e.latBase > 0 && e.latFast >= latRise*e.latBase+straySlack
+}
+
 // slowing answers a host whose latency rises under our load, paced faster
 // than it serves: it queues what it cannot serve yet. Its rate settles
 // below the rate it served (the accepted rate), which becomes the learnt
@@ -171,7 +178,7 @@ const (
 // by base over fast latency), as after a throttle; a probe above it waits
 // for the backoff. It reports whether it changed the rate.
 func (s *Set) slowing(e *entry, now time.Time) bool {
-	if e.latBase <= 0 || e.latFast < latRise*e.latBase+straySlack {
+	if !e.risen() {
 		e.risenAt = time.Time{}
 		return false
 	}
@@ -250,7 +257,7 @@ func (s *Set) ok(e *entry, now time.Time, quota float64) {
 	if s.slowing(e, now) || e.target == 0 {
 		return
 	}
-	if e.perMinute < e.target && e.latBase > 0 && e.latFast >= latRise*e.latBase+straySlack {
+	if e.perMinute < e.target && e.risen() {
 		// The host's latency is still risen: the queue our attempts
 		// built there drains before the rate climbs again.
 		return
@@ -281,7 +288,6 @@ func (s *Set) throttled(e *entry, now time.Time, retryAfter time.Duration) (floo
 	floor := min(s.cfg.Floor, e.configured)
 	floored = e.perMinute <= floor
 	pause := max(retryAfter, 0)
-	defer func() { e.share += (1 - e.share) * shareWeight }()
 	if !now.Before(e.pausedUntil) { // a new episode
 		stray := e.isStray(now)
 		switch {
@@ -321,6 +327,7 @@ func (s *Set) throttled(e *entry, now time.Time, retryAfter time.Duration) (floo
 		// than one interval of the new rate after the throttle.
 		e.drain(maxTime(until, now.Add(interval(e.perMinute, s.cfg.MaxPause))))
 	}
+	e.share += (1 - e.share) * shareWeight
 	return floored
 }
 

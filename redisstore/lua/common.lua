@@ -334,6 +334,12 @@ local STRAYGAPS, SLOWGAPW, STRAYRUN, STRAYBELOWTOP = 4, 1 / 16, 10, 0.6
 -- its base and STRAYSLACK microseconds: no refusal of it is a stray.
 local STRAYSLACK = 50000
 
+-- risen reports whether the host's latency is risen: its fast average at
+-- least LATRISE times its base and STRAYSLACK more.
+local function risen()
+  return l.qb > 0 and l.ql >= LATRISE * l.qb + STRAYSLACK
+end
+
 -- isStray reports whether a refusal now is a stray: the pace did not bind
 -- (seldom; while the demand is not known, not at the latest admission and
 -- not now either), the host did not
@@ -342,7 +348,7 @@ local STRAYSLACK = 50000
 -- pace and any rate it refused, with no attempt waiting there. It is paid
 -- for with its pause alone. A refusal before any two OKs is no stray.
 local function isStray()
-  if l.m < 1 or l.q <= 0 or l.sr >= STRAYSHARE or l.ql > LATRISE * l.qb + STRAYSLACK then
+  if l.m < 1 or l.q <= 0 or l.sr >= STRAYSHARE or risen() then
     return false
   end
   local owed = -tokensAt(clock(now))
@@ -377,7 +383,7 @@ end
 -- drops to let the queue drain and climbs to MARGIN below it. It reports
 -- whether it changed the rate.
 local function slowing()
-  if l.qb <= 0 or l.ql < LATRISE * l.qb + STRAYSLACK then
+  if not risen() then
     l.ra = 0
     return false
   end

@@ -114,7 +114,7 @@ if OUTCOME == OK then
     l.cr = 0
     l.pa = math.max(l.pa, now + FIRSTBACKOFF)
     if q ~= l.r then setRate(q) end
-  elseif not slowing() and l.g > 0 and not (l.r < l.g and l.qb > 0 and l.ql >= LATRISE * l.qb + STRAYSLACK) then
+  elseif not slowing() and l.g > 0 and not (l.r < l.g and risen()) then
     -- (while the host's latency is still risen, the queue our attempts
     -- built there drains before the rate climbs again)
     local w = climb(l.bs, l.g, l.k, RAFTER)
