@@ -21,6 +21,10 @@ type (
 // DefaultPrefix is the key prefix when Config.Prefix is empty.
 const DefaultPrefix = defaultPrefix
 
+// ReconnectInterval is how often, at most, on the Store's clock, a Store
+// whose Redis refused connections dials it to see whether it is back.
+const ReconnectInterval = reconnectInterval
+
 // KeysOf returns the Redis keys holding host's state in s: the hash of its
 // breaker and pacing, and the string holding its halt. It fails with an
 // error wrapping ErrInvalidHost for a host that cannot be part of a key.
