@@ -35,6 +35,7 @@ func (s *Slow) Capacity() float64 { return float64(s.Workers) / s.Service.Second
 type SlowStats struct {
 	Requests     int           // answered
 	MaxInFlight  int           // queued or served at once, at most
+	MaxServing   int           // served at once (holding a worker), at most
 	MeanInFlight float64       // time-weighted, from the first arrival to the last answer
 	Span         time.Duration // from the first arrival to the last answer
 	P50, P95     time.Duration // latency from arrival to answer
@@ -49,8 +50,8 @@ func (s SlowStats) Throughput() float64 {
 }
 
 func (s SlowStats) String() string {
-	return fmt.Sprintf("%d answered in %v (%.2f/s); in flight max %d, mean %.1f; latency p50 %v, p95 %v",
-		s.Requests, s.Span.Round(10*time.Millisecond), s.Throughput(), s.MaxInFlight, s.MeanInFlight,
+	return fmt.Sprintf("%d answered in %v (%.2f/s); in flight max %d, mean %.1f; served at once max %d; latency p50 %v, p95 %v",
+		s.Requests, s.Span.Round(10*time.Millisecond), s.Throughput(), s.MaxInFlight, s.MeanInFlight, s.MaxServing,
 		s.P50.Round(time.Millisecond), s.P95.Round(time.Millisecond))
 }
 

@@ -6,8 +6,9 @@
 //
 // GET /_stats answers what it saw, as JSON (testprog.SlowStats): requests
 // in flight (queued or served) over time, their maximum and time-weighted
-// mean from the first request to the last answer, and the latency of each
-// request from its arrival to its answer, p50 and p95.
+// mean from the first request to the last answer, the most served at
+// once (holding a worker), and the latency of each request from its
+// arrival to its answer, p50 and p95.
 //
 // With -per-host, every host name (the Host header) is a server of its
 // own: its own k workers and queue, and its own stats, which
@@ -31,14 +32,16 @@ import (
 
 // stats is what the server saw, guarded by mu.
 type stats struct {
-	mu        sync.Mutex
-	inFlight  int
-	max       int
-	area      float64 // in flight × seconds, since first
-	first     time.Time
-	last      time.Time // of the last change of inFlight
-	lastDone  time.Time
-	latencies []float64 // seconds
+	mu         sync.Mutex
+	inFlight   int
+	max        int
+	serving    int // holding a worker
+	maxServing int
+	area       float64 // in flight × seconds, since first
+	first      time.Time
+	last       time.Time // of the last change of inFlight
+	lastDone   time.Time
+	latencies  []float64 // seconds
 }
 
 // change moves the count in flight by d at now.
@@ -96,7 +99,7 @@ func main() {
 			st = &s.st
 		}
 		st.mu.Lock()
-		out := map[string]any{"Requests": len(st.latencies), "MaxInFlight": st.max}
+		out := map[string]any{"Requests": len(st.latencies), "MaxInFlight": st.max, "MaxServing": st.maxServing}
 		if span := st.lastDone.Sub(st.first).Seconds(); span > 0 {
 			// The area up to the last answer: after it, none are in flight.
 			area := st.area + float64(st.inFlight)*st.lastDone.Sub(st.last).Seconds()
@@ -129,9 +132,20 @@ func main() {
 			st.mu.Unlock()
 		}
 		s.pool <- struct{}{}
+		for _, st := range counted {
+			st.mu.Lock()
+			st.serving++
+			st.maxServing = max(st.maxServing, st.serving)
+			st.mu.Unlock()
+		}
 		time.Sleep(*service)
 		w.Header().Set("Content-Type", "text/plain")
 		fmt.Fprint(w, page)
+		for _, st := range counted { // before the worker is freed for another
+			st.mu.Lock()
+			st.serving--
+			st.mu.Unlock()
+		}
 		<-s.pool
 		done := time.Now()
 		for _, st := range counted {
