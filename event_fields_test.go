@@ -12,12 +12,14 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/egresskit/egresskit"
 	"github.com/egresskit/egresskit/breaker"
 	"github.com/egresskit/egresskit/classify"
 	"github.com/egresskit/egresskit/egress"
+	"github.com/egresskit/egresskit/egresstest"
 	"github.com/egresskit/egresskit/hoststate"
 	"github.com/egresskit/egresskit/ratelimit"
 	"github.com/egresskit/egresskit/retry"
@@ -124,7 +126,9 @@ func hostOf(u string) string { return strings.TrimPrefix(u, "http://") }
 
 // TestEventFieldDocs holds every field of telemetry.Event to what its doc
 // comment says, one row per stated behaviour, each against a real chain
-// over loopback servers. A field without a row fails the test.
+// over loopback servers, or over in-memory ones in a synctest bubble where
+// a row asserts a time, which the bubble's clock makes exact. A field
+// without a row fails the test.
 func TestEventFieldDocs(t *testing.T) {
 	rows := []struct {
 		field string
@@ -132,23 +136,28 @@ func TestEventFieldDocs(t *testing.T) {
 		check func(t *testing.T)
 	}{
 		{"Time", "when a sent attempt was sent, after its pacing wait", func(t *testing.T) {
-			var a arrivals
-			srv := serveFunc(t, a.handler)
-			r := newEventRig(t, egresskit.Config{IgnoreRobots: true}, map[string]float64{hostOf(srv.URL): 300}) // 200ms apart
-			if err := r.get(context.Background(), srv.URL+"/1"); err != nil {
-				t.Fatal(err)
-			}
-			before := time.Now()
-			if err := r.get(context.Background(), srv.URL+"/2"); err != nil {
-				t.Fatal(err)
-			}
-			e := r.last(t)
-			if e.Wait <= 0 {
-				t.Fatalf("second request to a paced host: Wait %v, want > 0", e.Wait)
-			}
-			if e.Time.Before(before.Add(e.Wait)) || e.Time.After(a.nth(1)) {
-				t.Errorf("Time = %v, want between the start %v plus Wait %v and the arrival %v", e.Time, before, e.Wait, a.nth(1))
-			}
+			// In a synctest bubble, over an in-memory server: the
+			// pacing wait and the send are on the bubble's clock, so
+			// Time is exactly the start plus Wait, and the arrival.
+			synctest.Test(t, func(t *testing.T) {
+				var a arrivals
+				r := newEventRig(t, egresskit.Config{IgnoreRobots: true, Base: egresstest.NewHandlerTransport(http.HandlerFunc(a.handler))},
+					map[string]float64{"paced.test": 300}) // 200ms apart
+				if err := r.get(context.Background(), "http://paced.test/1"); err != nil {
+					t.Fatal(err)
+				}
+				before := time.Now()
+				if err := r.get(context.Background(), "http://paced.test/2"); err != nil {
+					t.Fatal(err)
+				}
+				e := r.last(t)
+				if e.Wait <= 0 {
+					t.Fatalf("second request to a paced host: Wait %v, want > 0", e.Wait)
+				}
+				if !e.Time.Equal(before.Add(e.Wait)) || !e.Time.Equal(a.nth(1)) {
+					t.Errorf("Time = %v, want the start %v plus Wait %v, the arrival %v", e.Time, before, e.Wait, a.nth(1))
+				}
+			})
 		}},
 		{"Time", "for an attempt not sent, when the chain began handling it", func(t *testing.T) {
 			r := newEventRig(t, egresskit.Config{Scope: egresskit.Scope{Deny: []string{"denied.test"}}}, nil)
@@ -360,46 +369,48 @@ func TestEventFieldDocs(t *testing.T) {
 			}
 		}},
 		{"Wait", "the wait given: served by a sent attempt; an unsent one reports it unserved when past the deadline, 0 when none", func(t *testing.T) {
-			var a arrivals
-			srv := serveFunc(t, a.handler)
-			r := newEventRig(t, egresskit.Config{IgnoreRobots: true}, map[string]float64{hostOf(srv.URL): 1})
-			if err := r.get(context.Background(), srv.URL+"/"); err != nil {
-				t.Fatal(err)
-			}
-			if e := r.last(t); e.Wait != 0 {
-				t.Errorf("first request: Wait %v, want 0", e.Wait)
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			defer cancel()
-			start := time.Now()
-			err := r.get(ctx, srv.URL+"/next")
-			took := time.Since(start)
-			e := r.last(t)
-			if !errors.Is(err, context.DeadlineExceeded) || e.Unsent != "deadline" {
-				t.Fatalf("second request within a minute: %v, Unsent %q; want the deadline", err, e.Unsent)
-			}
-			if e.Wait < 30*time.Second || took >= e.Wait {
-				t.Errorf("Wait %v after %v, want the unserved wait of about a minute", e.Wait, took)
-			}
+			synctest.Test(t, func(t *testing.T) {
+				r := newEventRig(t, egresskit.Config{IgnoreRobots: true, Base: egresstest.NewHandlerTransport(http.HandlerFunc(okPage))},
+					map[string]float64{"paced.test": 1})
+				if err := r.get(context.Background(), "http://paced.test/"); err != nil {
+					t.Fatal(err)
+				}
+				if e := r.last(t); e.Wait != 0 {
+					t.Errorf("first request: Wait %v, want 0", e.Wait)
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+				defer cancel()
+				start := time.Now()
+				err := r.get(ctx, "http://paced.test/next")
+				took := time.Since(start) // on the bubble's clock
+				e := r.last(t)
+				if !errors.Is(err, context.DeadlineExceeded) || e.Unsent != "deadline" {
+					t.Fatalf("second request within a minute: %v, Unsent %q; want the deadline", err, e.Unsent)
+				}
+				if e.Wait < 30*time.Second || took != 0 {
+					t.Errorf("Wait %v after %v, want the unserved wait of about a minute, reported at once", e.Wait, took)
+				}
+			})
 		}},
 		{"Duration", "the round trip, from the send to the headers, excluding Wait; 0 when not sent", func(t *testing.T) {
-			srv := serveFunc(t, func(w http.ResponseWriter, r *http.Request) {
-				time.Sleep(50 * time.Millisecond)
-				okPage(w, r)
+			// In a synctest bubble, the server's 50ms is exact.
+			synctest.Test(t, func(t *testing.T) {
+				base := egresstest.NewHandlerTransport(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					time.Sleep(50 * time.Millisecond)
+					okPage(w, r)
+				}))
+				r := newEventRig(t, egresskit.Config{IgnoreRobots: true, Base: base, Scope: egresskit.Scope{Deny: []string{"denied.test"}}}, nil)
+				if err := r.get(context.Background(), "http://slow.test/"); err != nil {
+					t.Fatal(err)
+				}
+				if e := r.last(t); e.Duration != 50*time.Millisecond {
+					t.Errorf("Duration %v, want the server's 50ms", e.Duration)
+				}
+				r.get(context.Background(), "http://denied.test/")
+				if e := r.last(t); e.Duration != 0 {
+					t.Errorf("unsent: Duration %v, want 0", e.Duration)
+				}
 			})
-			r := newEventRig(t, egresskit.Config{IgnoreRobots: true, Scope: egresskit.Scope{Deny: []string{"denied.test"}}}, nil)
-			start := time.Now()
-			if err := r.get(context.Background(), srv.URL+"/"); err != nil {
-				t.Fatal(err)
-			}
-			took := time.Since(start)
-			if e := r.last(t); e.Duration < 50*time.Millisecond || e.Duration > took {
-				t.Errorf("Duration %v, want at least the server's 50ms and at most the request's %v", e.Duration, took)
-			}
-			r.get(context.Background(), "http://denied.test/")
-			if e := r.last(t); e.Duration != 0 {
-				t.Errorf("unsent: Duration %v, want 0", e.Duration)
-			}
 		}},
 		{"Err", "the redacted error text, \"\" when none", func(t *testing.T) {
 			srv := serveFunc(t, okPage)
