@@ -38,14 +38,14 @@ func (g *gatedSender) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, unsent(req, err)
 		}
 	}
-	return g.send(req, key, false)
+	return g.send(req, key, false, time.Time{})
 }
 
 // SendFirst sends a request's first attempt, which the retry layer hands
 // over with the caller's request as it is when the attempt needs no
 // context of its own (no attempt timeout): the key Transport.RoundTrip
 // derived comes with it, and the attempt is the first, with no attempt
-// timer to hold.
+// timer to hold; so does the time the retry layer read for it.
 func (g *gatedSender) SendFirst(at firstsend.Attempt) (*http.Response, error) {
 	key := at.Key
 	if key == "" {
@@ -54,7 +54,7 @@ func (g *gatedSender) SendFirst(at firstsend.Attempt) (*http.Response, error) {
 			return nil, unsent(at.Req, err)
 		}
 	}
-	return g.send(at.Req, key, true)
+	return g.send(at.Req, key, true, at.Now)
 }
 
 // attempt holds the facts of one attempt, from its admission to its
@@ -69,7 +69,7 @@ type attempt struct {
 	key   string          // the host's key
 	n     int             // the attempt's number, 1-based
 	first bool            // a first attempt on the caller's context: no attempt timer to hold
-	start time.Time       // when the attempt began; read only when observed
+	start time.Time       // when the attempt began; zero until needed (observed, or a bound on its wait)
 
 	adm     hoststate.Admission // the host's admission, held until it is recorded
 	wait    time.Duration       // the pacing wait: the admission's, or the one refused
@@ -93,14 +93,16 @@ type attempt struct {
 // steps: admit, take an in-flight slot, space from the previous paced
 // send, send, judge the answer, record it and observe it. first is set for
 // a first attempt whose context is the caller's (SendFirst); else the
-// context is the retry layer's attempt context. A step that ends the
-// attempt unsent returns its error with the request's body closed.
-func (g *gatedSender) send(req *http.Request, key string, first bool) (*http.Response, error) {
-	a := attempt{t: g.t, ctx: req.Context(), req: req, key: key, n: 1, first: first}
+// context is the retry layer's attempt context. now is when the attempt
+// began, when the retry layer read the clock for it (the zero Time if it
+// did not). A step that ends the attempt unsent returns its error with the
+// request's body closed.
+func (g *gatedSender) send(req *http.Request, key string, first bool, now time.Time) (*http.Response, error) {
+	a := attempt{t: g.t, ctx: req.Context(), req: req, key: key, n: 1, first: first, start: now}
 	if !first {
 		a.n = max(retrier.AttemptFrom(a.ctx), 1)
 	}
-	if len(a.t.observers) > 0 {
+	if a.start.IsZero() && len(a.t.observers) > 0 {
 		// The clock is read for the events only when someone observes
 		// them; sent is known always (the block detector keeps it).
 		a.start = time.Now()
@@ -135,7 +137,13 @@ func (g *gatedSender) send(req *http.Request, key string, first bool) (*http.Res
 // cap's (Config.CrawlRate).
 func (a *attempt) admit() error {
 	t := a.t
-	limit := t.waitLimit()
+	var limit time.Time // the latest a pacing wait may end (Config.MaxWait); zero: none
+	if t.maxWait > 0 {
+		if a.start.IsZero() {
+			a.start = time.Now()
+		}
+		limit = a.start.Add(t.maxWait)
+	}
 	adm, err := t.admit(a.ctx, a.key, limit)
 	if err != nil {
 		if we, ok := errors.AsType[*ratelimit.WaitError](err); ok {

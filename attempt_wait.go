@@ -103,15 +103,6 @@ func (t *Transport) settle(ctx context.Context, key string, adm hoststate.Admiss
 // defaultMaxWait is what a zero Config.MaxWait means.
 const defaultMaxWait = 30 * time.Second
 
-// waitLimit is the latest time an attempt admitted now may wait for its
-// host until (Config.MaxWait), or the zero Time for no bound.
-func (t *Transport) waitLimit() time.Time {
-	if t.maxWait <= 0 {
-		return time.Time{}
-	}
-	return time.Now().Add(t.maxWait)
-}
-
 // admit asks the store for an admission to key that waits until limit at
 // the latest (none when limit is zero) and not past ctx's deadline: a
 // longer wait reserves nothing and returns a *ratelimit.WaitError at once

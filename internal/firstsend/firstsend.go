@@ -15,6 +15,7 @@ package firstsend
 import (
 	"context"
 	"net/http"
+	"time"
 )
 
 // Attempt is the first attempt of a request.
@@ -27,6 +28,11 @@ type Attempt struct {
 	// Key is the key the caller gave RoundTripKey; "" for
 	// none.
 	Key string
+	// Now is when the retry layer took the request, as time.Now read it
+	// (with its monotonic reading), so that the Sender need not read the
+	// clock again for the attempt's start; the zero Time when the retry
+	// layer read no clock (no retry budget).
+	Now time.Time
 }
 
 // Sender is implemented by a RoundTripper under a retrier.Transport that

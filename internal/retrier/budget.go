@@ -70,14 +70,16 @@ func (b *budget) counts(host string, now time.Time) *budgetCounts {
 	return c
 }
 
-// request counts a request to host.
-func (b *budget) request(host string) {
+// request counts a request to host, and returns the time it read to
+// count it.
+func (b *budget) request(host string) time.Time {
 	now := b.now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	c := b.counts(host, now)
 	c.roll(now)
 	c.requests++
+	return now
 }
 
 // take reports whether a retry to host fits in the budget, and counts it

@@ -189,12 +189,13 @@ func (t *Transport) roundTrip(req *http.Request, key string) (*http.Response, er
 	// context of its own (see sendDirect); it moves to the heap with the
 	// attempts' request otherwise.
 	first := call{p: &t.p, key: key}
+	var now time.Time // read for the budget, handed to the first attempt
 	if t.budget != nil {
 		first.budget, first.host = t.budget, key
 		if key == "" {
 			first.host = req.URL.Host
 		}
-		t.budget.request(first.host)
+		now = t.budget.request(first.host)
 	}
 	hasBody := req.Body != nil && req.Body != http.NoBody
 	if hasBody {
@@ -210,7 +211,7 @@ func (t *Transport) roundTrip(req *http.Request, key string) (*http.Response, er
 	)
 	if t.direct != nil && cancel == nil && t.p.AttemptTimeout <= 0 &&
 		req.Header != nil && req.URL.User == nil && req.RequestURI == "" {
-		resp, err = t.sendDirect(&first, req)
+		resp, err = t.sendDirect(&first, req, now)
 	} else {
 		resp, err = t.do(t.newCall(&first, ctx, req), nil)
 	}
@@ -312,10 +313,11 @@ func (t *Transport) do(c *call, resp1 *http.Response) (resp *http.Response, err 
 // the heap and goes on in do. Its preconditions (RoundTrip checks them):
 // no Deadline or AttemptTimeout (the attempt's context is req's), a
 // non-nil Header, no userinfo in the URL and no RequestURI, so that the
-// request is what the engine's http.Client would send.
-func (t *Transport) sendDirect(first *call, req *http.Request) (*http.Response, error) {
+// request is what the engine's http.Client would send. now is when the
+// budget counted the request (see firstsend.Attempt.Now).
+func (t *Transport) sendDirect(first *call, req *http.Request, now time.Time) (*http.Response, error) {
 	first.attempts = 1
-	resp, err := t.direct.SendFirst(firstsend.Attempt{Req: req, Key: first.key})
+	resp, err := t.direct.SendFirst(firstsend.Attempt{Req: req, Key: first.key, Now: now})
 	resp, err = t.firstOutcome(req, resp, err)
 	ok, _ := first.checkRetry(req.Context(), resp, err)
 	if !ok {
