@@ -29,7 +29,9 @@
 //   - A stray refusal is not a limit: a Throttled outcome is paid for with
 //     its pause alone (the rate, the learnt ceiling and the spacing of OKs
 //     stand) when the pace did not bind the crawl (admissions seldom
-//     waited for a token), the crawl's demand (the rate of OK answers)
+//     queued at it, waiting half an interval or more for a token; while
+//     the crawl's demand is not yet known, over its first 16 OKs, none
+//     but the next waits now), the crawl's demand (the rate of OK answers)
 //     was under 0.8 of the rate and of any rate the host refused, no
 //     attempt waited at the host (demand × latency under one half), the
 //     host did not delay our attempts (its latency under twice its base

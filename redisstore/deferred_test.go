@@ -256,8 +256,8 @@ func TestHeldOKsOfManyHostsSentInOnePipeline(t *testing.T) {
 // is refused at 2.5s. Its estimate sees 4 OKs in 2.5s, 72/min, and the
 // rate settles 3 % below. When the held OK arrives, the run has 5 OKs in
 // 2.5s, 96/min: the rate rises to 3 % below that. The refused attempt is
-// admitted at 2.4s and waits for its slot: the pace binds the crawl, so
-// the refusal is a limit reached, not a stray.
+// admitted at 2.1s and waits most of an interval for its slot: the pace
+// binds the crawl, so the refusal is a limit reached, not a stray.
 func TestHeldOKsJoinThrottleEstimate(t *testing.T) {
 	ctx := context.Background()
 	clk := newClock()
@@ -288,7 +288,7 @@ func TestHeldOKsJoinThrottleEstimate(t *testing.T) {
 			admitOK(t, h, host)
 		}
 	}
-	at(2400 * time.Millisecond)
+	at(2100 * time.Millisecond)
 	a, err := w.Admit(ctx, host)
 	if err != nil {
 		t.Fatal(err)

@@ -48,6 +48,24 @@ func strayRefusalRecovers(t *testing.T, env Env) {
 	}
 }
 
+// burstyDemandIsNoQueue: a host configured at 600/min gets the crawl's
+// requests three at a time, 60ms apart, a second between the threes: two
+// admissions in three wait 40ms of the pace's 100ms interval, yet none
+// queues at it (the crawl asks for 150 a minute, a quarter of the pace).
+// A 429 after ten such threes is a stray: the rate stays 600.
+func burstyDemandIsNoQueue(t *testing.T, env Env) {
+	ok := classify.Result{Outcome: classify.OK, Status: 200, Latency: 10 * time.Millisecond}
+	for range 10 {
+		answer(t, env, host, 60*time.Millisecond, ok)
+		answer(t, env, host, 60*time.Millisecond, ok)
+		answer(t, env, host, time.Second, ok)
+	}
+	answer(t, env, host, time.Second, classify.Result{Outcome: classify.Throttled, Status: 429, RetryAfter: time.Second})
+	if st := state(t, env, host); st.PerMinute != 600 {
+		t.Errorf("429 at a quarter of the pace, in bursts that wait part of an interval: rate %v, want 600", st.PerMinute)
+	}
+}
+
 // limitBelowDemand: the same host behind a limit below the crawl's demand
 // (one request in two refused, at a request a second) is not taken for
 // strays: once refusals are a fair share of its answers its rate drops,

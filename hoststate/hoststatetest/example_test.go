@@ -35,6 +35,7 @@ func ExampleScenarios() {
 	// AdmissionCarriesRate
 	// SetCeiling
 	// StrayRefusalRecovers
+	// BurstyDemandIsNoQueue
 	// LimitBelowDemand
 	// RefusalAtPaceIsALimit
 	// RefusalWithQueueIsALimit

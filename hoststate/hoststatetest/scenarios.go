@@ -49,6 +49,7 @@ func Scenarios() []Scenario {
 		{"AdmissionCarriesRate", hoststate.Config{Limit: ratelimit.Config{PerMinute: 90}}, admissionCarriesRate},
 		{"SetCeiling", hoststate.Config{}, setCeiling},
 		{"StrayRefusalRecovers", hoststate.Config{Limit: ratelimit.Config{PerMinute: 600}}, strayRefusalRecovers},
+		{"BurstyDemandIsNoQueue", hoststate.Config{Limit: ratelimit.Config{PerMinute: 600}}, burstyDemandIsNoQueue},
 		{"LimitBelowDemand", hoststate.Config{Limit: ratelimit.Config{PerMinute: 600}}, limitBelowDemand},
 		{"RefusalAtPaceIsALimit", hoststate.Config{Limit: ratelimit.Config{PerMinute: 600}}, refusalAtPaceIsALimit},
 		{"RefusalWithQueueIsALimit", hoststate.Config{Limit: ratelimit.Config{PerMinute: 600}}, refusalWithQueueIsALimit},

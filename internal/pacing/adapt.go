@@ -72,7 +72,7 @@ const (
 	strayInFlight = 0.5  // fewer attempts in flight on average: none waited at the host
 	strayShare    = 0.15 // a refused share of answers from this on: a limit, not strays
 	strayBound    = 0.5  // admissions waiting for a token less often than this: the pace did not bind
-	strayGaps     = 4    // gaps between OKs that make the crawl's demand known
+	strayGaps     = 16   // gaps between OKs that make the crawl's demand known: the slow average's window (1/slowGapWeight)
 	strayRun      = 10   // OKs since the last pause that make a long run
 	strayBelowTop = 0.6  // a rate under this share of the highest refused: far below it
 	slowGapWeight = 1.0 / 16
@@ -82,25 +82,28 @@ const (
 )
 
 // isStray reports whether a refusal at now is a stray rather than a
-// limit reached: the pace did not bind (admissions seldom waited for a
-// token; while the demand is not known, the latest did not and none waits
-// now either), the host did not delay our attempts (its
-// fast latency under latRise times its base, and straySlack), refusals
-// are rare (their share of answers under strayShare), and, once the
-// crawl's demand is known (strayGaps gaps between OKs), the host was
-// answering that demand far below its pace and below any rate it refused
-// (the rate of OKs, over a slow average of their gaps, under strayDemand
-// of the higher of the two) with no attempt waiting there (Little's law:
-// that rate × latency under strayInFlight). So is a refusal after a long run of OKs (strayRun) at a
-// rate far below (strayBelowTop) the highest a refusal taken for a limit
-// came at, with at most one admission waiting for its token: refusals
-// taken for limits cut no further than that. The pace says nothing of the
-// host's limit then; the
-// refusal is paid for with its pause alone. A limit below the crawl's
-// demand refuses often enough to be learnt all the same. A refusal before
-// any two OKs is no stray: nothing is known of the host.
+// limit reached: the pace did not bind (admissions seldom queued at it,
+// waiting half an interval or more for their token), the host did not
+// delay our attempts (its fast latency under latRise times its base, and
+// straySlack), refusals are rare (their share of answers under
+// strayShare), no probe was under way, and, once the crawl's demand is
+// known (strayGaps gaps between OKs, the window of their slow average),
+// the host was answering that demand far below its pace and below any
+// rate it refused (the rate of OKs under strayDemand of the higher of the
+// two) with no attempt waiting there (Little's law: that rate × latency
+// under strayInFlight). While the demand is not known, at most one
+// admission may wait now, and before any cut the latest may not have
+// queued. So is a refusal after a long run of OKs (strayRun) at a rate far
+// below (strayBelowTop) the highest a refusal taken for a limit came at,
+// with at most one admission waiting for its token: refusals taken for
+// limits cut no further than that. The pace says nothing of the host's
+// limit then; the refusal is paid for with its pause alone. A limit below
+// the crawl's demand refuses often enough to be learnt all the same. A
+// refusal before any two OKs is no stray: nothing is known of the host.
 func (e *entry) isStray(now time.Time) bool {
-	if e.gaps == 0 || e.share >= strayShare || e.risen() {
+	if e.gaps == 0 || e.probeN > 0 || e.share >= strayShare || e.risen() {
+		// Nothing is known of the host, a probe found the limit, or the
+		// host refuses often or delays us.
 		return false
 	}
 	owed := -e.lim.tokensAt(e.lim.clock(now)) // admissions waiting for their token
@@ -116,11 +119,12 @@ func (e *entry) isStray(now time.Time) bool {
 		return false
 	}
 	if e.gaps < strayGaps {
-		// The demand is not known yet: after a cut (the learnt
-		// ceiling), more refusals at once are needed to cut again (a
-		// refused share of strayShare); before one, no admission may
-		// wait for its token, the latest included.
-		return e.learnt > 0 || (!e.waited && owed <= 0)
+		// The demand is not known yet: no queue at the pace now (the
+		// refused attempt's successor at most), and before any cut
+		// (the learnt ceiling) the latest admission did not queue
+		// either. After a cut, more refusals at once are needed to cut
+		// again (a refused share of strayShare).
+		return (e.learnt > 0 || !e.waited) && owed < 2
 	}
 	demand := 60e6 / e.slowGap // over a run of OKs, not one burst of them
 	return demand < max(e.perMinute, e.learnt)*strayDemand && demand/60e6*max(e.latFast, e.latBase) < strayInFlight
@@ -226,7 +230,10 @@ func (s *Set) ok(e *entry, now time.Time, quota float64) {
 			e.gap, e.slowGap = d, d
 		} else {
 			e.gap += (d - e.gap) / 4
-			e.slowGap += (d - e.slowGap) * slowGapWeight
+			// The mean of the gaps so far until the average's weight
+			// takes over: the first gap alone (two answers of a burst)
+			// is no demand.
+			e.slowGap += (d - e.slowGap) * max(1/float64(e.gaps+1), slowGapWeight)
 		}
 		e.gaps = min(e.gaps+1, maxOKs)
 	}

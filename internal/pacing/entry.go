@@ -52,9 +52,10 @@ type entry struct {
 	// a stray refusal's (see isStray).
 	share float64
 	stray bool
-	// bound is an average of whether admissions had to wait for a token
-	// (1) or not (0), outside pauses: whether the pace binds the crawl;
-	// waited is whether the latest one did.
+	// bound is an average of whether admissions queued at the pace,
+	// waiting half an interval or more for their token (1) or not (0),
+	// outside pauses: whether the pace binds the crawl; waited is whether
+	// the latest one did.
 	bound  float64
 	waited bool
 	// refusedTop is the highest rate a refusal taken for a limit came at.

@@ -104,7 +104,11 @@ func (s *Set) ReserveAt(ctx context.Context, host string, now time.Time) (Reserv
 	}
 	send := e.lim.reserve(at)
 	if !e.pausedUntil.After(now) {
-		e.waited = send.After(now)
+		// The pace binds when attempts queue at it (each waits about an
+		// interval, or more), not when one waits out a little of one: a
+		// crawl whose demand is half the pace has every other admission
+		// wait a little.
+		e.waited = send.Sub(now) >= delay(0.5, e.perMinute)
 		w := 0.0
 		if e.waited {
 			w = 1

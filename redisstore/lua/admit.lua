@@ -60,10 +60,12 @@ l.t, l.tf, l.a = tok, 1, at
 local act = at
 if tok < 0 then act = at + delay(-tok) end
 -- Whether the pace binds: how often an admission outside a pause waits
--- for its token.
+-- for its token half an interval or more (attempts queue at the pace,
+-- each waiting about an interval; a demand of half the pace has every
+-- other admission wait a little).
 if l.p <= now then
   local w = 0
-  if act > now then w = 1 end
+  if act - now >= delay(0.5) then w = 1 end
   l.bd, l.lw = l.bd + (w - l.bd) * BOUNDW, w
 end
 

@@ -91,8 +91,8 @@ local SIZE = 338
 -- nine doubles, the pacing part's latency averages (fast ql, base qb, in
 -- microseconds, in [0, 1e18)), the refused share of its answers sr (in
 -- [0, 1]), the stray flag sy (0 or 1: the latest pause was a stray
--- refusal's), how often admissions waited for a token bd (in [0, 1]),
--- whether the latest did lw (0 or 1), a slow average of the gaps between
+-- refusal's), how often admissions queued for a token (waiting half an
+-- interval or more) bd (in [0, 1]), whether the latest did lw (0 or 1), a slow average of the gaps between
 -- OKs qs (microseconds, in [0, 1e18)), the highest rate a refusal taken
 -- for a limit came at rt (0 or a rate) and when the latency rose ra (a
 -- time, 0: not risen). Bytes after them are kept as they are.
@@ -329,7 +329,7 @@ local LATRISE, LATQUEUED, LATAHEAD, LATSUSTAIN = 2, 1, 1.2, 250000
 -- average of weight SHAREW), admissions waiting for a token less often
 -- than STRAYBOUND (an average of weight BOUNDW).
 local STRAYDEMAND, STRAYINFLIGHT, STRAYSHARE, STRAYBOUND, SHAREW, BOUNDW = 0.8, 0.5, 0.15, 0.5, 1 / 32, 1 / 16
-local STRAYGAPS, SLOWGAPW, STRAYRUN, STRAYBELOWTOP = 4, 1 / 16, 10, 0.6
+local STRAYGAPS, SLOWGAPW, STRAYRUN, STRAYBELOWTOP = 16, 1 / 16, 10, 0.6
 -- A host delays our attempts when its fast latency is over LATRISE times
 -- its base and STRAYSLACK microseconds: no refusal of it is a stray.
 local STRAYSLACK = 50000
@@ -341,14 +341,15 @@ local function risen()
 end
 
 -- isStray reports whether a refusal now is a stray: the pace did not bind
--- (seldom; while the demand is not known, not at the latest admission and
--- not now either), the host did not
--- delay our attempts, refusals are rare, and once the crawl's demand is
--- known (STRAYGAPS gaps between OKs) the host answered it far below its
--- pace and any rate it refused, with no attempt waiting there. It is paid
--- for with its pause alone. A refusal before any two OKs is no stray.
+-- (seldom; while the demand is not known, at most one admission waits now
+-- and, before any cut, the latest did not queue), the host did not delay
+-- our attempts, refusals are rare, no probe was under way, and once the
+-- crawl's demand is known (STRAYGAPS gaps between OKs) the host answered
+-- it far below its pace and any rate it refused, with no attempt waiting
+-- there. It is paid for with its pause alone. A refusal before any two
+-- OKs is no stray.
 local function isStray()
-  if l.m < 1 or l.q <= 0 or l.sr >= STRAYSHARE or risen() then
+  if l.m < 1 or l.q <= 0 or l.pn > 0 or l.sr >= STRAYSHARE or risen() then
     return false
   end
   local owed = -tokensAt(clock(now))
@@ -356,7 +357,7 @@ local function isStray()
   -- a long run of OKs, not queued at the pace: no further cut.
   if l.rn >= STRAYRUN and l.r < l.rt * STRAYBELOWTOP and owed <= 1 then return true end
   if l.bd >= STRAYBOUND then return false end
-  if l.m < STRAYGAPS then return l.ll > 0 or (l.lw == 0 and owed <= 0) end
+  if l.m < STRAYGAPS then return (l.ll > 0 or l.lw == 0) and owed < 2 end
   if l.qs <= 0 then return false end
   local demand = 60000000 / l.qs -- over a run of OKs, not one burst of them
   if not (demand < math.max(l.r, l.ll) * STRAYDEMAND) then return false end

@@ -84,7 +84,9 @@ if OUTCOME == OK then
       l.q, l.qs = d, d
     else
       l.q = l.q + (d - l.q) / 4
-      l.qs = l.qs + (d - l.qs) * SLOWGAPW
+      -- The mean of the gaps so far until the average's weight takes
+      -- over: the first gap alone (two answers of a burst) is no demand.
+      l.qs = l.qs + (d - l.qs) * math.max(1 / (l.m + 1), SLOWGAPW)
     end
     l.m = math.min(l.m + 1, MAXOKS)
   end
