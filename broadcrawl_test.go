@@ -178,6 +178,12 @@ func broadCrawl(t *testing.T, tr *egresskit.Transport, shape broadShape) broadSt
 // -broad.long, the size of issue 35: 200 hosts, 32 workers, 3 minutes in
 // 15 s windows. It measures throughput in real time: it runs without the
 // race detector, alone (the Makefile runs it with TestConvergesOnLimiters).
+//
+// A host whose first answers include a 429 knows nothing of the crawl's
+// demand yet and halves its rate (ratelimit's package doc); it is back
+// 200 OKs or the 2-minute backoff later, which a 40 s run does not reach.
+// So the 40 s run holds 95 % of the hosts to half their rate, and the
+// 3-minute run every host.
 func TestBroadCrawlStray429s(t *testing.T) {
 	shape := broadShape{hosts: 200, workers: 32, run: 40 * time.Second, window: 10 * time.Second, perMinute: 600, share: 0.02}
 	if *broadLong {
@@ -230,15 +236,21 @@ func TestBroadCrawlStray429s(t *testing.T) {
 			if st.ratio() < 0.95 {
 				t.Errorf("the last window's pages are %.2f× the second window's, want at least 0.95×", st.ratio())
 			}
-			if low := shape.perMinute / 2; st.rate(0) < low {
+			// The share of hosts that may be below half their rate at
+			// the end: none after 3 minutes, 5 % after a shorter run.
+			q := 0.0
+			if shape.run < 3*time.Minute {
+				q = 0.05
+			}
+			if low := shape.perMinute / 2; st.rate(q) < low {
 				var below int
 				for _, r := range st.rates {
 					if r < low {
 						below++
 					}
 				}
-				t.Errorf("%d of %d hosts paced below %.0f a minute at the end (min %.0f), want every host at least half its configured %.0f",
-					below, shape.hosts, low, st.rate(0), shape.perMinute)
+				t.Errorf("%d of %d hosts paced below %.0f a minute at the end (min %.0f), want at most %.0f %% of them below half their configured %.0f",
+					below, shape.hosts, low, st.rate(0), 100*q, shape.perMinute)
 			}
 			if st.callerErrors+st.callerRefused > 0 {
 				t.Errorf("%d requests ended in an error and %d not 200, want none; first: %s", st.callerErrors, st.callerRefused, st.firstError)
