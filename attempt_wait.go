@@ -3,7 +3,6 @@ package egresskit
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
 	"github.com/egresskit/egresskit/breaker"
@@ -114,18 +113,11 @@ func (t *Transport) admit(ctx context.Context, key string, limit time.Time) (hos
 	var bc *boundedCtx
 	if !limit.IsZero() {
 		if dl, ok := ctx.Deadline(); !ok || dl.After(limit) {
-			bc = boundedCtxs.Get().(*boundedCtx)
-			bc.Context, bc.at = ctx, limit
+			bc = &boundedCtx{Context: ctx, at: limit}
 			actx = bc
 		}
 	}
 	adm, err := t.state.Admit(actx, key)
-	if bc != nil {
-		// Drop the request's context; a store that broke the rule and
-		// kept this one would find an expired, never nil, context.
-		*bc = boundedCtx{Context: context.Background()}
-		boundedCtxs.Put(bc)
-	}
 	if err != nil {
 		if de, ok := errors.AsType[*ratelimit.DeadlineError](err); ok {
 			if bc != nil && de.Wait <= t.maxWait {
@@ -147,9 +139,9 @@ func (t *Transport) admit(ctx context.Context, key string, limit time.Time) (hos
 // boundedCtx is a request's context with an earlier deadline, the
 // chain's bound on a pacing wait, for the store's Admit to reserve
 // nothing past it. Only its Deadline differs (it is not canceled at
-// it): Admit reads the deadline to decide and returns; the context is
-// not kept after Admit returns, so they are pooled, sparing an
-// allocation per request.
+// it). It is not pooled: a context the store derives from it (the Redis
+// store's per-call timeout) may have a goroutine of package context
+// read it after Admit has returned.
 type boundedCtx struct {
 	context.Context
 	at time.Time
@@ -157,9 +149,6 @@ type boundedCtx struct {
 
 // Deadline returns the bound.
 func (c *boundedCtx) Deadline() (time.Time, bool) { return c.at, true }
-
-// boundedCtxs holds the boundedCtxs not in use.
-var boundedCtxs = sync.Pool{New: func() any { return new(boundedCtx) }}
 
 // notSent wraps an admission error so that every layer above reads it as
 // "not sent, do not retry": Canceled when the caller's context ended,
