@@ -182,7 +182,7 @@ func (a *attempt) takeSlot() error {
 	if t.inflight == nil {
 		return nil
 	}
-	done, waited, err := t.slotWait(a.ctx, a.key, a.adm.PerMinute, a.first)
+	done, waited, err := t.slotWait(a.ctx, a.key, a.adm.PerMinute, a.adm.BaseLatency, a.first)
 	if err != nil {
 		return a.withdraw(err, true)
 	}
@@ -197,7 +197,7 @@ func (a *attempt) takeSlot() error {
 		a.pacedAt = a.adm.PerMinute
 	} else if st, err := t.state.Status(a.ctx, a.key); err == nil {
 		a.pacedAt = st.PerMinute
-		t.inflight.SetRate(a.key, st.PerMinute)
+		t.inflight.SetRate(a.key, st.PerMinute, a.adm.BaseLatency)
 	}
 	return nil
 }

@@ -38,13 +38,14 @@ func newInflight(maxInFlight int) *inflight.Limits {
 // whether it waited, or, when ctx ends first, an error wrapping ctx's: the
 // attempt is not sent and spends no retry. perMinute is the host's rate
 // the admission reported (0: the store did not say; Status is asked when
-// the rate this process knows is stale).
-func (t *Transport) slotWait(ctx context.Context, key string, perMinute float64, first bool) (func(), bool, error) {
+// the rate this process knows is stale), base the host's base latency it
+// reported (0: not said).
+func (t *Transport) slotWait(ctx context.Context, key string, perMinute float64, base time.Duration, first bool) (func(), bool, error) {
 	if perMinute > 0 {
-		t.inflight.SetRate(key, perMinute)
+		t.inflight.SetRate(key, perMinute, base)
 	} else if t.inflight.NeedRate(key) {
 		if st, err := t.state.Status(ctx, key); err == nil {
-			t.inflight.SetRate(key, st.PerMinute)
+			t.inflight.SetRate(key, st.PerMinute, base)
 		}
 	}
 	resume := noResume

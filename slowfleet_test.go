@@ -79,7 +79,7 @@ func TestSlowServerFleet(t *testing.T) {
 	for _, c := range []slowFleetCase{
 		{name: "fleet-of-3", serverSlots: 4, service: 100 * time.Millisecond, fleet: 3, goroutines: 16, pages: 900,
 			maxAtServer: 8, p95Over: 3, minShare: 0.85,
-			short: "the in-flight cap is each process's: a worker whose first answers queued behind the others' takes that queue for the host's base latency (11 to 13 in flight at the server)"},
+			short: "the in-flight cap is each process's: the store's base latency keeps a late worker from taking the others' queue for its own base, but three windows opening at once in slow start still put 10 to 11 in flight at the server"},
 		{name: "uncapped-48", serverSlots: 4, service: 100 * time.Millisecond, fleet: 1, goroutines: 48, maxInFlight: -1, pages: 900,
 			maxAtServer: 8, p95Over: 3, minShare: 0.85,
 			short: "with no cap, the first 48 attempts are out before the host's latency is known; pacing then drains the queue (5 in flight on average) but the throughput and p95 of the run miss their bars"},

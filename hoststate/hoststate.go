@@ -104,6 +104,13 @@ type Admission struct {
 	// a caller sizing its concurrency by the rate need not ask Status; 0
 	// when the store does not say.
 	PerMinute float64
+	// BaseLatency is the host's base latency (time to headers, following
+	// the lowest) that the store learnt from the answers recorded — with
+	// a shared store, every worker's — when the attempt was admitted; 0
+	// when the store does not say. A caller sizing its concurrency by
+	// Little's law takes it over a latency it saw only behind others'
+	// queue.
+	BaseLatency time.Duration
 	// At is when the store admitted the attempt, by the local clock
 	// (time.Now, with its monotonic reading), when it read that clock
 	// for the decision; zero when it did not (the Redis store decides by

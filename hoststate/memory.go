@@ -92,7 +92,8 @@ func (m *memory) Admit(ctx context.Context, host string) (Admission, error) {
 		m.breakers.DoneAt(host, t, neutral, now)
 		return Admission{}, err
 	}
-	return Admission{Wait: res.Wait, Probe: t.Probe, Generation: t.Generation, Epoch: res.Epoch, PerMinute: res.PerMinute, At: now, ticket: t}, nil
+	return Admission{Wait: res.Wait, Probe: t.Probe, Generation: t.Generation, Epoch: res.Epoch, PerMinute: res.PerMinute,
+		BaseLatency: res.BaseLatency, At: now, ticket: t}, nil
 }
 
 // Record feeds r to the limiter, then to the breaker, which also halts the

@@ -259,13 +259,14 @@ func (s *Store) Admit(ctx context.Context, host string) (hoststate.Admission, er
 		return hoststate.Admission{}, &scriptError{Op: "admit", Msg: err.Error()}
 	}
 	switch {
-	case v[0] == 0 && len(v) == 7:
+	case v[0] == 0 && len(v) == 8:
 		a := hoststate.Admission{
-			Wait:       time.Duration(v[1]) * time.Microsecond,
-			Probe:      v[2] == 1,
-			Generation: uint64(v[3]),
-			Epoch:      uint64(v[4]),
-			PerMinute:  float64(v[5]) / 1000,
+			Wait:        time.Duration(v[1]) * time.Microsecond,
+			Probe:       v[2] == 1,
+			Generation:  uint64(v[3]),
+			Epoch:       uint64(v[4]),
+			PerMinute:   float64(v[5]) / 1000,
+			BaseLatency: time.Duration(max(v[7], 0)) * time.Microsecond,
 		}
 		if a.Probe {
 			s.saw(host, breaker.HalfOpen)

@@ -66,6 +66,23 @@ func burstyDemandIsNoQueue(t *testing.T, env Env) {
 	}
 }
 
+// admissionCarriesBaseLatency: an admission reports the host's base
+// latency as the store learnt it from the OKs recorded (with a shared
+// store, every worker's): none before the first, then the lowest, drifting
+// up by 1/256 of a slower answer's excess (three OKs in 40ms and one in
+// 200ms: 40.625ms).
+func admissionCarriesBaseLatency(t *testing.T, env Env) {
+	if a := admit(t, env, host); a.BaseLatency != 0 {
+		t.Fatalf("first admission: BaseLatency %v, want 0 (nothing answered yet)", a.BaseLatency)
+	}
+	for _, d := range []time.Duration{40 * time.Millisecond, 40 * time.Millisecond, 40 * time.Millisecond, 200 * time.Millisecond} {
+		answer(t, env, host, time.Second, classify.Result{Outcome: classify.OK, Status: 200, Latency: d})
+	}
+	if a := admit(t, env, host); a.BaseLatency != 40625*time.Microsecond {
+		t.Errorf("after OKs in 40ms, 40ms, 40ms and 200ms: BaseLatency %v, want 40.625ms", a.BaseLatency)
+	}
+}
+
 // limitBelowDemand: the same host behind a limit below the crawl's demand
 // (one request in two refused, at a request a second) is not taken for
 // strays: once refusals are a fair share of its answers its rate drops,

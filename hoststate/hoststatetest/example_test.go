@@ -36,6 +36,7 @@ func ExampleScenarios() {
 	// SetCeiling
 	// StrayRefusalRecovers
 	// BurstyDemandIsNoQueue
+	// AdmissionCarriesBaseLatency
 	// LimitBelowDemand
 	// RefusalAtPaceIsALimit
 	// RefusalWithQueueIsALimit

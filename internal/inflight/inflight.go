@@ -20,10 +20,10 @@
 //     Headroom times the attempts it serves at once, and answers at about
 //     Headroom times its service time, at its full throughput. Several
 //     processes crawling it each count their own share of what it serves,
-//     so their windows add up to about the same — but a process that first
-//     meets the host already queued by others takes that queue for the
-//     host's base latency, and holds more than its share until the queue
-//     drains (nothing per process tells it otherwise).
+//     so their windows add up to about the same. A process that first
+//     meets the host already queued by others would take that queue for
+//     the host's base latency: the base the store learnt from every
+//     worker's answers (SetRate) bounds its own from above.
 //
 // The cap in force is the window, at most Max, and at most Little's law on
 // the host's pacing rate: ceil(rate × latency × Headroom), so a slowly
@@ -101,6 +101,7 @@ type entry struct {
 	cutAt   time.Time       // the window's last cut
 	fullAt  time.Time       // when the last slot under the limit was taken
 	perSec  float64         // the host's pacing rate; 0: unknown
+	shared  float64         // seconds: the store's base latency for the host; 0: unknown
 	rateAt  time.Time       // when perSec was set
 	used    time.Time
 	peak    int // the highest limit in force so far
@@ -281,6 +282,9 @@ func (l *Limits) observe(e *entry, s float64, now time.Time) {
 		w := 1 - math.Exp(-float64(now.Sub(e.sampled))/float64(l.cfg.SlowTau))
 		e.base += w * (s - e.base)
 	}
+	if e.shared > 0 && e.shared < e.base {
+		e.base = e.shared
+	}
 	e.sampled = now
 	switch {
 	case e.fast >= rise*e.base && e.n > 1:
@@ -346,14 +350,23 @@ func (l *Limits) NeedRate(key string) bool {
 	return e == nil || e.rateAt.IsZero() || now.Sub(e.rateAt) >= rateTTL
 }
 
-// SetRate sets key's pacing rate, in requests a minute.
-func (l *Limits) SetRate(key string, perMinute float64) {
+// SetRate sets key's pacing rate, in requests a minute, and the base
+// latency the store learnt for it (0: the store does not say): the host's
+// base latency is at most that, whatever this process saw behind others'
+// attempts.
+func (l *Limits) SetRate(key string, perMinute float64, base time.Duration) {
 	now := l.cfg.Now()
 	sh := l.hosts.Shard(key)
 	sh.Lock()
 	defer sh.Unlock()
 	e := l.entry(sh, key, now)
 	e.perSec, e.rateAt = max(perMinute/60, 0), now
+	if base > 0 {
+		e.shared = base.Seconds()
+		if e.fast > 0 && e.shared < e.base {
+			e.base = e.shared
+		}
+	}
 	l.wake(e)
 }
 

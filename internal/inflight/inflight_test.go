@@ -132,7 +132,7 @@ func TestWindow(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newClock()
 			l := inflight.New(inflight.Config{Max: tc.max, Now: c.Now})
-			l.SetRate("h", tc.perMin)
+			l.SetRate("h", tc.perMin, 0)
 			for i, s := range tc.steps {
 				for range s.rounds {
 					start := c.Now()
@@ -150,7 +150,7 @@ func TestWindow(t *testing.T) {
 						l.Observe("h", d)
 						rel()
 					}
-					l.SetRate("h", tc.perMin)
+					l.SetRate("h", tc.perMin, 0)
 				}
 				if st := l.Of("h"); st.Limit < s.lo || st.Limit > s.hi {
 					t.Errorf("step %d: limit %d, want %d..%d (%+v)", i, st.Limit, s.lo, s.hi, st)
@@ -200,7 +200,7 @@ func TestAcquireWaits(t *testing.T) {
 		early = append(early, rel)
 	}
 	// Known at 10/s and 50ms: 1.
-	l.SetRate("h", 600)
+	l.SetRate("h", 600, 0)
 	l.Observe("h", 50*time.Millisecond)
 	for _, rel := range early[1:] {
 		rel()
@@ -221,7 +221,7 @@ func TestAcquireWaits(t *testing.T) {
 	}
 	// A faster pace raises the limit to the window, 2: the first waiter
 	// goes.
-	l.SetRate("h", 2000) // 33.3/s × 0.05s × 1.5 = 2.5 → 3, over the window
+	l.SetRate("h", 2000, 0) // 33.3/s × 0.05s × 1.5 = 2.5 → 3, over the window
 	rel2 := <-second
 	if st := l.Of("h"); st.InFlight != 2 || st.Waiting != 1 || st.Limit != 2 || st.Peak != 2 {
 		t.Fatalf("state %+v, want 2 in flight, 1 waiting, limit 2, peak 2", st)
@@ -278,7 +278,7 @@ func TestAcquireFIFOAndCancel(t *testing.T) {
 // no more than 2 are in flight at once.
 func TestNeverAboveLimit(t *testing.T) {
 	l := inflight.New(inflight.Config{Max: 2})
-	l.SetRate("h", 6000)
+	l.SetRate("h", 6000, 0)
 	l.Observe("h", time.Second)
 	var (
 		mu      sync.Mutex
@@ -316,7 +316,7 @@ func TestNeverAboveLimit(t *testing.T) {
 func TestNoAllocations(t *testing.T) {
 	c := newClock()
 	l := inflight.New(inflight.Config{Max: 16, Now: c.Now})
-	l.SetRate("h", 6000)
+	l.SetRate("h", 6000, 0)
 	ctx := t.Context()
 	step := func() {
 		rel, _, err := l.Acquire(ctx, "h")

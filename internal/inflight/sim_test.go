@@ -36,6 +36,11 @@ type simCase struct {
 	max        int
 	perSec     float64
 	pages      int
+	// late: client i starts i × late after the first; shared: each
+	// admission tells the client the fleet's base latency (the lowest
+	// latency any client saw, as a shared store learns it).
+	late   time.Duration
+	shared bool
 	// bars: the most in flight at the server, its p95 latency over its
 	// service time, the throughput over the server's capacity (or over the
 	// pace, for a server without a worker limit).
@@ -68,7 +73,7 @@ func simulate(t *testing.T, c simCase) simResult {
 	limits := make([]*inflight.Limits, c.clients)
 	for i := range limits {
 		limits[i] = inflight.New(inflight.Config{Max: c.max, Now: clk.Now})
-		limits[i].SetRate("h", c.perSec*60)
+		limits[i].SetRate("h", c.perSec*60, 0)
 	}
 	outstanding := make([]int, c.clients)
 	left := make([]int, c.clients)
@@ -78,6 +83,7 @@ func simulate(t *testing.T, c simCase) simResult {
 	var (
 		queue, busy []*simReq
 		lat         []time.Duration
+		fleetBase   time.Duration
 		paceNext    = start
 		spacing     = time.Duration(float64(time.Second) / c.perSec)
 		res         simResult
@@ -96,6 +102,9 @@ func simulate(t *testing.T, c simCase) simResult {
 				return false
 			}
 			limits[r.client].Observe("h", now.Sub(r.arrived))
+			if d := now.Sub(r.arrived); fleetBase == 0 || d < fleetBase {
+				fleetBase = d
+			}
 			r.rel()
 			outstanding[r.client]--
 			lat = append(lat, now.Sub(r.arrived))
@@ -112,7 +121,13 @@ func simulate(t *testing.T, c simCase) simResult {
 		for k := range c.clients {
 			i := (turn + k) % c.clients
 			l := limits[i]
+			if now.Sub(start) < time.Duration(i)*c.late {
+				continue
+			}
 			for outstanding[i] < c.goroutines && left[i] > 0 && !paceNext.After(now) {
+				if c.shared {
+					l.SetRate("h", c.perSec*60, fleetBase)
+				}
 				if st := l.Of("h"); st.InFlight >= st.Limit || st.Waiting > 0 {
 					break
 				}
@@ -166,6 +181,11 @@ func TestSimulatedSlowServer(t *testing.T) {
 	for _, c := range []simCase{
 		{name: "fleet of 3, 4 workers × 100ms", server: simServer{4, 100 * time.Millisecond}, clients: 3, goroutines: 16, max: 16, perSec: 100, pages: 900,
 			maxAt: 8, p95Over: 3, minShare: 0.9},
+		// Clients joining a server the first already queues: each takes
+		// the queue it meets for the host's base latency, unless the
+		// store tells it the fleet's.
+		{name: "fleet of 3 joining 2s apart, 4 workers × 100ms, shared base", server: simServer{4, 100 * time.Millisecond}, clients: 3, goroutines: 16, max: 16, perSec: 100, pages: 1500,
+			late: 2 * time.Second, shared: true, maxAt: 8, p95Over: 3, minShare: 0.9},
 		{name: "one client, 2 workers × 100ms", server: simServer{2, 100 * time.Millisecond}, clients: 1, goroutines: 16, max: 16, perSec: 100, pages: 600,
 			maxAt: 6, p95Over: 3, minShare: 0.9},
 		{name: "one client, 4 workers × 100ms, 48 goroutines", server: simServer{4, 100 * time.Millisecond}, clients: 1, goroutines: 48, max: 48, perSec: 100, pages: 900,

@@ -25,6 +25,9 @@ type Reservation struct {
 	Epoch uint64
 	// PerMinute is the host's rate when the token was taken.
 	PerMinute float64
+	// BaseLatency is the host's base latency (time to headers) learnt
+	// from its OK answers; 0 before the first.
+	BaseLatency time.Duration
 }
 
 // Status is a snapshot of one host's pacing.
@@ -116,7 +119,8 @@ func (s *Set) ReserveAt(ctx context.Context, host string, now time.Time) (Reserv
 		e.bound += (w - e.bound) * boundWeight
 	}
 	s.hosts.MaybeSweep(sh, now)
-	return Reservation{Wait: max(send.Sub(now), 0), Epoch: e.epoch, PerMinute: e.perMinute}, nil
+	return Reservation{Wait: max(send.Sub(now), 0), Epoch: e.epoch, PerMinute: e.perMinute,
+		BaseLatency: time.Duration(e.latBase) * time.Microsecond}, nil
 }
 
 // delay is the time to accumulate tokens at perMinute, computed as

@@ -7,10 +7,10 @@
 -- ARGV[16] the most tokens to lease beyond this attempt's (0: none)
 -- ARGV[17] the lease's window, in microseconds
 --
--- Returns {0, wait, probe, generation, epoch, rate, leased} when admitted
--- (the rate in thousandths of a request a minute; leased the tokens taken
--- beyond this attempt's, for the caller's next attempts within the
--- window), {1, since} when halted, {2, until} when open (until 0:
+-- Returns {0, wait, probe, generation, epoch, rate, leased, base} when
+-- admitted (the rate in thousandths of a request a minute; leased the
+-- tokens taken beyond this attempt's, for the caller's next attempts within
+-- the window; base the host's base latency in microseconds), {1, since} when halted, {2, until} when open (until 0:
 -- half-open, every probe slot taken), {3, wait} when the wait would pass
 -- the deadline.
 
@@ -88,5 +88,6 @@ if LEASEMAX > 0 and b.s == CLOSED and b.fl == 0 and at == now and tok >= 1 then
   end
 end
 save()
--- The rate goes in thousandths of a request a minute (an integer reply).
-return {0, floor(math.min(act - now, MAXWAIT)), probe, b.g, l.e, floor(l.r * 1000 + 0.5), leased}
+-- The rate goes in thousandths of a request a minute (an integer reply),
+-- the base latency in microseconds.
+return {0, floor(math.min(act - now, MAXWAIT)), probe, b.g, l.e, floor(l.r * 1000 + 0.5), leased, floor(l.qb + 0.5)}
