@@ -22,9 +22,14 @@ type budget struct {
 	share float64
 	now   func() time.Time
 
-	mu    sync.Mutex // guards hosts and swept
+	mu    sync.Mutex // guards hosts, swept, last and lastHost
 	hosts map[string]*budgetCounts
 	swept time.Time
+	// last is hosts[lastHost], the entry found last, or nil: a request's
+	// count and its retries' come in a row for one host, and a crawl
+	// often sends several requests to a host in a row.
+	last     *budgetCounts
+	lastHost string
 }
 
 // budgetCounts is one host's requests and retries, in the window that
@@ -53,6 +58,8 @@ func (c *budgetCounts) roll(now time.Time) float64 {
 	return 1 - float64(now.Sub(c.start))/float64(budgetWindow)
 }
 
+// counts returns host's counts, forgetting first, at most once every two
+// windows, the hosts idle for two windows. b.mu must be held.
 func (b *budget) counts(host string, now time.Time) *budgetCounts {
 	if now.Sub(b.swept) >= 2*budgetWindow {
 		for h, c := range b.hosts {
@@ -61,12 +68,17 @@ func (b *budget) counts(host string, now time.Time) *budgetCounts {
 			}
 		}
 		b.swept = now
+		b.last = nil // it may be gone from hosts
+	}
+	if b.last != nil && b.lastHost == host {
+		return b.last
 	}
 	c := b.hosts[host]
 	if c == nil {
 		c = &budgetCounts{start: now}
 		b.hosts[host] = c
 	}
+	b.last, b.lastHost = c, host
 	return c
 }
 
@@ -75,10 +87,10 @@ func (b *budget) counts(host string, now time.Time) *budgetCounts {
 func (b *budget) request(host string) time.Time {
 	now := b.now()
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	c := b.counts(host, now)
 	c.roll(now)
 	c.requests++
+	b.mu.Unlock()
 	return now
 }
 
