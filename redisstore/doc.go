@@ -47,6 +47,11 @@
 //   - the breaker's failure count: an OK resets it up to RecordDelay late;
 //     failures that came after it, recorded meanwhile, are reset with it,
 //     as if the OK's answer had come that much later.
+//   - latency: a host's latency averages, and so its slowing and the base
+//     latency each admission reports (hoststate.Admission.BaseLatency),
+//     take other workers' OKs up to RecordDelay late. The in-flight cap is
+//     each process's own, sized by Little's law on that shared base
+//     latency: no fleet-wide count of attempts in flight is kept.
 //   - a worker that stops: the OKs it held are sent by Flush; a worker that
 //     dies loses up to RecordDelay of OKs (no failure, halt or pause is
 //     ever held back), and so does one whose Redis cannot take them.
