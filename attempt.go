@@ -144,7 +144,7 @@ func (a *attempt) admit() error {
 		}
 		limit = a.start.Add(t.maxWait)
 	}
-	adm, err := t.admit(a.ctx, a.key, limit)
+	adm, err := t.admit(a.ctx, a.key, limit, a.start)
 	if err != nil {
 		if we, ok := errors.AsType[*ratelimit.WaitError](err); ok {
 			a.wait = we.RetryAfter // refused for passing the bound or the deadline

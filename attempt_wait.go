@@ -85,7 +85,7 @@ func (t *Transport) settle(ctx context.Context, key string, adm hoststate.Admiss
 		case st.Epoch != adm.Epoch || (lateOnce && late > slotSlack(st.PerMinute)):
 			lateOnce = lateOnce && st.Epoch != adm.Epoch
 			t.record(ctx, key, adm, readmitted)
-			next, err := t.admit(ctx, key, limit)
+			next, err := t.admit(ctx, key, limit, time.Time{})
 			if err != nil {
 				return adm, 0, false, err
 			}
@@ -102,13 +102,21 @@ func (t *Transport) settle(ctx context.Context, key string, adm hoststate.Admiss
 // defaultMaxWait is what a zero Config.MaxWait means.
 const defaultMaxWait = 30 * time.Second
 
+// admitterAt is implemented by the in-memory store (hoststate.NewMemory):
+// AdmitAt is its Admit deciding at a time the caller read just before.
+type admitterAt interface {
+	AdmitAt(ctx context.Context, host string, now time.Time) (hoststate.Admission, error)
+}
+
 // admit asks the store for an admission to key that waits until limit at
 // the latest (none when limit is zero) and not past ctx's deadline: a
 // longer wait reserves nothing and returns a *ratelimit.WaitError at once
 // (errors.Is ErrTryLater, and context.DeadlineExceeded when the deadline
 // decided). The store is handed the earlier of the two as ctx's deadline,
-// the bound stores already keep.
-func (t *Transport) admit(ctx context.Context, key string, limit time.Time) (hoststate.Admission, error) {
+// the bound stores already keep. now, when not zero, is the time the
+// attempt began, read just before: a store that can decide at a time it is
+// given (admitterAt) decides at now rather than read the clock again.
+func (t *Transport) admit(ctx context.Context, key string, limit, now time.Time) (hoststate.Admission, error) {
 	actx := ctx
 	var bc *boundedCtx
 	if !limit.IsZero() {
@@ -117,7 +125,15 @@ func (t *Transport) admit(ctx context.Context, key string, limit time.Time) (hos
 			actx = bc
 		}
 	}
-	adm, err := t.state.Admit(actx, key)
+	var (
+		adm hoststate.Admission
+		err error
+	)
+	if at, ok := t.state.(admitterAt); ok && !now.IsZero() {
+		adm, err = at.AdmitAt(actx, key, now)
+	} else {
+		adm, err = t.state.Admit(actx, key)
+	}
 	if err != nil {
 		if de, ok := errors.AsType[*ratelimit.DeadlineError](err); ok {
 			if bc != nil && de.Wait <= t.maxWait {

@@ -77,7 +77,16 @@ var neutral = classify.Result{Outcome: classify.Canceled, Reason: "not sent"}
 // ctx.Err() when ctx is already done. When the reservation fails, the
 // breaker admission is released as neutral.
 func (m *memory) Admit(ctx context.Context, host string) (Admission, error) {
-	now := time.Now()
+	return m.AdmitAt(ctx, host, time.Now())
+}
+
+// AdmitAt is Admit at now, a reading of time.Now (with its monotonic
+// clock) that the caller took just before, instead of reading the clock
+// again: pacing, when it reads time.Now (no Limit.Now), reserves at now,
+// the breaker dates a probe and the host's last use now (its open timeout
+// runs on gobreaker's own clock, as in Admit), and the Admission's At is
+// now. The chain calls it with the time its attempt began.
+func (m *memory) AdmitAt(ctx context.Context, host string, now time.Time) (Admission, error) {
 	t, err := m.breakers.AllowAt(host, now)
 	if err != nil {
 		return Admission{}, err

@@ -69,6 +69,39 @@ func TestAdmitCanceled(t *testing.T) {
 	}
 }
 
+// TestAdmitAtGiven: the in-memory store's AdmitAt (the chain's Admit at
+// the time its attempt began) paces at the time it is given, not at a
+// clock reading of its own, and reports it as the Admission's At: at 60 a
+// minute, a second admission at the same time waits a second, and one
+// three seconds later (the clock of the bubble standing still) none.
+func TestAdmitAtGiven(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := mustMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 60, Burst: 1}})
+		at, ok := m.(interface {
+			AdmitAt(ctx context.Context, host string, now time.Time) (hoststate.Admission, error)
+		})
+		if !ok {
+			t.Fatal("the in-memory store has no AdmitAt")
+		}
+		ctx := context.Background()
+		start := time.Now()
+		for _, tt := range []struct {
+			after time.Duration
+			wait  time.Duration
+		}{
+			{0, 0},
+			{0, time.Second},
+			{3 * time.Second, 0},
+		} {
+			now := start.Add(tt.after)
+			adm, err := at.AdmitAt(ctx, "a.example", now)
+			if err != nil || adm.Wait != tt.wait || !adm.At.Equal(now) {
+				t.Errorf("AdmitAt(start+%v) = %+v, %v; want Wait %v, At %v", tt.after, adm, err, tt.wait, now)
+			}
+		}
+	})
+}
+
 // TestConcurrent hammers 1,000 hosts from 64 goroutines with random
 // outcomes and every method; run it with -race.
 func TestConcurrent(t *testing.T) {
@@ -213,6 +246,44 @@ func BenchmarkAdmitRecord(b *testing.B) {
 					b.Fatal(err)
 				}
 				m.Record(ctx, h, a, ok)
+			}
+		})
+	}
+}
+
+// BenchmarkAdmitAtRecord is one attempt's cost in the store as the chain
+// pays it, to one host: the chain reads the clock when the attempt begins
+// (for its retry budget), then Admit reads it again, or AdmitAt takes the
+// chain's reading; then the Record of an OK.
+func BenchmarkAdmitAtRecord(b *testing.B) {
+	for _, given := range []bool{false, true} {
+		name := "Admit"
+		if given {
+			name = "AdmitAt"
+		}
+		b.Run(name, func(b *testing.B) {
+			m := mustMemory(hoststate.Config{Limit: ratelimit.Config{PerMinute: 1e12}})
+			at := m.(interface {
+				AdmitAt(ctx context.Context, host string, now time.Time) (hoststate.Admission, error)
+			})
+			ctx := context.Background()
+			ok := classify.Result{Outcome: classify.OK}
+			b.ReportAllocs()
+			for b.Loop() {
+				start := time.Now() // the chain's, read for its retry budget
+				var (
+					a   hoststate.Admission
+					err error
+				)
+				if given {
+					a, err = at.AdmitAt(ctx, "h.example", start)
+				} else {
+					a, err = m.Admit(ctx, "h.example")
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+				m.Record(ctx, "h.example", a, ok)
 			}
 		})
 	}
