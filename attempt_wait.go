@@ -3,6 +3,7 @@ package egresskit
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/egresskit/egresskit/breaker"
@@ -117,33 +118,49 @@ type admitterAt interface {
 // attempt began, read just before: a store that can decide at a time it is
 // given (admitterAt) decides at now rather than read the clock again.
 func (t *Transport) admit(ctx context.Context, key string, limit, now time.Time) (hoststate.Admission, error) {
+	at, direct := t.state.(admitterAt)
+	direct = direct && !now.IsZero()
 	actx := ctx
 	var bc *boundedCtx
 	if !limit.IsZero() {
 		if dl, ok := ctx.Deadline(); !ok || dl.After(limit) {
-			bc = &boundedCtx{Context: ctx, at: limit}
+			if direct {
+				// AdmitAt keeps no reference to its context once it
+				// returns: the bounded context is pooled.
+				bc = boundedCtxs.Get().(*boundedCtx)
+				bc.Context, bc.at = ctx, limit
+			} else {
+				bc = &boundedCtx{Context: ctx, at: limit}
+			}
 			actx = bc
 		}
 	}
+	bounded := bc != nil
 	var (
 		adm hoststate.Admission
 		err error
 	)
-	if at, ok := t.state.(admitterAt); ok && !now.IsZero() {
+	if direct {
 		adm, err = at.AdmitAt(actx, key, now)
+		if bc != nil {
+			// Drop the request's context; a store that broke the rule
+			// and kept this one would find an expired, never nil, one.
+			*bc = boundedCtx{Context: context.Background()}
+			boundedCtxs.Put(bc)
+		}
 	} else {
 		adm, err = t.state.Admit(actx, key)
 	}
 	if err != nil {
 		if de, ok := errors.AsType[*ratelimit.DeadlineError](err); ok {
-			if bc != nil && de.Wait <= t.maxWait {
+			if bounded && de.Wait <= t.maxWait {
 				// The store reads deadlines on a clock of its own (a
 				// fake one, Config.Now) that disagrees with ours: the
 				// bound cannot be read there. Ask without it.
 				return t.state.Admit(ctx, key)
 			}
 			we := &ratelimit.WaitError{Host: key, RetryAfter: de.Wait, Until: time.Now().Add(de.Wait)}
-			if bc != nil { // the bound decided, not the caller's deadline
+			if bounded { // the bound decided, not the caller's deadline
 				we.Bound = t.maxWait
 			}
 			return adm, we
@@ -155,9 +172,10 @@ func (t *Transport) admit(ctx context.Context, key string, limit, now time.Time)
 // boundedCtx is a request's context with an earlier deadline, the
 // chain's bound on a pacing wait, for the store's Admit to reserve
 // nothing past it. Only its Deadline differs (it is not canceled at
-// it). It is not pooled: a context the store derives from it (the Redis
-// store's per-call timeout) may have a goroutine of package context
-// read it after Admit has returned.
+// it). Only those handed to the in-memory store's AdmitAt, which reads
+// the deadline and returns, are pooled: a context another store derives
+// from it (the Redis store's per-call timeout) may have a goroutine of
+// package context read it after Admit has returned.
 type boundedCtx struct {
 	context.Context
 	at time.Time
@@ -165,6 +183,9 @@ type boundedCtx struct {
 
 // Deadline returns the bound.
 func (c *boundedCtx) Deadline() (time.Time, bool) { return c.at, true }
+
+// boundedCtxs holds the boundedCtxs not in use.
+var boundedCtxs = sync.Pool{New: func() any { return new(boundedCtx) }}
 
 // notSent wraps an admission error so that every layer above reads it as
 // "not sent, do not retry": Canceled when the caller's context ended,

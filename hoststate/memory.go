@@ -85,7 +85,9 @@ func (m *memory) Admit(ctx context.Context, host string) (Admission, error) {
 // again: pacing, when it reads time.Now (no Limit.Now), reserves at now,
 // the breaker dates a probe and the host's last use now (its open timeout
 // runs on gobreaker's own clock, as in Admit), and the Admission's At is
-// now. The chain calls it with the time its attempt began.
+// now. Like Admit, it keeps no reference to ctx once it returns (the
+// chain reuses the context it hands it). The chain calls it with the time
+// its attempt began.
 func (m *memory) AdmitAt(ctx context.Context, host string, now time.Time) (Admission, error) {
 	t, err := m.breakers.AllowAt(host, now)
 	if err != nil {
