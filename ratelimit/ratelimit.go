@@ -30,8 +30,9 @@
 //     its pause alone (the rate, the learnt ceiling and the spacing of OKs
 //     stand) when the pace did not bind the crawl (admissions seldom
 //     queued at it, waiting half an interval or more for a token; while
-//     the crawl's demand is not yet known, over its first 16 OKs, none
-//     but the next waits now), the crawl's demand (the rate of OK answers)
+//     the crawl's demand is not yet known, over its first 16 OKs, a
+//     refusal soon after a cut is a stray, and before any cut none but
+//     the next admission may wait), the crawl's demand (the rate of OK answers)
 //     was under 0.8 of the rate and of any rate the host refused, no
 //     attempt waited at the host (demand × latency under one half), the
 //     host did not delay our attempts (its latency under twice its base

@@ -66,6 +66,32 @@ func burstyDemandIsNoQueue(t *testing.T, env Env) {
 	}
 }
 
+// strayAfterFirstCut: a host configured at 600/min refuses the crawl's
+// very first request (a 429, Retry-After 1s): nothing is known of it, so
+// the rate halves to 300. Two OKs later, with three attempts admitted at
+// once (two of them still waiting for their tokens), the first of them is
+// refused too: while the crawl's demand is not known, a refusal soon after
+// a cut is a stray, whatever queued during the pause. The rate stays 300;
+// a crawl over many hosts meets such a pair now and then, and halving
+// again on it would leave the host far below its pace.
+func strayAfterFirstCut(t *testing.T, env Env) {
+	ok := classify.Result{Outcome: classify.OK, Status: 200, Latency: 10 * time.Millisecond}
+	throttled := classify.Result{Outcome: classify.Throttled, Status: 429, RetryAfter: time.Second}
+	answer(t, env, host, 0, throttled)
+	if st := state(t, env, host); st.PerMinute != 300 {
+		t.Fatalf("429 on the first request: rate %v, want 300", st.PerMinute)
+	}
+	env.Advance(time.Second)
+	answer(t, env, host, 100*time.Millisecond, ok)
+	answer(t, env, host, 100*time.Millisecond, ok)
+	adms := []hoststate.Admission{admit(t, env, host), admit(t, env, host), admit(t, env, host)}
+	env.Advance(adms[0].Wait)
+	record(t, env, host, adms[0], throttled)
+	if st := state(t, env, host); st.PerMinute != 300 {
+		t.Errorf("429 two OKs after the first cut, two attempts queued: rate %v, want 300", st.PerMinute)
+	}
+}
+
 // admissionCarriesBaseLatency: an admission reports the host's base
 // latency as the store learnt it from the OKs recorded (with a shared
 // store, every worker's): none before the first, then the lowest, drifting

@@ -36,6 +36,7 @@ func ExampleScenarios() {
 	// SetCeiling
 	// StrayRefusalRecovers
 	// BurstyDemandIsNoQueue
+	// StrayAfterFirstCut
 	// AdmissionCarriesBaseLatency
 	// LimitBelowDemand
 	// RefusalAtPaceIsALimit

@@ -50,6 +50,7 @@ func Scenarios() []Scenario {
 		{"SetCeiling", hoststate.Config{}, setCeiling},
 		{"StrayRefusalRecovers", hoststate.Config{Limit: ratelimit.Config{PerMinute: 600}}, strayRefusalRecovers},
 		{"BurstyDemandIsNoQueue", hoststate.Config{Limit: ratelimit.Config{PerMinute: 600}}, burstyDemandIsNoQueue},
+		{"StrayAfterFirstCut", hoststate.Config{Limit: ratelimit.Config{PerMinute: 600}}, strayAfterFirstCut},
 		{"AdmissionCarriesBaseLatency", hoststate.Config{Limit: ratelimit.Config{PerMinute: 600}}, admissionCarriesBaseLatency},
 		{"LimitBelowDemand", hoststate.Config{Limit: ratelimit.Config{PerMinute: 600}}, limitBelowDemand},
 		{"RefusalAtPaceIsALimit", hoststate.Config{Limit: ratelimit.Config{PerMinute: 600}}, refusalAtPaceIsALimit},

@@ -91,9 +91,9 @@ const (
 // the host was answering that demand far below its pace and below any
 // rate it refused (the rate of OKs under strayDemand of the higher of the
 // two) with no attempt waiting there (Little's law: that rate × latency
-// under strayInFlight). While the demand is not known, at most one
-// admission may wait now, and before any cut the latest may not have
-// queued. So is a refusal after a long run of OKs (strayRun) at a rate far
+// under strayInFlight). While the demand is not known, a refusal after a
+// cut is a stray (unless refusals are frequent), and before any cut the
+// latest admission may not have queued and at most one may wait now. So is a refusal after a long run of OKs (strayRun) at a rate far
 // below (strayBelowTop) the highest a refusal taken for a limit came at,
 // with at most one admission waiting for its token: refusals taken for
 // limits cut no further than that. The pace says nothing of the host's
@@ -119,12 +119,14 @@ func (e *entry) isStray(now time.Time) bool {
 		return false
 	}
 	if e.gaps < strayGaps {
-		// The demand is not known yet: no queue at the pace now (the
-		// refused attempt's successor at most), and before any cut
-		// (the learnt ceiling) the latest admission did not queue
-		// either. After a cut, more refusals at once are needed to cut
-		// again (a refused share of strayShare).
-		return (e.learnt > 0 || !e.waited) && owed < 2
+		// The demand is not known yet. After a cut (the learnt
+		// ceiling), more refusals at once are needed to cut again (a
+		// refused share of strayShare): the attempts that queued during
+		// the pause say nothing of the host, and a crawl over many hosts
+		// meets a second stray soon after a first now and then. Before
+		// any cut: no queue at the pace, neither at the latest admission
+		// nor now (the refused attempt's successor at most).
+		return e.learnt > 0 || (!e.waited && owed < 2)
 	}
 	demand := 60e6 / e.slowGap // over a run of OKs, not one burst of them
 	return demand < max(e.perMinute, e.learnt)*strayDemand && demand/60e6*max(e.latFast, e.latBase) < strayInFlight

@@ -341,8 +341,9 @@ local function risen()
 end
 
 -- isStray reports whether a refusal now is a stray: the pace did not bind
--- (seldom; while the demand is not known, at most one admission waits now
--- and, before any cut, the latest did not queue), the host did not delay
+-- (seldom; while the demand is not known: after a cut, always, and before
+-- one, the latest admission did not queue and at most one waits now), the
+-- host did not delay
 -- our attempts, refusals are rare, no probe was under way, and once the
 -- crawl's demand is known (STRAYGAPS gaps between OKs) the host answered
 -- it far below its pace and any rate it refused, with no attempt waiting
@@ -357,7 +358,7 @@ local function isStray()
   -- a long run of OKs, not queued at the pace: no further cut.
   if l.rn >= STRAYRUN and l.r < l.rt * STRAYBELOWTOP and owed <= 1 then return true end
   if l.bd >= STRAYBOUND then return false end
-  if l.m < STRAYGAPS then return (l.ll > 0 or l.lw == 0) and owed < 2 end
+  if l.m < STRAYGAPS then return l.ll > 0 or (l.lw == 0 and owed < 2) end
   if l.qs <= 0 then return false end
   local demand = 60000000 / l.qs -- over a run of OKs, not one burst of them
   if not (demand < math.max(l.r, l.ll) * STRAYDEMAND) then return false end
