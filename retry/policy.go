@@ -70,8 +70,9 @@ type Policy struct {
 	// Budget is the share of a host's recent requests (over about the
 	// last 10 s) that retries may add: with a host failing, each request
 	// is not retried MaxRetries times, and a retry over the budget is not
-	// made — the last answer is returned. Whatever the share, 3 retries
-	// in 10 s are allowed. 0 means 0.2; a negative value means no budget.
+	// made — the last answer is returned. Whatever the share, 10 retries
+	// in 10 s are allowed (a few stray refusals of a modest crawl are
+	// all retried). 0 means 0.2; a negative value means no budget.
 	// Hosts are told apart by their URL host (the chain's host key when
 	// under egresskit's chain).
 	Budget float64

@@ -24,8 +24,8 @@ func TestBudgetCountsAcrossHosts(t *testing.T) {
 	if got, want := b.hosts["b.test"].requests, 3.0; got != want {
 		t.Errorf("b.test requests = %v, want %v", got, want)
 	}
-	// The budget's minimum: 3 retries, then none.
-	for i, want := range []bool{true, true, true, false} {
+	// The budget's minimum: 10 retries, then none.
+	for i, want := range []bool{true, true, true, true, true, true, true, true, true, true, false} {
 		if got := b.take("a.test"); got != want {
 			t.Errorf("take #%d = %v, want %v", i+1, got, want)
 		}
@@ -67,5 +67,26 @@ func BenchmarkBudgetRequest(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestBudgetRetriesStrays: a host that received 20 requests in the window
+// and answered 8 of them with a stray refusal has all 8 retried (the
+// floor, 10 a window, is above 20 % of 20); the 11th retry is not made.
+func TestBudgetRetriesStrays(t *testing.T) {
+	now := time.Unix(1_000_000, 0)
+	b := newBudget(0.2, func() time.Time { return now })
+	for range 20 {
+		b.request("h.test")
+	}
+	for i := range 8 {
+		if !b.take("h.test") {
+			t.Fatalf("retry #%d of a host with 20 requests: refused, want made", i+1)
+		}
+	}
+	b.take("h.test")
+	b.take("h.test")
+	if b.take("h.test") {
+		t.Errorf("retry #11 of a host with 20 requests in the window: made, want refused")
 	}
 }

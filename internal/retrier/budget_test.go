@@ -14,7 +14,7 @@ import (
 // TestBudgetHalfFailing: a host answering 503 to every other request (not
 // every request fails, as happens before a breaker would open) receives,
 // for 200 requests, at most 1.2× the requests it would without retries,
-// plus the budget's minimum of 3; without a budget it receives one retry
+// plus the budget's minimum of 10; without a budget it receives one retry
 // for every 503, half as many again.
 func TestBudgetHalfFailing(t *testing.T) {
 	for _, tt := range []struct {
@@ -23,7 +23,7 @@ func TestBudgetHalfFailing(t *testing.T) {
 		maxHits int64
 		minHits int64
 	}{
-		{"default budget", 0, 200*12/10 + 3, 200},
+		{"default budget", 0, 200*12/10 + 10, 200},
 		{"no budget", -1, 1000, 299},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
