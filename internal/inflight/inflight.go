@@ -282,9 +282,7 @@ func (l *Limits) observe(e *entry, s float64, now time.Time) {
 		w := 1 - math.Exp(-float64(now.Sub(e.sampled))/float64(l.cfg.SlowTau))
 		e.base += w * (s - e.base)
 	}
-	if e.shared > 0 && e.shared < e.base {
-		e.base = e.shared
-	}
+	e.boundBase()
 	e.sampled = now
 	switch {
 	case e.fast >= rise*e.base && e.n > 1:
@@ -363,11 +361,19 @@ func (l *Limits) SetRate(key string, perMinute float64, base time.Duration) {
 	e.perSec, e.rateAt = max(perMinute/60, 0), now
 	if base > 0 {
 		e.shared = base.Seconds()
-		if e.fast > 0 && e.shared < e.base {
-			e.base = e.shared
+		if e.fast > 0 {
+			e.boundBase()
 		}
 	}
 	l.wake(e)
+}
+
+// boundBase holds e's base latency to at most the store's (e.shared),
+// once either is known.
+func (e *entry) boundBase() {
+	if e.shared > 0 && e.shared < e.base {
+		e.base = e.shared
+	}
 }
 
 // State is what Limits holds of one host, for tests and diagnostics.
