@@ -489,12 +489,14 @@ func longerRetryAfter(t *testing.T, env Env) {
 }
 
 // throttledOpensOnlyAtFloor: with a floor of 15/min, a host answering only
-// 429s slows from 60 to 30 to 15 without a failure counted; at the floor
+// 429s slows from 60 to 30, stays at 30 (its second refusal in a row,
+// with no OK ever, lengthens the pause alone), then to 15, without a
+// failure counted; at the floor
 // every further 429 counts, and the 8th there opens the breaker. (Pauses
 // are capped at a minute, so that the host, still shut at every attempt,
 // is never idle long enough for its breaker to be forgotten.)
 func throttledOpensOnlyAtFloor(t *testing.T, env Env) {
-	for i, want := range []float64{30, 15} {
+	for i, want := range []float64{30, 30, 15} {
 		eff := send(t, env, host, classify.Throttled)
 		wantEffect(t, "429 above the floor", eff, breaker.Closed, breaker.Closed, false)
 		if st := state(t, env, host); st.PerMinute != want || st.ConsecutiveFailures != 0 {
@@ -614,10 +616,12 @@ func setCeiling(t *testing.T, env Env) {
 // throttleStorm: a host answering 429 (no Retry-After) to everything
 // receives 4 requests in 60s, at 0, 2, 10 and 42s: the first 429 halves
 // the rate to 30/min and pauses one interval (2s); every later one finds
-// the host still shut (no OK since the pause ended), pauses four times as
-// long and quarters the rate, to 7.5, 1.875, then the floor (1/min). The
-// 5th would be at 170s. Pacing could still slow down at each: no failure
-// is counted.
+// the host still shut (no OK since the pause ended) and pauses four times
+// as long; the second keeps the rate (a host that never answered OK
+// settles nothing from one more refusal, as likely a stray's), the third
+// and later quarter it, to 7.5, 1.875, then the floor (1/min) at the
+// 5th, at 170s. Pacing could still slow down at each: no failure is
+// counted.
 func throttleStorm(t *testing.T, env Env) {
 	start := env.Now()
 	var sent []time.Duration
@@ -639,8 +643,8 @@ func throttleStorm(t *testing.T, env Env) {
 			t.Errorf("request %d sent at %v, want %v", i+1, sent[i], want[i])
 		}
 	}
-	if st := state(t, env, host); st.PerMinute != 1 || st.Breaker != breaker.Closed || st.ConsecutiveFailures != 0 {
-		t.Errorf("after the storm: rate %v, breaker %v with %d failures; want 1, closed with 0", st.PerMinute, st.Breaker, st.ConsecutiveFailures)
+	if st := state(t, env, host); st.PerMinute != 1.875 || st.Breaker != breaker.Closed || st.ConsecutiveFailures != 0 {
+		t.Errorf("after the storm: rate %v, breaker %v with %d failures; want 1.875, closed with 0", st.PerMinute, st.Breaker, st.ConsecutiveFailures)
 	}
 }
 

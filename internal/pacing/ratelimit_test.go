@@ -103,7 +103,13 @@ func TestThrottleTable(t *testing.T) {
 		{"custom cap", ratelimit.Config{MaxPause: time.Minute}, []time.Duration{time.Hour}, 0, 30, time.Minute},
 		{"429 while paused extends, no halving", ratelimit.Config{}, []time.Duration{10 * time.Second, 20 * time.Second}, time.Second, 30, 20 * time.Second},
 		{"429 while paused never shortens", ratelimit.Config{}, []time.Duration{10 * time.Second, 0}, time.Second, 30, 9 * time.Second},
-		{"429 after pause, no OK: a quarter, pause ×4", ratelimit.Config{}, []time.Duration{time.Second, time.Second}, 2 * time.Second, 7.5, 4 * time.Second},
+		// A host that never answered OK let nothing through that its
+		// rate could be settled from: its second refusal in a row
+		// (its first answer after the pause, as likely a stray as a
+		// limit) lengthens the pause alone; the rate falls to a quarter
+		// from the third.
+		{"429 after pause, no OK ever: pause ×4, the rate kept", ratelimit.Config{}, []time.Duration{time.Second, time.Second}, 2 * time.Second, 30, 4 * time.Second},
+		{"third 429 after pauses, no OK ever: a quarter, pause ×4", ratelimit.Config{}, []time.Duration{time.Second, time.Second, time.Second}, 5 * time.Second, 7.5, 16 * time.Second},
 		{"floor", ratelimit.Config{Floor: 20}, []time.Duration{0, 0, 0}, time.Minute, 20, 32 * time.Second},
 		{"floor above configured", ratelimit.Config{PerMinute: 10, Floor: 20}, []time.Duration{0}, 0, 10, 6 * time.Second},
 		{"default floor 1/min", ratelimit.Config{}, []time.Duration{0, 0, 0, 0, 0, 0, 0, 0}, 2 * time.Hour, 1, time.Hour},
@@ -179,7 +185,7 @@ func TestThrottleDrains(t *testing.T) {
 func TestObserveFloored(t *testing.T) {
 	c := newClock()
 	s := newSet(c, ratelimit.Config{Floor: 15})
-	for i, want := range []bool{false, false, true, true} {
+	for i, want := range []bool{false, false, false, true} {
 		if got := s.Observe(host, classify.Result{Outcome: classify.Throttled}); got != want {
 			t.Errorf("throttle %d at rate %v: floored %v, want %v", i+1, s.Status(host).PerMinute, got, want)
 		}
@@ -283,8 +289,10 @@ func TestDeadline(t *testing.T) {
 }
 
 // TestThrottleStorm: a host answering 429 (no Retry-After) to everything is
-// sent at most 5 requests in 60s: at 0, 2, 6, 14 and 30s as the rate halves
-// from 60/min; the next would be at 62s.
+// sent 4 requests in 60s, at 0, 2, 10 and 42s, as its pause grows
+// fourfold from the rate's interval: its rate halves from 60/min, stays
+// at the second refusal and falls to a quarter from the third, at the
+// floor from the fifth.
 func TestThrottleStorm(t *testing.T) {
 	c := newClock()
 	s := newSet(c, ratelimit.Config{})
@@ -307,8 +315,26 @@ func TestThrottleStorm(t *testing.T) {
 			t.Errorf("request %d sent at %v, want %v", i+1, sent[i], want[i])
 		}
 	}
-	if got := s.Status(host).PerMinute; got != 1 {
-		t.Errorf("rate after the storm = %v, want the floor 1", got)
+	if got := s.Status(host).PerMinute; got != 1.875 {
+		t.Errorf("rate after the storm = %v, want 60/2/4/4 = 1.875", got)
+	}
+}
+
+// TestShutAfterOKs: a host that let a run of OKs through and refuses the
+// first attempt after its pause again (a window that counts refusals,
+// still shut) settles at a quarter of the rate at once, and waits four
+// times as long.
+func TestShutAfterOKs(t *testing.T) {
+	c := newClock()
+	s := newSet(c, ratelimit.Config{PerMinute: 600})
+	okRun(t, c, s, 20)
+	observe(s, host, classify.Throttled, time.Second)
+	r := s.Status(host).PerMinute
+	c.Advance(time.Second)
+	observe(s, host, classify.Throttled, time.Second)
+	st := s.Status(host)
+	if st.PerMinute != r/4 || st.PausedUntil.Sub(c.Now()) != 4*time.Second {
+		t.Errorf("second 429 with no OK since the pause: rate %v, pause %v; want %v, 4s", st.PerMinute, st.PausedUntil.Sub(c.Now()), r/4)
 	}
 }
 
@@ -399,5 +425,40 @@ func BenchmarkReserveObserve(b *testing.B) {
 			b.Fatal(err)
 		}
 		s.Observe(host, ok)
+	}
+}
+
+// TestStrayDuringProbe: a host whose first answer was a 429 halved its
+// rate from 600 to 300 (nothing was known of it). The crawl's demand there
+// is an attempt a second; once the probe's 2-minute backoff has passed,
+// the rate climbs above 300 toward 600. A 429 then, at a demand a tenth
+// of the rate, is a stray: the probe goes on (the rate does not fall back
+// to 300 for a doubled backoff), and the host is back at 600 once the
+// probe has climbed.
+func TestStrayDuringProbe(t *testing.T) {
+	c := newClock()
+	s := newSet(c, ratelimit.Config{PerMinute: 600})
+	reserve(t, s, host)
+	observe(s, host, classify.Throttled, time.Second)
+	c.Advance(time.Second)
+	slow := func(n int) {
+		for range n {
+			c.Advance(reserve(t, s, host) + time.Second)
+			s.Observe(host, classify.Result{Outcome: classify.OK, Latency: 10 * time.Millisecond})
+		}
+	}
+	slow(130)
+	before := s.Status(host).PerMinute
+	if before <= 300 {
+		t.Fatalf("130 OKs a second apart after the cut to 300: rate %v, want the probe above 300", before)
+	}
+	s.Observe(host, classify.Result{Outcome: classify.Throttled, RetryAfter: time.Second})
+	if got := s.Status(host).PerMinute; got != before {
+		t.Errorf("429 during the probe at a tenth of the rate: rate %v, want %v (a stray)", got, before)
+	}
+	c.Advance(time.Second)
+	slow(200)
+	if got := s.Status(host).PerMinute; got != 600 {
+		t.Errorf("200 OKs later: rate %v, want 600", got)
 	}
 }

@@ -350,7 +350,7 @@ end
 -- there. It is paid for with its pause alone. A refusal before any two
 -- OKs is no stray.
 local function isStray()
-  if l.m < 1 or l.q <= 0 or l.pn > 0 or l.sr >= STRAYSHARE or risen() then
+  if l.m < 1 or l.q <= 0 or (l.pn > 0 and l.m < STRAYGAPS) or l.sr >= STRAYSHARE or risen() then
     return false
   end
   local owed = -tokensAt(clock(now))

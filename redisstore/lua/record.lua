@@ -144,13 +144,21 @@ elseif OUTCOME == THROTTLED then
       l.rt = math.max(l.rt, l.r)
       -- No OK since the last pause ended: the host is still shut (a
       -- limiter counting over a window, refused requests too). Wait four
-      -- times as long as last time, and settle at a quarter of the rate.
+      -- times as long as last time, and settle at a quarter of the rate
+      -- when it let OKs through before (more than it allows over time),
+      -- or was shut last time too: a host that never answered OK settles
+      -- nothing from its second refusal in a row (as likely a stray's).
+      local own = pause
+      if own <= 0 then own = math.min(60000000 / l.r, MAXPAUSE) end
+      local escalated = l.ps > own
       l.o = 0
       l.cr = 0
       pause = math.max(pause, 4 * l.ps)
-      l.g = math.min(math.max(l.g / 4, fl), top())
-      l.bs = math.min(l.bs, l.g)
-      setRate(l.bs)
+      if l.m > 0 or escalated then
+        l.g = math.min(math.max(l.g / 4, fl), top())
+        l.bs = math.min(l.bs, l.g)
+        setRate(l.bs)
+      end
     else
       -- The host's limit is below r: the learnt ceiling drops to r (moves
       -- to r when a probe brought the throttle, whose backoff doubles),
