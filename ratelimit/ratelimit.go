@@ -57,8 +57,10 @@
 //     the host answered no OK since the previous pause ended, it is still
 //     shut (a limiter counting over a window, refused requests too): the
 //     pause is four times the previous one, at least, and the rate drops
-//     to a quarter. The
-//     throttle drains the bucket, and from then on the host gets no bursts
+//     to a quarter — except at a host that never answered two OKs, whose
+//     second refusal in a row (the first answer after its first pause,
+//     as likely a stray's) keeps the rate; from the third the rate drops
+//     too. The throttle drains the bucket, and from then on the host gets no bursts
 //     (its bucket holds one token): when the pause ends (and no sooner
 //     than one interval of the new rate after the throttle), the attempts
 //     waiting for it go out one interval apart at the new rate, never
