@@ -95,8 +95,9 @@ func strayAfterFirstCut(t *testing.T, env Env) {
 // admissionCarriesBaseLatency: an admission reports the host's base
 // latency as the store learnt it from the OKs recorded (with a shared
 // store, every worker's): none before the first, then the lowest, drifting
-// up by 1/256 of a slower answer's excess (three OKs in 40ms and one in
-// 200ms: 40.625ms).
+// up toward a slower answer over minutes, not answers (three OKs in 40ms a
+// second apart and one in 200ms a second later: 40ms + 160ms × (1 -
+// e^(-1s/5min)), 40.532ms).
 func admissionCarriesBaseLatency(t *testing.T, env Env) {
 	if a := admit(t, env, host); a.BaseLatency != 0 {
 		t.Fatalf("first admission: BaseLatency %v, want 0 (nothing answered yet)", a.BaseLatency)
@@ -104,8 +105,8 @@ func admissionCarriesBaseLatency(t *testing.T, env Env) {
 	for _, d := range []time.Duration{40 * time.Millisecond, 40 * time.Millisecond, 40 * time.Millisecond, 200 * time.Millisecond} {
 		answer(t, env, host, time.Second, classify.Result{Outcome: classify.OK, Status: 200, Latency: d})
 	}
-	if a := admit(t, env, host); a.BaseLatency != 40625*time.Microsecond {
-		t.Errorf("after OKs in 40ms, 40ms, 40ms and 200ms: BaseLatency %v, want 40.625ms", a.BaseLatency)
+	if a := admit(t, env, host); a.BaseLatency != 40532*time.Microsecond {
+		t.Errorf("after OKs in 40ms, 40ms, 40ms and 200ms a second apart: BaseLatency %v, want 40.532ms", a.BaseLatency)
 	}
 }
 
@@ -197,6 +198,35 @@ func slowingHostSlows(t *testing.T, env Env) {
 	}
 	if got := state(t, env, host).PerMinute; !nearRate(got, 2400*0.97) {
 		t.Errorf("latency back at 100ms: rate %v, want %v", got, 2400*0.97)
+	}
+}
+
+// queueIsNoBase: a host answering 40 a second at its base latency of
+// 100ms, paced at what it serves (2,400/min: no cut), answers in 400ms
+// for 5 s (200 answers: a queue of ours, which drains in seconds): its
+// base stays near 100ms (it follows a higher latency over minutes, not
+// answers; at 1/256 of the excess an answer it was at 263ms, and the
+// rate climbed back into the queue as soon as the latency fell a little).
+// Answering in 400ms for 10 minutes more, a second apart (slower for
+// good), the base follows it (at least 300ms).
+func queueIsNoBase(t *testing.T, env Env) {
+	res := func(lat time.Duration) classify.Result {
+		return classify.Result{Outcome: classify.OK, Status: 200, Latency: lat}
+	}
+	for range 20 {
+		answer(t, env, host, 25*time.Millisecond, res(100*time.Millisecond))
+	}
+	for range 200 {
+		answer(t, env, host, 25*time.Millisecond, res(400*time.Millisecond))
+	}
+	if got := admit(t, env, host).BaseLatency; got > 110*time.Millisecond {
+		t.Errorf("after 5 s of answers in 400ms (a queue of ours): base latency %v, want at most 110ms", got)
+	}
+	for range 600 {
+		answer(t, env, host, time.Second, res(400*time.Millisecond))
+	}
+	if got := admit(t, env, host).BaseLatency; got < 300*time.Millisecond {
+		t.Errorf("after 10 minutes of answers in 400ms (slower for good): base latency %v, want at least 300ms", got)
 	}
 }
 

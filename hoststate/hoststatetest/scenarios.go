@@ -57,6 +57,7 @@ func Scenarios() []Scenario {
 		{"RefusalWithQueueIsALimit", hoststate.Config{Limit: ratelimit.Config{PerMinute: 600}}, refusalWithQueueIsALimit},
 		{"SlowingHostSlows", hoststate.Config{Limit: ratelimit.Config{PerMinute: 6000}}, slowingHostSlows},
 		{"FarHostNotPenalised", hoststate.Config{Limit: ratelimit.Config{PerMinute: 600}}, farHostNotPenalised},
+		{"QueueIsNoBase", hoststate.Config{Limit: ratelimit.Config{PerMinute: 2400}}, queueIsNoBase},
 		{"ProbeAfterOKs", hoststate.Config{Limit: ratelimit.Config{PerMinute: 600}}, probeAfterOKs},
 		{"StallIsNotSlowing", hoststate.Config{Limit: ratelimit.Config{PerMinute: 600000}}, stallIsNotSlowing},
 		{"ThrottleStorm", hoststate.Config{}, throttleStorm},

@@ -33,7 +33,7 @@ func (s *Set) ObserveAt(host string, r classify.Result, now time.Time) (floored 
 	}
 	switch r.Outcome {
 	case classify.OK:
-		e.observeLatency(r.Latency)
+		e.observeLatency(r.Latency, now)
 		s.ok(e, now, r.Quota)
 	case classify.Throttled:
 		floored = s.throttled(e, now, r.RetryAfter)
@@ -137,16 +137,20 @@ func (e *entry) isStray(now time.Time) bool {
 	return demand < max(e.perMinute, e.learnt)*strayDemand && demand/60e6*max(e.latFast, e.latBase) < strayInFlight
 }
 
-// The latency averages' weights: the fast average's, and how far toward a
-// higher latency the base drifts per answer.
+// The latency averages: the fast average's weight, and the time constant
+// over which the base follows a higher latency up. The base follows over
+// minutes, not answers: a queue of our attempts at a host that answers
+// many a second drains in seconds and must not become its base (the rate
+// would climb back into it), while a host slower for good is followed
+// within minutes, however few its answers.
 const (
 	latFastWeight = 1.0 / 4
-	latBaseDrift  = 1.0 / 256
+	latBaseTau    = 5 * time.Minute
 )
 
-// observeLatency counts an OK answer's time to headers in the host's
-// latency averages.
-func (e *entry) observeLatency(d time.Duration) {
+// observeLatency counts an OK answer's time to headers, at now, in the
+// host's latency averages; e.lastOK is the previous OK's time.
+func (e *entry) observeLatency(d time.Duration, now time.Time) {
 	us := float64(d.Microseconds()) // the Redis store's unit
 	if us <= 0 {
 		return
@@ -158,9 +162,20 @@ func (e *entry) observeLatency(d time.Duration) {
 	case us < e.latBase:
 		e.latBase = us
 	default:
-		e.latBase += (us - e.latBase) * latBaseDrift
+		e.latBase += (us - e.latBase) * baseDrift(e.lastOK, now)
 	}
 	e.latFast += (us - e.latFast) * latFastWeight
+}
+
+// baseDrift is the share of the way toward a higher latency the base moves
+// for an answer at now, the previous at last: 1 - exp(-elapsed/latBaseTau)
+// (as the Redis store's script computes it, in microseconds), and none
+// without a previous OK (a pause episode forgets it).
+func baseDrift(last, now time.Time) float64 {
+	if last.IsZero() || !now.After(last) {
+		return 0
+	}
+	return 1 - math.Exp(-float64(now.Sub(last).Microseconds())/float64(latBaseTau.Microseconds()))
 }
 
 // A host slowing down under our load (see slowing): its fast latency at

@@ -45,7 +45,8 @@ type entry struct {
 	gaps    int
 	// The host's latency (time to headers, microseconds; 0: none seen):
 	// a fast average and a base that follows the lowest latencies and
-	// drifts up slowly (a far but steady host's base is its latency).
+	// follows a higher latency up over minutes (latBaseTau: a far but
+	// steady host's base is its latency; a queue of ours is not).
 	latFast, latBase float64
 	// share is an average of the refused share of answers (Throttled
 	// among OK and Throttled); stray reports that the latest pause was

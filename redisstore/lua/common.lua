@@ -365,10 +365,14 @@ local function isStray()
   return demand / 60000000 * math.max(l.ql, l.qb) < STRAYINFLIGHT
 end
 
--- The latency averages: the fast one's weight, the base's drift upward.
-local LATFAST, LATDRIFT = 1 / 4, 1 / 256
+-- The latency averages: the fast one's weight, and the time constant
+-- (microseconds) over which the base follows a higher latency up: over
+-- minutes, not answers (a queue of ours drains in seconds; a host slower
+-- for good is followed within minutes).
+local LATFAST, LATTAU = 1 / 4, 300e6
 
--- observeLatency counts an OK answer's time to headers (microseconds).
+-- observeLatency counts an OK answer's time to headers (microseconds) at
+-- now; l.o is the previous OK's time (0: none, and no drift).
 local function observeLatency(us)
   if not (us > 0) then return end
   if us > 1e15 then us = 1e15 end
@@ -376,7 +380,11 @@ local function observeLatency(us)
     l.ql, l.qb = us, us
     return
   end
-  if us < l.qb then l.qb = us else l.qb = l.qb + (us - l.qb) * LATDRIFT end
+  if us < l.qb then
+    l.qb = us
+  elseif l.o > 0 and now > l.o then
+    l.qb = l.qb + (us - l.qb) * (1 - math.exp(-(now - l.o) / LATTAU))
+  end
   l.ql = l.ql + (us - l.ql) * LATFAST
 end
 
