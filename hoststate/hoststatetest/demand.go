@@ -1,6 +1,7 @@
 package hoststatetest
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -227,6 +228,40 @@ func queueIsNoBase(t *testing.T, env Env) {
 	}
 	if got := admit(t, env, host).BaseLatency; got < 300*time.Millisecond {
 		t.Errorf("after 10 minutes of answers in 400ms (slower for good): base latency %v, want at least 300ms", got)
+	}
+}
+
+// slowingLearnsWhatItServes: a host configured at 6,000/min (bursts of 8)
+// whose 4 workers answer together every 100ms (gaps of 1, 1, 1 and 97ms:
+// 40 a second) and whose time to headers rises under our load is paced,
+// once its latency is back at its base, at what it serves: 2,400/min, 3 %
+// below (2,328), within a tenth (the slow average of the gaps still moves
+// with the burst's phase: here 2,122). The fast average of the gaps read
+// it as 1,612 or 3,683 by the phase of the burst the drop came in.
+func slowingLearnsWhatItServes(t *testing.T, env Env) {
+	res := func(lat time.Duration) classify.Result {
+		return classify.Result{Outcome: classify.OK, Status: 200, Latency: lat}
+	}
+	gaps := []time.Duration{time.Millisecond, time.Millisecond, time.Millisecond, 97 * time.Millisecond}
+	for i := range 40 {
+		answer(t, env, host, gaps[i%4], res(100*time.Millisecond))
+	}
+	dropped := false
+	for i := range 200 {
+		answer(t, env, host, gaps[i%4], res(100*time.Millisecond+time.Duration(i+1)*25*time.Millisecond))
+		if state(t, env, host).PerMinute < 6000 {
+			dropped = true
+			break
+		}
+	}
+	if !dropped {
+		t.Fatal("latency rising to 5s under load: the rate never dropped")
+	}
+	for range 60 {
+		answer(t, env, host, 0, res(100*time.Millisecond))
+	}
+	if got, want := state(t, env, host).PerMinute, 2400*0.97; math.Abs(got-want) > 0.1*want {
+		t.Errorf("latency back at 100ms: rate %v, want %v within a tenth (what the host served, 3 %% below)", got, want)
 	}
 }
 

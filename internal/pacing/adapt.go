@@ -211,7 +211,7 @@ func (s *Set) slowing(e *entry, now time.Time) bool {
 	if e.risenAt.IsZero() {
 		e.risenAt = now
 	}
-	served := e.accepted()
+	served := e.served()
 	if served <= 0 || now.Sub(e.risenAt) < latSustain ||
 		served/60e6*(e.latFast-e.latBase) < latQueued || e.perMinute < served*latAhead {
 		return false
@@ -237,6 +237,22 @@ func (s *Set) slowing(e *entry, now time.Time) bool {
 	e.setRate(e.base, now)
 	return true
 }
+
+// served is the rate at which a host that queues our attempts answers
+// them, per minute (0: not known): the slow average of the gaps between
+// OKs once servedGaps are in it, as a server's workers answer in bursts
+// and the fast average of a moment is a burst's or a lull's (a server of
+// 4 workers × 100ms read as 28 or 63 a second, not 40).
+func (e *entry) served() float64 {
+	if e.gaps >= servedGaps && e.slowGap > 0 {
+		return 60e6 / e.slowGap
+	}
+	return e.accepted()
+}
+
+// servedGaps is how many gaps between OKs make their slow average the
+// served rate.
+const servedGaps = 4
 
 // ok counts an OK answer: its spacing from the last, a quota it states,
 // and a step of the recovery.

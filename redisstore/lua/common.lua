@@ -370,6 +370,7 @@ end
 -- minutes, not answers (a queue of ours drains in seconds; a host slower
 -- for good is followed within minutes).
 local LATFAST, LATTAU = 1 / 4, 300e6
+local SERVEDGAPS = 4
 
 -- observeLatency counts an OK answer's time to headers (microseconds) at
 -- now; l.o is the previous OK's time (0: none, and no drift).
@@ -399,7 +400,10 @@ local function slowing()
   end
   if l.ra == 0 then l.ra = now end
   if l.m < 1 or l.q <= 0 then return false end
+  -- What the host serves: the slow average of the gaps once SERVEDGAPS are
+  -- in it (a server's workers answer in bursts), else the fast one.
   local served = 60000000 / l.q
+  if l.m >= SERVEDGAPS and l.qs > 0 then served = 60000000 / l.qs end
   if now - l.ra < LATSUSTAIN or served / 60000000 * (l.ql - l.qb) < LATQUEUED or l.r < served * LATAHEAD then
     return false
   end
