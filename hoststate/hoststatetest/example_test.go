@@ -43,6 +43,8 @@ func ExampleScenarios() {
 	// RefusalWithQueueIsALimit
 	// SlowingHostSlows
 	// FarHostNotPenalised
+	// QueueIsNoBase
+	// SlowingLearnsWhatItServes
 	// ProbeAfterOKs
 	// StallIsNotSlowing
 	// ThrottleStorm
