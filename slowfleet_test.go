@@ -40,11 +40,13 @@ type slowFleetCase struct {
 	maxAtServer int
 	p95Over     float64
 	minShare    float64
-	// short, when set, says which of the bars the chain does not meet yet
-	// and why: make test reports those bars' figures without failing on
-	// them (every page must still end 200); make bench (-slowfleet.procs,
-	// or -slowfleet.strict) asserts every bar.
+	// short, when set, says why the chain does not meet the bars named in
+	// unmet ("in-flight", "p95", "throughput") yet: make test reports
+	// those bars' figures without failing on them (every page must still
+	// end 200, and the other bars hold); make bench (-slowfleet.procs, or
+	// -slowfleet.strict) asserts every bar.
 	short string
+	unmet []string
 }
 
 // slowFleetStrict asserts every bar of every case, the unmet ones too.
@@ -79,10 +81,12 @@ func TestSlowServerFleet(t *testing.T) {
 	for _, c := range []slowFleetCase{
 		{name: "fleet-of-3", serverSlots: 4, service: 100 * time.Millisecond, fleet: 3, goroutines: 16, pages: 900,
 			maxAtServer: 8, p95Over: 3, minShare: 0.85,
-			short: "the in-flight cap is each process's: the store's base latency keeps a late worker from taking the others' queue for its own base, but three windows opening at once in slow start still put 10 to 11 in flight at the server"},
+			short: "the in-flight cap is each process's: the store's base latency keeps a late worker from taking the others' queue for its own base, but the first worker's window grows to 5 in slow start (twice what it alone was served) before the others' first answers reach the store, and their windows of 2 then put 9 in flight at the server",
+			unmet: []string{"in-flight"}},
 		{name: "uncapped-48", serverSlots: 4, service: 100 * time.Millisecond, fleet: 1, goroutines: 48, maxInFlight: -1, pages: 900,
 			maxAtServer: 8, p95Over: 3, minShare: 0.85,
-			short: "with no cap, the first 48 attempts are out before the host's latency is known; pacing then drains the queue (5 in flight on average) but the throughput and p95 of the run miss their bars"},
+			short: "with no cap, the first 48 attempts are out before the host's latency is known, and each probe above the learnt rate queues the crawl's attempts there until its latency shows it (a pause then drains the queue): the throughput holds (0.97x) but the first burst and the probes' queues put the p95 over its bar",
+			unmet: []string{"in-flight", "p95"}},
 		{name: "default-cap-2-slots", serverSlots: 2, service: 100 * time.Millisecond, fleet: 1, goroutines: 16, pages: 600,
 			maxAtServer: 6, p95Over: 3, minShare: 0.8},
 	} {
@@ -123,19 +127,24 @@ func TestSlowServerFleet(t *testing.T) {
 			if ok != c.pages {
 				t.Errorf("%d of %d pages 200 (%d errors; first: %s)", ok, c.pages, errs, first)
 			}
-			bar := t.Errorf
-			if c.short != "" && !*slowFleetStrict && !*slowFleetProcs {
+			reported := c.short != "" && !*slowFleetStrict && !*slowFleetProcs
+			if reported {
 				t.Logf("not met yet, reported (make bench asserts): %s", c.short)
-				bar = t.Logf
+			}
+			bar := func(name string) func(string, ...any) {
+				if reported && slices.Contains(c.unmet, name) {
+					return t.Logf
+				}
+				return t.Errorf
 			}
 			if st.MaxInFlight > c.maxAtServer {
-				bar("the server saw up to %d requests in flight, want at most %d", st.MaxInFlight, c.maxAtServer)
+				bar("in-flight")("the server saw up to %d requests in flight, want at most %d", st.MaxInFlight, c.maxAtServer)
 			}
 			if bound := time.Duration(c.p95Over * float64(c.service)); st.P95 > bound {
-				bar("the server's p95 latency %v, want at most %v (%.0f× its service time)", st.P95, bound, c.p95Over)
+				bar("p95")("the server's p95 latency %v, want at most %v (%.0f× its service time)", st.P95, bound, c.p95Over)
 			}
 			if share < c.minShare {
-				bar("throughput %.2f/s, %.2f× the server's capacity, want at least %.2f×", st.Throughput(), share, c.minShare)
+				bar("throughput")("throughput %.2f/s, %.2f× the server's capacity, want at least %.2f×", st.Throughput(), share, c.minShare)
 			}
 		})
 	}

@@ -167,12 +167,13 @@ func refusalWithQueueIsALimit(t *testing.T, env Env) {
 }
 
 // slowingHostSlows: a host configured at 6,000/min serves 40 requests a
-// second in 100ms each; under our load its time to headers rises to 1s
-// while it goes on serving 40 a second. Its rate falls below what it
-// serves (2,400/min, 3 % margin), through a drop that lets its queue
-// drain, and climbs back to 2,328 as its latency falls back to 100ms; its
-// learnt ceiling is what it served, so the climb stops there until the
-// probe's backoff has passed.
+// second in 100ms each; under our load its time to headers rises toward 1s
+// while it goes on serving 40 a second. Once that lasts, it is paused
+// while the queue our attempts built there drains and then paced at what
+// it serves (2,400/min, 3 % margin): no attempt is left holding a slot
+// reckoned at a lower rate. Its learnt ceiling is what it served, so the
+// rate stays there, its latency back at 100ms, until the probe's backoff
+// has passed.
 func slowingHostSlows(t *testing.T, env Env) {
 	res := func(lat time.Duration) classify.Result {
 		return classify.Result{Outcome: classify.OK, Status: 200, Latency: lat}
@@ -183,16 +184,24 @@ func slowingHostSlows(t *testing.T, env Env) {
 	if got := state(t, env, host).PerMinute; got != 6000 {
 		t.Fatalf("at its service time: rate %v, want 6000", got)
 	}
-	var dropped float64
+	var st hoststate.Status
+	var lat time.Duration
 	for i := range 20 {
-		answer(t, env, host, 25*time.Millisecond, res(100*time.Millisecond+time.Duration(i+1)*50*time.Millisecond))
-		if pm := state(t, env, host).PerMinute; pm < 6000 {
-			dropped = pm
+		lat = 100*time.Millisecond + time.Duration(i+1)*50*time.Millisecond
+		answer(t, env, host, 25*time.Millisecond, res(lat))
+		if st = state(t, env, host); st.PerMinute < 6000 {
 			break
 		}
 	}
-	if !(dropped > 0 && dropped < 2400*0.97) {
-		t.Fatalf("latency rising to 1s under load: rate %v, want a drop below %v", dropped, 2400*0.97)
+	if !nearRate(st.PerMinute, 2400*0.97) {
+		t.Fatalf("latency rising to 1s under load: rate %v, want %v", st.PerMinute, 2400*0.97)
+	}
+	// Paused while the queue drains: what the pace (6,000/min) sent over
+	// the fast latency, less what the host serves at once, at the rate it
+	// serves (2,400/min): 2.5 × fast latency - 100ms, the fast latency
+	// between 250ms and the latest answer's.
+	if wait, lo, hi := st.PausedUntil.Sub(env.Now()), 525*time.Millisecond, lat*5/2-100*time.Millisecond; wait < lo || wait > hi {
+		t.Errorf("latency rising to %v under load: paused for %v, want %v to %v", lat, wait, lo, hi)
 	}
 	for range 40 {
 		answer(t, env, host, 0, res(100*time.Millisecond))
@@ -200,6 +209,44 @@ func slowingHostSlows(t *testing.T, env Env) {
 	if got := state(t, env, host).PerMinute; !nearRate(got, 2400*0.97) {
 		t.Errorf("latency back at 100ms: rate %v, want %v", got, 2400*0.97)
 	}
+}
+
+// probeThatSlowsEnds: a host whose ceiling was learnt from its latency
+// (as in slowingHostSlows) is probed above it once 200 OKs came at its
+// base latency; when its latency rises under the probe, the probe found
+// the limit: the host is paused to drain the queue within a few answers,
+// not after the 250ms a latency must last to be taken for a host slowing
+// down (about 22 answers here), which only guards against a stalled
+// machine's lone slow answers.
+func probeThatSlowsEnds(t *testing.T, env Env) {
+	res := func(lat time.Duration) classify.Result {
+		return classify.Result{Outcome: classify.OK, Status: 200, Latency: lat}
+	}
+	for range 8 {
+		answer(t, env, host, 25*time.Millisecond, res(100*time.Millisecond))
+	}
+	for i := range 20 {
+		answer(t, env, host, 25*time.Millisecond, res(100*time.Millisecond+time.Duration(i+1)*50*time.Millisecond))
+		if state(t, env, host).PerMinute < 6000 {
+			break
+		}
+	}
+	if st := state(t, env, host); st.PerMinute >= 6000 {
+		t.Fatalf("latency rising to 1s under load: rate %v, want it paced at what it serves", st.PerMinute)
+	}
+	for range 240 {
+		answer(t, env, host, 25*time.Millisecond, res(100*time.Millisecond))
+	}
+	if got := state(t, env, host).PerMinute; got < 2400 {
+		t.Fatalf("240 OKs at the base latency: rate %v, want a probe above 2,400", got)
+	}
+	for n := 1; n <= 5; n++ {
+		answer(t, env, host, time.Millisecond, res(600*time.Millisecond))
+		if st := state(t, env, host); st.PausedUntil.After(env.Now()) {
+			return
+		}
+	}
+	t.Errorf("a probe raising the latency to 600ms: not paused after 5 answers, want at once")
 }
 
 // queueIsNoBase: a host answering 40 a second at its base latency of

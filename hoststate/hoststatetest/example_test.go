@@ -45,6 +45,7 @@ func ExampleScenarios() {
 	// FarHostNotPenalised
 	// QueueIsNoBase
 	// SlowingLearnsWhatItServes
+	// ProbeThatSlowsEnds
 	// ProbeAfterOKs
 	// StallIsNotSlowing
 	// ThrottleStorm

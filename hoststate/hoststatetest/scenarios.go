@@ -59,6 +59,7 @@ func Scenarios() []Scenario {
 		{"FarHostNotPenalised", hoststate.Config{Limit: ratelimit.Config{PerMinute: 600}}, farHostNotPenalised},
 		{"QueueIsNoBase", hoststate.Config{Limit: ratelimit.Config{PerMinute: 2400}}, queueIsNoBase},
 		{"SlowingLearnsWhatItServes", hoststate.Config{Limit: ratelimit.Config{PerMinute: 6000, Burst: 8}}, slowingLearnsWhatItServes},
+		{"ProbeThatSlowsEnds", hoststate.Config{Limit: ratelimit.Config{PerMinute: 6000}}, probeThatSlowsEnds},
 		{"ProbeAfterOKs", hoststate.Config{Limit: ratelimit.Config{PerMinute: 600}}, probeAfterOKs},
 		{"StallIsNotSlowing", hoststate.Config{Limit: ratelimit.Config{PerMinute: 600000}}, stallIsNotSlowing},
 		{"ThrottleStorm", hoststate.Config{}, throttleStorm},

@@ -180,7 +180,8 @@ func baseDrift(last, now time.Time) float64 {
 
 // A host slowing down under our load (see slowing): its fast latency at
 // least latRise times its base and straySlack more, for latSustain (a
-// stalled machine's lone slow answers are not a host slowing down), with
+// stalled machine's lone slow answers are not a host slowing down; during
+// a probe above the learnt ceiling, at once: the probe raised it), with
 // at least latQueued of our attempts waiting there on average, paced at
 // least latAhead times faster than it serves.
 const (
@@ -198,11 +199,20 @@ func (e *entry) risen() bool {
 }
 
 // slowing answers a host whose latency rises under our load, paced faster
-// than it serves: it queues what it cannot serve yet. Its rate settles
-// below the rate it served (the accepted rate), which becomes the learnt
-// ceiling, after a drop that lets the queue drain (the served rate scaled
-// by base over fast latency), as after a throttle; a probe above it waits
-// for the backoff. It reports whether it changed the rate.
+// than it serves: it queues what it cannot serve yet. The host is paused
+// while that queue drains (Little's law: what the pace sent over the fast
+// latency, less what the host serves at once, over the rate it serves:
+// the pace over the served rate times the fast latency, less the base),
+// so that nothing more is sent until it has, and its rate settles below the
+// rate it served (see served), which becomes the learnt ceiling; a probe
+// above it waits for the backoff. The pause is a new epoch, as a
+// throttle's: attempts admitted before it are admitted again at its end,
+// one interval apart at the new rate, and none is left holding a slot
+// reckoned at a rate lower than the host's (a drop to a low rate while the
+// queue drained had the attempts waiting then keep slots seconds deep
+// after the rate had climbed back). The pause is no refusal's: a refusal
+// after it is judged as after a stray's. It reports whether it changed the
+// rate.
 func (s *Set) slowing(e *entry, now time.Time) bool {
 	if !e.risen() {
 		e.risenAt = time.Time{}
@@ -212,7 +222,7 @@ func (s *Set) slowing(e *entry, now time.Time) bool {
 		e.risenAt = now
 	}
 	served := e.served()
-	if served <= 0 || now.Sub(e.risenAt) < latSustain ||
+	if served <= 0 || (now.Sub(e.risenAt) < latSustain && e.probeN == 0) ||
 		served/60e6*(e.latFast-e.latBase) < latQueued || e.perMinute < served*latAhead {
 		return false
 	}
@@ -229,12 +239,23 @@ func (s *Set) slowing(e *entry, now time.Time) bool {
 	} else {
 		e.learnt = min(e.learnt, served)
 	}
+	// The queue: what was sent over the latest latency at the pace (at
+	// most), less what the host serves at once (Little's law); it drains
+	// at the rate served.
+	queue := e.perMinute/served*e.latFast - e.latBase
 	target := min(max(served*(1-margin), floor), e.top())
-	e.target, e.base, e.oks, e.probeN = target, max(target*e.latBase/e.latFast, floor), 0, 0
+	e.target, e.base, e.oks, e.probeN = target, target, 0, 0
 	e.cutRate = 0
 	e.probeAt = now.Add(e.backoff)
 	e.gaps = 0
-	e.setRate(e.base, now)
+	e.setRate(target, now)
+	drainFor := min(time.Duration(queue)*time.Microsecond, s.cfg.MaxPause)
+	if until := now.Add(drainFor); until.After(e.pausedUntil) {
+		e.pausedUntil = until
+		e.epoch++
+		e.stray = true
+		e.drain(maxTime(until, now.Add(interval(target, s.cfg.MaxPause))))
+	}
 	return true
 }
 

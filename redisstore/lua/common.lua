@@ -404,7 +404,7 @@ local function slowing()
   -- in it (a server's workers answer in bursts), else the fast one.
   local served = 60000000 / l.q
   if l.m >= SERVEDGAPS and l.qs > 0 then served = 60000000 / l.qs end
-  if now - l.ra < LATSUSTAIN or served / 60000000 * (l.ql - l.qb) < LATQUEUED or l.r < served * LATAHEAD then
+  if (now - l.ra < LATSUSTAIN and l.pn == 0) or served / 60000000 * (l.ql - l.qb) < LATQUEUED or l.r < served * LATAHEAD then
     return false
   end
   l.ra = 0
@@ -412,13 +412,22 @@ local function slowing()
   if l.pn > 0 then l.bo = math.min(2 * l.bo, MAXBACKOFF) end
   if l.bo == 0 then l.bo = FIRSTBACKOFF end
   if l.ll == 0 or l.pn > 0 then l.ll = served else l.ll = math.min(l.ll, served) end
+  -- The queue: what the pace sent over the fast latency, less what the
+  -- host serves at once; it drains at the rate served.
+  local queue = l.r / served * l.ql - l.qb
   local target = math.min(math.max(served * (1 - MARGIN), fl), top())
   l.g, l.k, l.pn = target, 0, 0
-  l.bs = math.max(target * l.qb / l.ql, fl)
+  l.bs = target
   l.cr = 0
   l.pa = now + l.bo
   l.m = 0
-  setRate(l.bs)
+  setRate(target)
+  -- Paused while the queue drains: a new epoch, and no refusal's pause.
+  local untilT = now + math.floor(math.min(queue, MAXPAUSE))
+  if untilT > l.p then
+    l.p, l.e, l.sy = untilT, l.e + 1, 1
+    drain(math.max(untilT, now + math.floor(math.min(60000000 / target, MAXPAUSE))))
+  end
   return true
 end
 
