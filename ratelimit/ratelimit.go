@@ -45,13 +45,16 @@
 //     the probe begins, when the host refuses no probe.
 //   - A host slowing down under our load is answered before it refuses:
 //     when its latency (time to headers, kept in the state as a fast
-//     average and a base following the lowest) is twice its base, with
-//     attempts queued there (accepted rate × the latency over the base at
-//     least one) and the host paced a fifth faster than it serves, the
-//     rate it serves (its accepted rate) becomes the learnt ceiling, and
-//     the rate drops (by base over fast latency, to let the queue drain),
-//     then climbs to 3 % below it. A far but steady host is at its base.
-//     Every worker sharing the state slows and recovers together.
+//     average and a base that follows the lowest, and a higher latency
+//     over minutes) is twice its base and 50 ms more for 250 ms (at once
+//     during a probe), with attempts queued there (the served rate × the
+//     latency over the base at least one) and the host paced a fifth
+//     faster than it serves, the rate it serves (the slow average of the
+//     gaps between its OKs) becomes the learnt ceiling; the host is
+//     paused while the queue drains (the pace over the served rate times
+//     the fast latency, less the base: Little's law) and then paced 3 %
+//     below what it served. A far but steady host is at its base. Every
+//     worker sharing the state slows and recovers together.
 //   - The host is paused until now + RetryAfter (capped at MaxPause; one
 //     interval at the new rate when the host gave no RetryAfter). When
 //     the host answered no OK since the previous pause ended, it is still
