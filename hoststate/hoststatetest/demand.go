@@ -249,6 +249,32 @@ func probeThatSlowsEnds(t *testing.T, env Env) {
 	t.Errorf("a probe raising the latency to 600ms: not paused after 5 answers, want at once")
 }
 
+// slowingPauseIsBounded: a host configured at 60,000/min that a crawl asks
+// a page a second of (its pace a thousand times the demand) and whose time
+// to headers rises from 100ms toward 3s: the pause that lets the queue
+// drain is bounded by the wait its answers show (at most 4 times the fast
+// latency over the base), not reckoned from the pace (which would pause
+// it for most of an hour).
+func slowingPauseIsBounded(t *testing.T, env Env) {
+	res := func(lat time.Duration) classify.Result {
+		return classify.Result{Outcome: classify.OK, Status: 200, Latency: lat}
+	}
+	for range 8 {
+		answer(t, env, host, time.Second, res(100*time.Millisecond))
+	}
+	for i := range 40 {
+		lat := 100*time.Millisecond + time.Duration(i+1)*100*time.Millisecond
+		answer(t, env, host, time.Second, res(lat))
+		if st := state(t, env, host); st.PerMinute < 60000 {
+			if wait := st.PausedUntil.Sub(env.Now()); wait <= 0 || wait > 4*lat {
+				t.Errorf("latency risen to %v: paused for %v, want more than 0 and at most %v", lat, wait, 4*lat)
+			}
+			return
+		}
+	}
+	t.Fatal("latency rising to 4s: the rate never dropped")
+}
+
 // queueIsNoBase: a host answering 40 a second at its base latency of
 // 100ms, paced at what it serves (2,400/min: no cut), answers in 400ms
 // for 5 s (200 answers: a queue of ours, which drains in seconds): its

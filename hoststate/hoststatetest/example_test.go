@@ -46,6 +46,7 @@ func ExampleScenarios() {
 	// QueueIsNoBase
 	// SlowingLearnsWhatItServes
 	// ProbeThatSlowsEnds
+	// SlowingPauseIsBounded
 	// ProbeAfterOKs
 	// StallIsNotSlowing
 	// ThrottleStorm

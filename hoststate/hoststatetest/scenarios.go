@@ -60,6 +60,7 @@ func Scenarios() []Scenario {
 		{"QueueIsNoBase", hoststate.Config{Limit: ratelimit.Config{PerMinute: 2400}}, queueIsNoBase},
 		{"SlowingLearnsWhatItServes", hoststate.Config{Limit: ratelimit.Config{PerMinute: 6000, Burst: 8}}, slowingLearnsWhatItServes},
 		{"ProbeThatSlowsEnds", hoststate.Config{Limit: ratelimit.Config{PerMinute: 6000}}, probeThatSlowsEnds},
+		{"SlowingPauseIsBounded", hoststate.Config{Limit: ratelimit.Config{PerMinute: 60000}}, slowingPauseIsBounded},
 		{"ProbeAfterOKs", hoststate.Config{Limit: ratelimit.Config{PerMinute: 600}}, probeAfterOKs},
 		{"StallIsNotSlowing", hoststate.Config{Limit: ratelimit.Config{PerMinute: 600000}}, stallIsNotSlowing},
 		{"ThrottleStorm", hoststate.Config{}, throttleStorm},

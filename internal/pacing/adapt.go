@@ -185,6 +185,7 @@ func baseDrift(last, now time.Time) float64 {
 // at least latQueued of our attempts waiting there on average, paced at
 // least latAhead times faster than it serves.
 const (
+	maxDrain   = 4.0 // a slowing host's pause: at most this many times the queue's wait its answers show
 	latRise    = 2.0
 	latQueued  = 1.0
 	latAhead   = 1.2
@@ -241,8 +242,9 @@ func (s *Set) slowing(e *entry, now time.Time) bool {
 	}
 	// The queue: what was sent over the latest latency at the pace (at
 	// most), less what the host serves at once (Little's law); it drains
-	// at the rate served.
-	queue := e.perMinute/served*e.latFast - e.latBase
+	// at the rate served. The pace only bounds what the crawl sent: the
+	// wait is at most maxDrain times the one the answers show.
+	queue := min(e.perMinute/served*e.latFast-e.latBase, maxDrain*(e.latFast-e.latBase))
 	target := min(max(served*(1-margin), floor), e.top())
 	e.target, e.base, e.oks, e.probeN = target, target, 0, 0
 	e.cutRate = 0

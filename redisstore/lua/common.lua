@@ -371,6 +371,7 @@ end
 -- for good is followed within minutes).
 local LATFAST, LATTAU = 1 / 4, 300e6
 local SERVEDGAPS = 4
+local MAXDRAIN = 4
 
 -- observeLatency counts an OK answer's time to headers (microseconds) at
 -- now; l.o is the previous OK's time (0: none, and no drift).
@@ -413,8 +414,10 @@ local function slowing()
   if l.bo == 0 then l.bo = FIRSTBACKOFF end
   if l.ll == 0 or l.pn > 0 then l.ll = served else l.ll = math.min(l.ll, served) end
   -- The queue: what the pace sent over the fast latency, less what the
-  -- host serves at once; it drains at the rate served.
-  local queue = l.r / served * l.ql - l.qb
+  -- host serves at once; it drains at the rate served. The pace only
+  -- bounds what the crawl sent: at most MAXDRAIN times the wait the
+  -- answers show.
+  local queue = math.min(l.r / served * l.ql - l.qb, MAXDRAIN * (l.ql - l.qb))
   local target = math.min(math.max(served * (1 - MARGIN), fl), top())
   l.g, l.k, l.pn = target, 0, 0
   l.bs = target
