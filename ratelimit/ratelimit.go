@@ -52,8 +52,8 @@
 //     faster than it serves, the rate it serves (the slow average of the
 //     gaps between its OKs) becomes the learnt ceiling; the host is
 //     paused while the queue drains (the pace over the served rate times
-//     the fast latency, less the base: Little's law) and then paced 3 %
-//     below what it served. A far but steady host is at its base. Every
+//     the fast latency, less the base: Little's law; at most four times
+//     the wait its answers show) and then paced 3 % below what it served. A far but steady host is at its base. Every
 //     worker sharing the state slows and recovers together.
 //   - The host is paused until now + RetryAfter (capped at MaxPause; one
 //     interval at the new rate when the host gave no RetryAfter). When
