@@ -49,8 +49,9 @@ type entry struct {
 	// steady host's base is its latency; a queue of ours is not).
 	latFast, latBase float64
 	// share is an average of the refused share of answers (Throttled
-	// among OK and Throttled); stray reports that the latest pause was
-	// a stray refusal's (see isStray).
+	// among OK and Throttled); stray reports that the latest pause said
+	// nothing of a limit: a stray refusal's (see isStray), or a slowing
+	// host's while its queue drained (see slowing).
 	share float64
 	stray bool
 	// bound is an average of whether admissions queued at the pace,

@@ -90,8 +90,8 @@ local SIZE = 338
 -- Version 1's extension, the 72 bytes after its 338 (absent: all zero):
 -- nine doubles, the pacing part's latency averages (fast ql, base qb, in
 -- microseconds, in [0, 1e18)), the refused share of its answers sr (in
--- [0, 1]), the stray flag sy (0 or 1: the latest pause was a stray
--- refusal's), how often admissions queued for a token (waiting half an
+-- [0, 1]), the stray flag sy (0 or 1: the latest pause said nothing of a
+-- limit: a stray refusal's, or a slowing host's drain), how often admissions queued for a token (waiting half an
 -- interval or more) bd (in [0, 1]), whether the latest did lw (0 or 1), a slow average of the gaps between
 -- OKs qs (microseconds, in [0, 1e18)), the highest rate a refusal taken
 -- for a limit came at rt (0 or a rate) and when the latency rose ra (a
