@@ -49,7 +49,10 @@
 //     as if the OK's answer had come that much later.
 //   - latency: a host's latency averages, and so its slowing and the base
 //     latency each admission reports (hoststate.Admission.BaseLatency),
-//     take other workers' OKs up to RecordDelay late. The in-flight cap is
+//     take other workers' OKs up to RecordDelay late. A slowing host's
+//     pause (while the queue drains) is set with the OK that shows it, so
+//     up to RecordDelay late, and then seen as a throttle's pause is (up to
+//     LeaseWindow by a worker holding a lease). The in-flight cap is
 //     each process's own, sized by Little's law on that shared base
 //     latency: no fleet-wide count of attempts in flight is kept.
 //   - a worker that stops: the OKs it held are sent by Flush; a worker that
