@@ -19,6 +19,29 @@ func answer(t *testing.T, env Env, host string, gap time.Duration, r classify.Re
 	return record(t, env, host, a, r)
 }
 
+// okIn is an OK answer whose time to headers is lat.
+func okIn(lat time.Duration) classify.Result {
+	return classify.Result{Outcome: classify.OK, Status: 200, Latency: lat}
+}
+
+// slowUntilCut answers OKs gap apart whose time to headers grows from
+// 100ms by step an answer, at most n of them, until the host's rate falls
+// below perMinute; it returns the host's state then and the latest
+// answer's latency (the state after n answers if the rate never fell).
+func slowUntilCut(t *testing.T, env Env, gap, step time.Duration, n int, perMinute float64) (hoststate.Status, time.Duration) {
+	t.Helper()
+	var st hoststate.Status
+	var lat time.Duration
+	for i := range n {
+		lat = 100*time.Millisecond + time.Duration(i+1)*step
+		answer(t, env, host, gap, okIn(lat))
+		if st = state(t, env, host); st.PerMinute < perMinute {
+			break
+		}
+	}
+	return st, lat
+}
+
 // strayRefusalRecovers: a broad crawl's host configured at 600/min gets
 // one request a second (the crawl's demand, a tenth of its pace), answered
 // in 10ms. A 429 with Retry-After 1s after 30 such OKs is a stray: the
@@ -175,24 +198,13 @@ func refusalWithQueueIsALimit(t *testing.T, env Env) {
 // rate stays there, its latency back at 100ms, until the probe's backoff
 // has passed.
 func slowingHostSlows(t *testing.T, env Env) {
-	res := func(lat time.Duration) classify.Result {
-		return classify.Result{Outcome: classify.OK, Status: 200, Latency: lat}
-	}
 	for range 8 {
-		answer(t, env, host, 25*time.Millisecond, res(100*time.Millisecond))
+		answer(t, env, host, 25*time.Millisecond, okIn(100*time.Millisecond))
 	}
 	if got := state(t, env, host).PerMinute; got != 6000 {
 		t.Fatalf("at its service time: rate %v, want 6000", got)
 	}
-	var st hoststate.Status
-	var lat time.Duration
-	for i := range 20 {
-		lat = 100*time.Millisecond + time.Duration(i+1)*50*time.Millisecond
-		answer(t, env, host, 25*time.Millisecond, res(lat))
-		if st = state(t, env, host); st.PerMinute < 6000 {
-			break
-		}
-	}
+	st, lat := slowUntilCut(t, env, 25*time.Millisecond, 50*time.Millisecond, 20, 6000)
 	if !nearRate(st.PerMinute, 2400*0.97) {
 		t.Fatalf("latency rising to 1s under load: rate %v, want %v", st.PerMinute, 2400*0.97)
 	}
@@ -204,7 +216,7 @@ func slowingHostSlows(t *testing.T, env Env) {
 		t.Errorf("latency rising to %v under load: paused for %v, want %v to %v", lat, wait, lo, hi)
 	}
 	for range 40 {
-		answer(t, env, host, 0, res(100*time.Millisecond))
+		answer(t, env, host, 0, okIn(100*time.Millisecond))
 	}
 	if got := state(t, env, host).PerMinute; !nearRate(got, 2400*0.97) {
 		t.Errorf("latency back at 100ms: rate %v, want %v", got, 2400*0.97)
@@ -219,29 +231,20 @@ func slowingHostSlows(t *testing.T, env Env) {
 // down (about 22 answers here), which only guards against a stalled
 // machine's lone slow answers.
 func probeThatSlowsEnds(t *testing.T, env Env) {
-	res := func(lat time.Duration) classify.Result {
-		return classify.Result{Outcome: classify.OK, Status: 200, Latency: lat}
-	}
 	for range 8 {
-		answer(t, env, host, 25*time.Millisecond, res(100*time.Millisecond))
+		answer(t, env, host, 25*time.Millisecond, okIn(100*time.Millisecond))
 	}
-	for i := range 20 {
-		answer(t, env, host, 25*time.Millisecond, res(100*time.Millisecond+time.Duration(i+1)*50*time.Millisecond))
-		if state(t, env, host).PerMinute < 6000 {
-			break
-		}
-	}
-	if st := state(t, env, host); st.PerMinute >= 6000 {
+	if st, _ := slowUntilCut(t, env, 25*time.Millisecond, 50*time.Millisecond, 20, 6000); st.PerMinute >= 6000 {
 		t.Fatalf("latency rising to 1s under load: rate %v, want it paced at what it serves", st.PerMinute)
 	}
 	for range 240 {
-		answer(t, env, host, 25*time.Millisecond, res(100*time.Millisecond))
+		answer(t, env, host, 25*time.Millisecond, okIn(100*time.Millisecond))
 	}
 	if got := state(t, env, host).PerMinute; got < 2400 {
 		t.Fatalf("240 OKs at the base latency: rate %v, want a probe above 2,400", got)
 	}
 	for n := 1; n <= 5; n++ {
-		answer(t, env, host, time.Millisecond, res(600*time.Millisecond))
+		answer(t, env, host, time.Millisecond, okIn(600*time.Millisecond))
 		if st := state(t, env, host); st.PausedUntil.After(env.Now()) {
 			return
 		}
@@ -256,23 +259,16 @@ func probeThatSlowsEnds(t *testing.T, env Env) {
 // latency over the base), not reckoned from the pace (which would pause
 // it for most of an hour).
 func slowingPauseIsBounded(t *testing.T, env Env) {
-	res := func(lat time.Duration) classify.Result {
-		return classify.Result{Outcome: classify.OK, Status: 200, Latency: lat}
-	}
 	for range 8 {
-		answer(t, env, host, time.Second, res(100*time.Millisecond))
+		answer(t, env, host, time.Second, okIn(100*time.Millisecond))
 	}
-	for i := range 40 {
-		lat := 100*time.Millisecond + time.Duration(i+1)*100*time.Millisecond
-		answer(t, env, host, time.Second, res(lat))
-		if st := state(t, env, host); st.PerMinute < 60000 {
-			if wait := st.PausedUntil.Sub(env.Now()); wait <= 0 || wait > 4*lat {
-				t.Errorf("latency risen to %v: paused for %v, want more than 0 and at most %v", lat, wait, 4*lat)
-			}
-			return
-		}
+	st, lat := slowUntilCut(t, env, time.Second, 100*time.Millisecond, 40, 60000)
+	if st.PerMinute >= 60000 {
+		t.Fatal("latency rising to 4s: the rate never dropped")
 	}
-	t.Fatal("latency rising to 4s: the rate never dropped")
+	if wait := st.PausedUntil.Sub(env.Now()); wait <= 0 || wait > 4*lat {
+		t.Errorf("latency risen to %v: paused for %v, want more than 0 and at most %v", lat, wait, 4*lat)
+	}
 }
 
 // queueIsNoBase: a host answering 40 a second at its base latency of
@@ -284,20 +280,17 @@ func slowingPauseIsBounded(t *testing.T, env Env) {
 // Answering in 400ms for 10 minutes more, a second apart (slower for
 // good), the base follows it (at least 300ms).
 func queueIsNoBase(t *testing.T, env Env) {
-	res := func(lat time.Duration) classify.Result {
-		return classify.Result{Outcome: classify.OK, Status: 200, Latency: lat}
-	}
 	for range 20 {
-		answer(t, env, host, 25*time.Millisecond, res(100*time.Millisecond))
+		answer(t, env, host, 25*time.Millisecond, okIn(100*time.Millisecond))
 	}
 	for range 200 {
-		answer(t, env, host, 25*time.Millisecond, res(400*time.Millisecond))
+		answer(t, env, host, 25*time.Millisecond, okIn(400*time.Millisecond))
 	}
 	if got := admit(t, env, host).BaseLatency; got > 110*time.Millisecond {
 		t.Errorf("after 5 s of answers in 400ms (a queue of ours): base latency %v, want at most 110ms", got)
 	}
 	for range 600 {
-		answer(t, env, host, time.Second, res(400*time.Millisecond))
+		answer(t, env, host, time.Second, okIn(400*time.Millisecond))
 	}
 	if got := admit(t, env, host).BaseLatency; got < 300*time.Millisecond {
 		t.Errorf("after 10 minutes of answers in 400ms (slower for good): base latency %v, want at least 300ms", got)
@@ -312,16 +305,13 @@ func queueIsNoBase(t *testing.T, env Env) {
 // with the burst's phase: here 2,122). The fast average of the gaps read
 // it as 1,612 or 3,683 by the phase of the burst the drop came in.
 func slowingLearnsWhatItServes(t *testing.T, env Env) {
-	res := func(lat time.Duration) classify.Result {
-		return classify.Result{Outcome: classify.OK, Status: 200, Latency: lat}
-	}
 	gaps := []time.Duration{time.Millisecond, time.Millisecond, time.Millisecond, 97 * time.Millisecond}
 	for i := range 40 {
-		answer(t, env, host, gaps[i%4], res(100*time.Millisecond))
+		answer(t, env, host, gaps[i%4], okIn(100*time.Millisecond))
 	}
 	dropped := false
 	for i := range 200 {
-		answer(t, env, host, gaps[i%4], res(100*time.Millisecond+time.Duration(i+1)*25*time.Millisecond))
+		answer(t, env, host, gaps[i%4], okIn(100*time.Millisecond+time.Duration(i+1)*25*time.Millisecond))
 		if state(t, env, host).PerMinute < 6000 {
 			dropped = true
 			break
@@ -331,7 +321,7 @@ func slowingLearnsWhatItServes(t *testing.T, env Env) {
 		t.Fatal("latency rising to 5s under load: the rate never dropped")
 	}
 	for range 60 {
-		answer(t, env, host, 0, res(100*time.Millisecond))
+		answer(t, env, host, 0, okIn(100*time.Millisecond))
 	}
 	if got, want := state(t, env, host).PerMinute, 2400*0.97; math.Abs(got-want) > 0.1*want {
 		t.Errorf("latency back at 100ms: rate %v, want %v within a tenth (what the host served, 3 %% below)", got, want)
