@@ -251,12 +251,8 @@ func (s *Set) slowing(e *entry, now time.Time) bool {
 	e.probeAt = now.Add(e.backoff)
 	e.gaps = 0
 	e.setRate(target, now)
-	drainFor := min(time.Duration(queue)*time.Microsecond, s.cfg.MaxPause)
-	if until := now.Add(drainFor); until.After(e.pausedUntil) {
-		e.pausedUntil = until
-		e.epoch++
+	if s.pause(e, now, time.Duration(queue)*time.Microsecond) {
 		e.stray = true
-		e.drain(maxTime(until, now.Add(interval(target, s.cfg.MaxPause))))
 	}
 	return true
 }
@@ -400,15 +396,24 @@ func (s *Set) throttled(e *entry, now time.Time, retryAfter time.Duration) (floo
 	if pause == 0 {
 		pause = interval(e.perMinute, s.cfg.MaxPause)
 	}
-	if until := now.Add(min(pause, s.cfg.MaxPause)); until.After(e.pausedUntil) {
-		e.pausedUntil = until
-		e.epoch++
-		// The first token comes when the pause ends, and never sooner
-		// than one interval of the new rate after the throttle.
-		e.drain(maxTime(until, now.Add(interval(e.perMinute, s.cfg.MaxPause))))
-	}
+	s.pause(e, now, pause)
 	e.share += (1 - e.share) * shareWeight
 	return floored
+}
+
+// pause pauses e for d from now (at most MaxPause) unless it is paused
+// longer already: a new epoch, and the first token when the pause ends,
+// never sooner than one interval of the current rate after now. It
+// reports whether the pause started or grew.
+func (s *Set) pause(e *entry, now time.Time, d time.Duration) bool {
+	until := now.Add(min(d, s.cfg.MaxPause))
+	if !until.After(e.pausedUntil) {
+		return false
+	}
+	e.pausedUntil = until
+	e.epoch++
+	e.drain(maxTime(until, now.Add(interval(e.perMinute, s.cfg.MaxPause))))
+	return true
 }
 
 // cut learns from a throttle at the current rate r: the host's limit is

@@ -300,6 +300,19 @@ local function drain(at)
   l.t, l.tf, l.a = 1, 1, clock(at)
 end
 
+-- pauseFor pauses the host for d microseconds from now (at most MAXPAUSE)
+-- unless it is paused longer already: a new epoch, and the bucket drained
+-- so that the first token comes at the pause's end, no sooner than an
+-- interval at the current rate after now. It reports whether the pause
+-- started or grew.
+local function pauseFor(d)
+  local untilT = now + math.floor(math.min(d, MAXPAUSE))
+  if untilT <= l.p then return false end
+  l.p, l.e = untilT, l.e + 1
+  drain(math.max(untilT, now + math.floor(math.min(60000000 / l.r, MAXPAUSE))))
+  return true
+end
+
 -- MAXOKS bounds the counts of OKs.
 local MAXOKS = 1073741824
 
@@ -425,12 +438,8 @@ local function slowing()
   l.pa = now + l.bo
   l.m = 0
   setRate(target)
-  -- Paused while the queue drains: a new epoch, and no refusal's pause.
-  local untilT = now + math.floor(math.min(queue, MAXPAUSE))
-  if untilT > l.p then
-    l.p, l.e, l.sy = untilT, l.e + 1, 1
-    drain(math.max(untilT, now + math.floor(math.min(60000000 / target, MAXPAUSE))))
-  end
+  -- Paused while the queue drains: no refusal's pause.
+  if pauseFor(queue) then l.sy = 1 end
   return true
 end
 

@@ -202,16 +202,8 @@ elseif OUTCOME == THROTTLED then
     if pause <= 0 then pause = math.min(60000000 / l.r, MAXPAUSE) end
     l.ps = math.floor(math.min(pause, MAXPAUSE))
   end
-  local iv = math.min(60000000 / l.r, MAXPAUSE)
-  if pause <= 0 then pause = iv end
-  local untilT = now + math.floor(math.min(pause, MAXPAUSE))
-  if untilT > l.p then
-    -- The pause starts or grows: a new epoch, and the bucket drained so
-    -- that the first token comes at its end, no sooner than an interval
-    -- after the throttle.
-    l.p, l.e = untilT, l.e + 1
-    drain(math.max(untilT, now + math.floor(iv)))
-  end
+  if pause <= 0 then pause = math.min(60000000 / l.r, MAXPAUSE) end
+  pauseFor(pause)
   l.sr = l.sr + (1 - l.sr) * SHAREW
 end
 -- (the outcome's application ends)
